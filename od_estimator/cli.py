@@ -1,0 +1,35 @@
+"""`od-estimator COMMAND [flags]`: one entry point for the project's tools."""
+import importlib
+import sys
+
+# Command name -> (module with main(argv) -> exit code, one-line summary).
+COMMANDS = {
+    'validate': ('od_estimator.validate',
+                 'check a pipeline.config before launch'),
+}
+
+
+def _usage():
+  lines = ['usage: od-estimator COMMAND [flags]', '', 'commands:']
+  lines += ['  %-10s %s' % (name, summary)
+            for name, (_, summary) in sorted(COMMANDS.items())]
+  lines.append('')
+  lines.append('`od-estimator COMMAND --help` describes a command.')
+  return '\n'.join(lines)
+
+
+def main(argv=None):
+  argv = sys.argv[1:] if argv is None else argv
+  if not argv or argv[0] in ('-h', '--help', 'help'):
+    print(_usage())
+    return 0
+  if argv[0] not in COMMANDS:
+    print('od-estimator: unknown command %r\n\n%s' % (argv[0], _usage()),
+          file=sys.stderr)
+    return 2
+  module = importlib.import_module(COMMANDS[argv[0]][0])
+  return module.main(argv[1:])
+
+
+if __name__ == '__main__':
+  sys.exit(main())

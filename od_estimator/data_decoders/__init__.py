@@ -1,0 +1,1 @@
+"""Decoders from serialized records to tensor dicts."""

@@ -1,0 +1,1 @@
+"""Tools that write TFRecords of tf.Examples in the original format."""

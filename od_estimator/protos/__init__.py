@@ -1,0 +1,1 @@
+"""Generated config schema modules (*_pb2.py), built from protos/ at install."""

@@ -1,0 +1,84 @@
+"""od_estimator: the TF1 Object Detection API's Estimator path, maintained."""
+import glob
+import os
+import shutil
+import tempfile
+
+from setuptools import Command, find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def compile_protos():
+  """Compiles protos/*.proto into od_estimator/protos/*_pb2.py.
+
+  The .proto files import each other as "od_estimator/protos/x.proto" so that
+  the generated modules import each other as od_estimator.protos.x_pb2; they
+  are staged under that path in a temporary include root.
+  """
+  from grpc_tools import protoc  # pylint: disable=g-import-not-at-top
+  sources = sorted(glob.glob(os.path.join(HERE, 'protos', '*.proto')))
+  with tempfile.TemporaryDirectory() as root:
+    staged = os.path.join(root, 'od_estimator', 'protos')
+    os.makedirs(staged)
+    for source in sources:
+      shutil.copy(source, staged)
+    names = ['od_estimator/protos/' + os.path.basename(s) for s in sources]
+    well_known = os.path.join(os.path.dirname(protoc.__file__), '_proto')
+    status = protoc.main(['protoc', '-I' + root, '-I' + well_known,
+                          '--python_out=' + HERE] + names)
+  if status != 0:
+    raise RuntimeError('protoc failed on protos/*.proto (status %d)' % status)
+
+
+class BuildProtos(Command):
+  """`python setup.py build_protos`: regenerates the *_pb2.py modules."""
+  description = 'compile protos/*.proto into od_estimator/protos'
+  user_options = []
+
+  def initialize_options(self):
+    pass
+
+  def finalize_options(self):
+    pass
+
+  def run(self):
+    compile_protos()
+
+
+class BuildPyWithProtos(build_py):
+
+  def run(self):
+    compile_protos()
+    super().run()
+
+
+setup(
+    name='od_estimator',
+    version='0.1.0',
+    description=('Object detection on tf.estimator, compatible with the TF1 '
+                 'Object Detection API configs, data and checkpoints.'),
+    python_requires='>=3.11,<3.12',
+    packages=find_packages(include=['od_estimator', 'od_estimator.*']),
+    cmdclass={'build_py': BuildPyWithProtos, 'build_protos': BuildProtos},
+    install_requires=[
+        'tensorflow-cpu==2.15.1',
+        'tensorflow-estimator==2.15.0',
+        'tf-slim==1.1.0',
+        'protobuf>=4.25,<4.26',
+        'numpy>=1.23.5,<2',
+        'absl-py',
+        'Pillow',
+        'pycocotools',
+        'faster-coco-eval',
+    ],
+    extras_require={
+        'test': ['pytest', 'grpcio-tools>=1.62,<1.63'],
+    },
+    entry_points={
+        'console_scripts': [
+            'od-estimator=od_estimator.cli:main',
+        ],
+    },
+)

@@ -1,0 +1,123 @@
+"""Tests for `od-estimator validate` on real files written in a temp dir."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from od_estimator import cli
+from od_estimator import validate
+from od_estimator.dataset_tools import create_synthetic_tf_record as synth
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
+                           'ssd_mobilenet_v2_shapes.config')
+
+
+@pytest.fixture(scope='module')
+def data_dir(tmp_path_factory):
+  root = tmp_path_factory.mktemp('validate')
+  synth.create_dataset(str(root / 'data'), num_train=2, num_val=1,
+                       image_size=32)
+  return root
+
+
+def _good_config(data_dir):
+  """The demo config, with paths pointing at the temp data."""
+  with open(DEMO_CONFIG) as f:
+    return f.read().replace('demo_out/data', str(data_dir / 'data'))
+
+
+def _run(data_dir, text, capsys, name='pipeline.config'):
+  path = data_dir / name
+  path.write_text(text)
+  code = cli.main(['validate', '--pipeline_config_path=%s' % path])
+  return code, capsys.readouterr().out, str(path)
+
+
+def test_good_config_passes(data_dir, capsys):
+  code, out, path = _run(data_dir, _good_config(data_dir), capsys)
+  assert code == 0, out
+  assert out.strip().endswith('%s: OK' % path)
+
+
+def _break(old, new):
+  return lambda text: text.replace(old, new, 1)
+
+
+def _truncate(text):
+  return text[:text.index('box_predictor')]
+
+
+BAD_CASES = {
+    'syntax_error': (_break('num_classes: 3', 'num_classes 3 {'),
+                     ['num_classes']),
+    'unknown_field': (_break('batch_size: 16', 'batchsize: 16'),
+                      ['train_config.batchsize', 'no field named',
+                       '`batch_size`']),
+    'wrong_type': (_break('num_steps: 1500', 'num_steps: "many"'),
+                   ['train_config.num_steps']),
+    'bad_enum': (_break('score_converter: SIGMOID', 'score_converter: SIGMA'),
+                 ['score_converter', 'SIGMA', 'accepted values']),
+    'truncated_file': (_truncate, ['Expected']),
+    'missing_label_map': (_break('shapes_label_map.pbtxt', 'nope.pbtxt'),
+                          ['train_input_reader.label_map_path', 'nope.pbtxt',
+                           'not found']),
+    'glob_matches_nothing': (_break('shapes_train.record-?????-of-00002',
+                                    'shapes_tran.record-*'),
+                             ['shapes_tran.record-*', 'no file matches']),
+    'label_ids_beyond_num_classes': (_break('num_classes: 3',
+                                            'num_classes: 2'),
+                                     ['beyond num_classes=2', '3 (triangle)']),
+    'missing_fine_tune_checkpoint': (
+        _break('batch_size: 16', 'batch_size: 16 fine_tune_checkpoint: '
+               '"PATH_TO_BE_CONFIGURED/model.ckpt"'),
+        ['train_config.fine_tune_checkpoint', 'model.ckpt.index not found',
+         'PATH_TO_BE_CONFIGURED']),
+    'zero_batch_size': (_break('batch_size: 16', 'batch_size: 0'),
+                        ['train_config.batch_size', 'at least 1']),
+    'unknown_metrics_set': (_break('"coco_detection_metrics"', '"coco_map"'),
+                            ["unknown metrics set 'coco_map'"]),
+    'unsupported_meta_architecture': (
+        lambda t: 'model { faster_rcnn { num_classes: 3 image_resizer { '
+        'fixed_shape_resizer { height: 8 width: 8 } } } }' +
+        t[t.index('train_config'):],
+        ["meta-architecture 'faster_rcnn' is not supported"]),
+}
+
+
+@pytest.mark.parametrize('case', sorted(BAD_CASES))
+def test_bad_config_fails_with_named_problem(data_dir, capsys, case):
+  edit, words = BAD_CASES[case]
+  code, out, path = _run(data_dir, edit(_good_config(data_dir)), capsys,
+                         name=case + '.config')
+  assert code == 1, out
+  assert 'Traceback' not in out
+  assert out.startswith('error: %s' % path)
+  for word in words:
+    assert word in out
+
+
+def test_missing_config_file(tmp_path, capsys):
+  code = validate.main(['--pipeline_config_path=%s' % (tmp_path / 'x')])
+  assert code == 1
+  assert 'file not found' in capsys.readouterr().out
+
+
+def test_command_line_exit_codes_and_no_traceback(data_dir):
+  path = data_dir / 'cli.config'
+  path.write_text(_good_config(data_dir).replace('batch_size: 16',
+                                                 'batch_size: x'))
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.validate',
+       '--pipeline_config_path=%s' % path],
+      capture_output=True, text=True, check=False, cwd=REPO)
+  assert result.returncode == 1
+  assert 'train_config.batch_size' in result.stdout
+  assert 'Traceback' not in result.stdout + result.stderr
+
+
+def test_cli_usage(capsys):
+  assert cli.main([]) == 0
+  assert 'validate' in capsys.readouterr().out
+  assert cli.main(['frobnicate']) == 2
