@@ -1,0 +1,38 @@
+"""target_assigner_builder from a text proto."""
+import numpy as np
+import pytest
+from google.protobuf import text_format
+
+from od_estimator.builders import target_assigner_builder
+from od_estimator.core import box_list
+from od_estimator.protos import target_assigner_pb2
+
+CONFIG = """
+  matcher { argmax_matcher { matched_threshold: 0.5 unmatched_threshold: 0.5 } }
+  similarity_calculator { iou_similarity { } }
+  box_coder { faster_rcnn_box_coder { y_scale: 10.0 x_scale: 10.0
+                                      height_scale: 5.0 width_scale: 5.0 } }
+"""
+
+
+def test_builds_a_working_assigner(execute):
+  config = text_format.Parse(CONFIG, target_assigner_pb2.TargetAssigner())
+
+  def graph(anchors, gt):
+    assigner = target_assigner_builder.build(config)
+    return assigner.assign(box_list.BoxList(anchors), box_list.BoxList(gt))[2:4]
+  # The groundtruth box is anchor 0 shifted down by a tenth of its height:
+  # ty = 10 * 0.05 / 0.5 = 1; the sizes are equal so th = tw = 0.
+  reg_targets, reg_weights = execute(graph, [
+      np.array([[0., 0., .5, .5], [.5, .5, 1., 1.]], np.float32),
+      np.array([[.05, 0., .55, .5]], np.float32)])
+  np.testing.assert_allclose(reg_weights, [1., 0.])
+  np.testing.assert_allclose(reg_targets, [[1., 0., 0., 0.], [0.] * 4],
+                             atol=1e-4)
+
+
+def test_missing_part_is_named():
+  config = text_format.Parse('similarity_calculator { iou_similarity { } }',
+                             target_assigner_pb2.TargetAssigner())
+  with pytest.raises(ValueError, match='TargetAssigner.matcher'):
+    target_assigner_builder.build(config)

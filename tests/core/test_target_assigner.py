@@ -1,0 +1,129 @@
+"""target_assigner with real matcher, similarity and box coder."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator.box_coders import mean_stddev_box_coder
+from od_estimator.core import box_list
+from od_estimator.core import region_similarity_calculator as sim
+from od_estimator.core import target_assigner as ta
+from od_estimator.matchers import argmax_matcher
+
+# Three anchors; groundtruth box 0 equals anchor 0 (IoU 1); box 1 overlaps
+# anchor 1 with IoU 0.5 / (1 + 0.5 - ... ) computed below; anchor 2 is alone.
+ANCHORS = np.array([[0., 0., .5, .5], [.5, .5, 1., 1.], [0., .5, .5, 1.]],
+                   np.float32)
+GT = np.array([[0., 0., .5, .5], [.5, .5, .9, .9]], np.float32)
+# IoU(gt1, anchor1) = (.4 * .4) / (.25) = 0.64 (gt1 lies inside anchor 1).
+
+
+def _assigner(negative_class_weight=1.0):
+  return ta.TargetAssigner(
+      sim.IouSimilarity(),
+      argmax_matcher.ArgMaxMatcher(matched_threshold=0.5,
+                                   unmatched_threshold=0.4),
+      mean_stddev_box_coder.MeanStddevBoxCoder(stddev=0.1),
+      negative_class_weight=negative_class_weight)
+
+
+def test_assign_class_and_regression_targets(execute):
+  def graph(anchors, gt, labels):
+    return _assigner(negative_class_weight=0.5).assign(
+        box_list.BoxList(anchors), box_list.BoxList(gt), labels,
+        unmatched_class_label=tf.constant([1., 0., 0.]))[:4]
+  labels = np.array([[0., 1., 0.], [0., 0., 1.]], np.float32)
+  cls_t, cls_w, reg_t, reg_w = execute(graph, [ANCHORS, GT, labels])
+  np.testing.assert_allclose(cls_t, [[0, 1, 0], [0, 0, 1], [1, 0, 0]])
+  # Matched anchors weigh 1; the unmatched one negative_class_weight.
+  np.testing.assert_allclose(cls_w, [[1, 1, 1], [1, 1, 1], [.5, .5, .5]])
+  np.testing.assert_allclose(reg_w, [1., 1., 0.])
+  # Mean/stddev coder: (gt - anchor) / 0.1.
+  np.testing.assert_allclose(reg_t, [[0, 0, 0, 0], [0, 0, -1, -1],
+                                     [0, 0, 0, 0]], atol=1e-5)
+
+
+def test_ignored_anchors_get_zero_weights(execute):
+  # IoU(gt, anchor0) = .2 * .5 / .25 = 0.4 -> between thresholds 0.3..0.5.
+  def graph(anchors, gt):
+    assigner = ta.TargetAssigner(
+        sim.IouSimilarity(),
+        argmax_matcher.ArgMaxMatcher(matched_threshold=0.5,
+                                     unmatched_threshold=0.3),
+        mean_stddev_box_coder.MeanStddevBoxCoder(stddev=0.1))
+    return assigner.assign(box_list.BoxList(anchors),
+                           box_list.BoxList(gt))[:4]
+  cls_t, cls_w, _, reg_w = execute(graph, [ANCHORS,
+                                           np.array([[0., 0., .2, .5]],
+                                                    np.float32)])
+  np.testing.assert_allclose(cls_t, [[0.], [0.], [0.]])
+  np.testing.assert_allclose(cls_w, [[0.], [1.], [1.]])
+  np.testing.assert_allclose(reg_w, [0., 0., 0.])
+
+
+def test_zero_weight_groundtruth_is_never_matched(execute):
+  def graph(anchors, gt, weights):
+    return _assigner().assign(box_list.BoxList(anchors), box_list.BoxList(gt),
+                              groundtruth_weights=weights)[3]
+  reg_w = execute(graph, [ANCHORS, GT, np.array([0., 1.], np.float32)])
+  np.testing.assert_allclose(reg_w, [0., 1., 0.])
+
+
+def test_no_groundtruth_makes_every_anchor_background(execute):
+  def graph(anchors, gt, labels):
+    # The number of boxes is unknown until run time, as in training.
+    gt = tf.compat.v1.placeholder_with_default(gt, [None, 4])
+    labels = tf.compat.v1.placeholder_with_default(labels, [None, 3])
+    return _assigner().assign(box_list.BoxList(anchors), box_list.BoxList(gt),
+                              labels)[:4]
+  cls_t, cls_w, reg_t, reg_w = execute(
+      graph, [ANCHORS, np.zeros([0, 4], np.float32),
+              np.zeros([0, 3], np.float32)])
+  np.testing.assert_allclose(cls_t, np.zeros([3, 3]))
+  np.testing.assert_allclose(cls_w, np.ones([3, 3]))
+  np.testing.assert_allclose(reg_t, np.zeros([3, 4]))
+  np.testing.assert_allclose(reg_w, np.zeros([3]))
+
+
+def test_batch_assign_targets_stacks_and_keeps_static_shapes(execute):
+  def graph(anchors, gt0, gt1):
+    labels = [tf.constant([[0., 1.], [1., 0.]]), tf.constant([[1., 0.]])]
+    outputs = ta.batch_assign_targets(
+        _assigner(), box_list.BoxList(anchors),
+        [box_list.BoxList(gt0), box_list.BoxList(gt1)], labels)
+    assert outputs[0].shape.as_list() == [2, 3, 2]
+    assert outputs[2].shape.as_list() == [2, 3, 4]
+    return outputs
+  cls_t, _, _, reg_w, match = execute(graph, [ANCHORS, GT, GT[1:]])
+  np.testing.assert_allclose(cls_t[0], [[0, 1], [1, 0], [0, 0]])
+  np.testing.assert_allclose(cls_t[1], [[0, 0], [1, 0], [0, 0]])
+  np.testing.assert_allclose(reg_w, [[1, 1, 0], [0, 1, 0]])
+  np.testing.assert_array_equal(match, [[0, 1, -1], [-1, 0, -1]])
+
+
+def test_batch_assign_confidences(execute):
+  def graph(anchors, gt):
+    # Box 0: class 1 positive, class 2 explicit negative; box 1: no
+    # positive class, class 1 explicit negative.
+    confidences = tf.constant([[0., 1., -1.], [0., -1., 0.]])
+    return ta.batch_assign_confidences(
+        _assigner(), box_list.BoxList(anchors), [box_list.BoxList(gt)],
+        [confidences], unmatched_class_label=tf.constant([1., 0., 0.]),
+        include_background_class=True, implicit_class_weight=0.25)[:4]
+  cls_t, cls_w, _, reg_w = execute(graph, [ANCHORS, GT])
+  # Anchor 0 (box 0): background 0, class 1, negative class 2 -> 0.
+  # Anchor 1 (box 1): no positive -> background 1, negatives zeroed.
+  # Anchor 2 unmatched -> background.
+  np.testing.assert_allclose(cls_t[0], [[0, 1, 0], [1, 0, 0], [1, 0, 0]])
+  np.testing.assert_allclose(reg_w[0], [1., 0., 0.])
+  # Explicit entries weigh 1, implicit 0.25; background weighs 1 only for
+  # anchors with a positive class.
+  np.testing.assert_allclose(cls_w[0], [[1, 1, 1], [.25, 1, .25],
+                                        [.25, .25, .25]])
+
+
+def test_bad_arguments():
+  with pytest.raises(ValueError, match='anchors must be a BoxList'):
+    _assigner().assign(tf.zeros([3, 4]), box_list.BoxList(tf.zeros([1, 4])))
+  with pytest.raises(ValueError, match='one entry per image'):
+    ta.batch_assign_targets(_assigner(), box_list.BoxList(tf.zeros([3, 4])),
+                            [box_list.BoxList(tf.zeros([1, 4]))], [])
