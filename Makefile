@@ -27,11 +27,19 @@ test: install
 DEMO_CONFIG := samples/configs/ssd_mobilenet_v2_shapes.config
 DEMO_DIR := demo_out
 
-# The demo, end to end on synthetic data. Until the model lands (issues 6-8)
-# it writes the data and validates the demo config against it.
+# The demo, end to end on synthetic shapes: data, validate, train with
+# evaluation (COCO numbers printed at the end), export a SavedModel.
 demo: install
 	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record --output_dir=$(DEMO_DIR)/data
 	$(PY) -m od_estimator.validate --pipeline_config_path=$(DEMO_CONFIG)
+	rm -rf $(DEMO_DIR)/model $(DEMO_DIR)/exported
+	$(PY) -m od_estimator.model_main --pipeline_config_path=$(DEMO_CONFIG) \
+	  --model_dir=$(DEMO_DIR)/model --save_checkpoints_steps=500 --log_every_n_steps=100
+	$(PY) -m od_estimator.export_inference_graph --input_type=image_tensor \
+	  --pipeline_config_path=$(DEMO_CONFIG) \
+	  --trained_checkpoint_prefix=$(DEMO_DIR)/model \
+	  --output_directory=$(DEMO_DIR)/exported
+	@echo "Exported model: $(DEMO_DIR)/exported/saved_model"
 
 clean:
 	rm -rf $(VENV) build *.egg-info od_estimator/protos/*_pb2.py $(PROTOS_BUILT)

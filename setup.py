@@ -79,6 +79,8 @@ setup(
     entry_points={
         'console_scripts': [
             'od-estimator=od_estimator.cli:main',
+            'model_main=od_estimator.model_main:run',
+            'export_inference_graph=od_estimator.export_inference_graph:main',
         ],
     },
 )

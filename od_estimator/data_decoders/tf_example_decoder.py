@@ -8,20 +8,44 @@ image/object/area, image/object/is_crowd, image/object/difficult,
 image/object/group_of, image/object/weight, image/object/mask (PNG strings
 or dense floats), image/object/keypoint/{x,y,visibility},
 image/class/label, image/class/text, image/class/confidence,
+image/neg_category_ids, image/not_exhaustive_category_ids,
 image/additional_channels/encoded, image/object/class/multiclass_scores,
 image/context_features, image/context_feature_length.
+
+Bad records. A training job should not silently learn from garbage, but
+neither should it die on harmless rounding. So:
+  * image/encoded that is missing or not a JPEG, PNG, GIF or BMP fails with
+    an InvalidArgumentError naming the record's source_id and filename.
+  * Box coordinate lists of different lengths, non-finite coordinates or
+    inverted boxes (ymin > ymax or xmin > xmax) fail the same way: there is
+    no safe repair. Zero-size boxes (ymin == ymax) are accepted.
+  * Coordinates outside [0, 1] are clipped into it, and a warning naming the
+    record and showing its boxes is printed to stderr (from the graph, so
+    it shows even where TF_CPP_MIN_LOG_LEVEL hides TensorFlow's warnings).
 """
+import sys
+
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import label_map_util
 
-# Instance mask encodings, named as in input_reader.proto's InstanceMaskType
-# (whose enum numbers are accepted too: 1 numerical, 2 PNG).
+# Instance mask encodings, named as in input_reader.proto's InstanceMaskType;
+# its enum numbers work too (0 DEFAULT and 1 mean numerical, 2 PNG).
 NUMERICAL_MASKS = 'NUMERICAL_MASKS'
 PNG_MASKS = 'PNG_MASKS'
-_MASK_TYPES = {1: NUMERICAL_MASKS, 2: PNG_MASKS,
-               NUMERICAL_MASKS: NUMERICAL_MASKS, PNG_MASKS: PNG_MASKS}
+_MASK_TYPES = {0: NUMERICAL_MASKS, 1: NUMERICAL_MASKS, 2: PNG_MASKS,
+               'DEFAULT': NUMERICAL_MASKS, NUMERICAL_MASKS: NUMERICAL_MASKS,
+               PNG_MASKS: PNG_MASKS}
+
+# COCO keypoint visibility: 0 unlabeled, 1 labeled but hidden, 2 visible.
+# Both labeled states count as visible, as in the original.
+_UNLABELED = 0
+_NOT_VISIBLE = 1
+_VISIBLE = 2
+
+# Leading bytes tf.io.decode_image recognises.
+_IMAGE_MAGIC = (b'\xff\xd8\xff', b'\x89PNG', b'GIF8', b'BM')
 
 _F = fields.InputDataFields
 
@@ -32,6 +56,20 @@ def _var_len(dtype):
 
 def _dense(sparse, default):
   return tf.sparse.to_dense(sparse, default_value=default)
+
+
+def _label_map_lookup(label_map_proto_file):
+  """Returns (texts, ids) matching both item names and display names.
+
+  The original looks a text up by name and by display_name and keeps the
+  larger id; merging both dicts with max gives the same answer.
+  """
+  merged = {}
+  for use_display_name in (False, True):
+    for text, label in label_map_util.get_label_map_dict(
+        label_map_proto_file, use_display_name=use_display_name).items():
+      merged[text] = max(label, merged.get(text, label))
+  return list(merged), list(merged.values())
 
 
 class TfExampleDecoder:
@@ -48,19 +86,21 @@ class TfExampleDecoder:
       load_instance_masks: decode image/object/mask into
         groundtruth_instance_masks [N, H, W] float32 (0 or 1).
       instance_mask_type: NUMERICAL_MASKS (dense floats, H*W per object) or
-        PNG_MASKS (one PNG string per object); enum numbers 1/2 also work.
-      label_map_proto_file: a label map; when given, object class texts are
-        mapped to ids with it, and image/object/class/label is used only for
-        examples without texts (the original's order). Unknown texts map to
-        -1.
-      use_display_name: map texts by display_name instead of name.
+        PNG_MASKS (one PNG string per object); enum numbers work too.
+      label_map_proto_file: a label map path (or StringIntLabelMap). When
+        given, image/object/class/text (and image/class/text) are mapped to
+        ids, matching an item's name or display_name; the numeric labels
+        are used only for examples without texts. Texts not in the label
+        map become -1, as in the original.
+      use_display_name: accepted for compatibility and ignored: texts match
+        both names and display names, as in the original.
       dct_method: JPEG decoding method ('', 'INTEGER_FAST',
         'INTEGER_ACCURATE').
       num_keypoints: keypoints per object; > 0 decodes
         groundtruth_keypoints [N, num_keypoints, 2] (y, x normalized, NaN
-        where not visible) and groundtruth_keypoint_visibilities.
-      num_additional_channels: PNG channels in
-        image/additional_channels/encoded, decoded to [H, W, C] uint8.
+        where unlabeled) and groundtruth_keypoint_visibilities.
+      num_additional_channels: images in image/additional_channels/encoded,
+        decoded as one channel each into [H, W, C] uint8.
       load_multiclass_scores: decode image/object/class/multiclass_scores.
       load_context_features: decode image/context_features reshaped to
         [num_context, image/context_feature_length].
@@ -68,6 +108,7 @@ class TfExampleDecoder:
     Raises:
       ValueError: for an unknown instance_mask_type.
     """
+    del use_display_name
     if instance_mask_type not in _MASK_TYPES:
       raise ValueError('instance_mask_type must be NUMERICAL_MASKS or '
                        'PNG_MASKS, got %r' % (instance_mask_type,))
@@ -80,10 +121,8 @@ class TfExampleDecoder:
     self._load_context_features = load_context_features
     self._label_map = None
     if label_map_proto_file:
-      label_map = label_map_util.get_label_map_dict(
-          label_map_proto_file, use_display_name=use_display_name)
-      self._label_map = (list(label_map), list(label_map.values()))
-    self._keys_to_features = self._features()
+      self._label_map = _label_map_lookup(label_map_proto_file)
+    self.keys_to_features = self._features()
 
   def _features(self):
     string = lambda default='': tf.io.FixedLenFeature((), tf.string, default)
@@ -98,10 +137,8 @@ class TfExampleDecoder:
         'image/class/text': _var_len(tf.string),
         'image/class/label': _var_len(tf.int64),
         'image/class/confidence': _var_len(tf.float32),
-        'image/object/bbox/ymin': _var_len(tf.float32),
-        'image/object/bbox/xmin': _var_len(tf.float32),
-        'image/object/bbox/ymax': _var_len(tf.float32),
-        'image/object/bbox/xmax': _var_len(tf.float32),
+        'image/neg_category_ids': _var_len(tf.int64),
+        'image/not_exhaustive_category_ids': _var_len(tf.int64),
         'image/object/class/label': _var_len(tf.int64),
         'image/object/class/text': _var_len(tf.string),
         'image/object/area': _var_len(tf.float32),
@@ -110,6 +147,8 @@ class TfExampleDecoder:
         'image/object/group_of': _var_len(tf.int64),
         'image/object/weight': _var_len(tf.float32),
     }
+    for coordinate in ('ymin', 'xmin', 'ymax', 'xmax'):
+      features['image/object/bbox/' + coordinate] = _var_len(tf.float32)
     if self._load_instance_masks:
       features['image/object/mask'] = _var_len(
           tf.string if self._mask_type == PNG_MASKS else tf.float32)
@@ -128,7 +167,16 @@ class TfExampleDecoder:
           (), tf.int64)
     return features
 
-  def _decode_image(self, encoded):
+  def _decode_image(self, encoded, record):
+    """Decodes image/encoded to [H, W, 3] uint8, naming `record` on error."""
+    is_image = tf.reduce_any([
+        tf.equal(tf.strings.substr(encoded, 0, len(magic)), magic)
+        for magic in _IMAGE_MAGIC])
+    check = tf.debugging.Assert(is_image, [
+        'image/encoded is missing or not a JPEG/PNG/GIF/BMP image in record',
+        record])
+    with tf.control_dependencies([check]):
+      encoded = tf.identity(encoded)
     decode_any = lambda: tf.io.decode_image(encoded, channels=3,
                                             expand_animations=False)
     if self._dct_method:
@@ -139,24 +187,52 @@ class TfExampleDecoder:
           decode_any)
     else:
       image = decode_any()
-    image = tf.ensure_shape(tf.cast(image, tf.uint8), [None, None, 3])
-    return image
+    return tf.ensure_shape(image, [None, None, 3])
+
+  def _boxes(self, parsed, record):
+    """[N, 4] boxes, validated and clipped to [0, 1] (see module doc)."""
+    coordinates = [_dense(parsed['image/object/bbox/' + name], 0.0)
+                   for name in ('ymin', 'xmin', 'ymax', 'xmax')]
+    sizes = [tf.size(c) for c in coordinates]
+    same_length = tf.reduce_all([tf.equal(size, sizes[0]) for size in sizes])
+    check_lengths = tf.debugging.Assert(same_length, [
+        'image/object/bbox/{ymin,xmin,ymax,xmax} have different lengths in '
+        'record', record, 'lengths:'] + sizes)
+    with tf.control_dependencies([check_lengths]):
+      boxes = tf.stack(coordinates, axis=1)
+    ymin, xmin, ymax, xmax = tf.unstack(boxes, axis=1)
+    valid = tf.logical_and(
+        tf.reduce_all(tf.math.is_finite(boxes)),
+        tf.reduce_all(tf.logical_and(ymin <= ymax, xmin <= xmax)))
+    check_valid = tf.debugging.Assert(valid, [
+        'Inverted (ymin > ymax or xmin > xmax) or non-finite boxes in record',
+        record, 'boxes (ymin, xmin, ymax, xmax):', boxes], summarize=100)
+    outside = tf.reduce_any(tf.logical_or(boxes < 0.0, boxes > 1.0))
+
+    def warn():
+      printed = tf.print(
+          'WARNING: clipping boxes to [0, 1] in record', record,
+          'boxes (ymin, xmin, ymax, xmax):', boxes, summarize=100,
+          output_stream=sys.stderr)
+      with tf.control_dependencies([printed]):
+        return tf.constant(True)
+
+    warned = tf.cond(outside, warn, lambda: tf.constant(False))
+    with tf.control_dependencies([check_valid, warned]):
+      return tf.clip_by_value(boxes, 0.0, 1.0)
 
   def _class_ids(self, texts, labels):
-    """Object class ids: texts through the label map, else numeric labels."""
+    """int32 class ids: texts through the label map, else numeric labels."""
+    labels = tf.cast(labels, tf.int32)
     if self._label_map is None:
-      return tf.cast(labels, tf.int32)
+      return labels
     names, ids = self._label_map
-    # A dense comparison instead of a hash table: no state to initialize, so
-    # it works in any tf.data iterator and on TPU hosts.
+    # A dense comparison instead of a hash table: there is no table to
+    # initialize, so one-shot iterators and any tf.data pipeline work.
     matches = tf.equal(texts[:, tf.newaxis], tf.constant(names)[tf.newaxis])
-    found = tf.reduce_any(matches, axis=1)
-    mapped = tf.where(found, tf.gather(tf.constant(ids, tf.int32),
-                                       tf.argmax(tf.cast(matches, tf.int32),
-                                                 axis=1)),
-                      -tf.ones_like(found, tf.int32))
-    return tf.cond(tf.size(texts) > 0, lambda: mapped,
-                   lambda: tf.cast(labels, tf.int32))
+    mapped = tf.reduce_max(
+        tf.where(matches, tf.constant(ids, tf.int32)[tf.newaxis], -1), axis=1)
+    return tf.cond(tf.size(texts) > 0, lambda: mapped, lambda: labels)
 
   def _instance_masks(self, parsed, height, width):
     masks = parsed['image/object/mask']
@@ -164,7 +240,8 @@ class TfExampleDecoder:
       pngs = _dense(masks, '')
 
       def decode_png(png):
-        mask = tf.io.decode_png(png, channels=1)[:, :, 0]
+        mask = tf.io.decode_image(png, channels=1,
+                                  expand_animations=False)[:, :, 0]
         return tf.cast(tf.greater(mask, 0), tf.float32)
 
       return tf.cond(
@@ -175,19 +252,29 @@ class TfExampleDecoder:
     return tf.reshape(values, [-1, height, width])
 
   def _keypoints(self, parsed):
+    """[N, K, 2] keypoints (NaN where unlabeled) and [N, K] visibilities."""
     y = _dense(parsed['image/object/keypoint/y'], 0.0)
     x = _dense(parsed['image/object/keypoint/x'], 0.0)
     given = _dense(parsed['image/object/keypoint/visibility'], 0)
-    # Without a visibility feature, a keypoint is visible unless NaN.
-    visible = tf.cond(tf.size(given) > 0,
-                      lambda: tf.not_equal(given, 0),
-                      lambda: tf.logical_not(tf.math.is_nan(y)))
-    nan = tf.fill(tf.shape(y), float('nan'))
-    keypoints = tf.stack([tf.where(visible, y, nan),
-                          tf.where(visible, x, nan)], axis=1)
-    keypoints = tf.reshape(keypoints, [-1, self._num_keypoints, 2])
-    visibilities = tf.reshape(visible, [-1, self._num_keypoints])
-    return keypoints, visibilities
+    # Without (a full) visibility list, NaN coordinates mark unlabeled points.
+    default = tf.where(tf.math.is_nan(x), tf.constant(_UNLABELED, tf.int64),
+                       tf.constant(_VISIBLE, tf.int64))
+    visibility = tf.cond(tf.equal(tf.size(given), tf.size(x)),
+                         lambda: given, lambda: default)
+    visible = tf.logical_or(tf.equal(visibility, _NOT_VISIBLE),
+                            tf.equal(visibility, _VISIBLE))
+    visible = tf.reshape(visible, [-1, self._num_keypoints])
+    keypoints = tf.reshape(tf.stack([y, x], axis=1),
+                           [-1, self._num_keypoints, 2])
+    keypoints = tf.where(visible[:, :, tf.newaxis], keypoints, float('nan'))
+    return keypoints, visible
+
+  def _additional_channels(self, encoded):
+    channels = tf.map_fn(
+        lambda image: tf.io.decode_image(image, channels=1,
+                                         expand_animations=False)[:, :, 0],
+        encoded, fn_output_signature=tf.uint8)
+    return tf.transpose(channels, [1, 2, 0])
 
   def decode(self, tf_example_string_tensor):
     """Decodes one serialized tf.Example.
@@ -199,40 +286,48 @@ class TfExampleDecoder:
       A dict from InputDataFields names to tensors: image [H, W, 3] uint8,
       source_id, key, filename (strings), original_image_spatial_shape [2]
       int32, groundtruth_boxes [N, 4] float32 normalized ymin, xmin, ymax,
-      xmax, groundtruth_classes [N] int32 1-based, groundtruth_area [N],
-      groundtruth_is_crowd [N] bool, groundtruth_difficult [N] int64,
-      groundtruth_group_of [N] bool, groundtruth_weights [N] float32 (ones
-      when absent), groundtruth_image_classes [M] int32,
-      groundtruth_image_confidences [M] float32, and, when configured,
+      xmax, groundtruth_classes [N] int32 1-based (the original returns
+      int64), groundtruth_area [N] float32, groundtruth_is_crowd [N] bool,
+      groundtruth_difficult [N] int64, groundtruth_group_of [N] bool,
+      groundtruth_weights [N] float32 (ones when absent),
+      groundtruth_image_classes [M] int32, groundtruth_image_confidences [M]
+      float32, groundtruth_verified_neg_classes and
+      groundtruth_not_exhaustive_classes int32; and, when configured,
       groundtruth_instance_masks [N, H, W] float32, groundtruth_keypoints
-      [N, K, 2], groundtruth_keypoint_visibilities [N, K] bool,
+      [N, K, 2] float32, groundtruth_keypoint_visibilities [N, K] bool,
       image_additional_channels [H, W, C] uint8, multiclass_scores [N * C]
       float32, context_features [num, length] float32 and
-      valid_context_size.
+      context_feature_length int64. Absent per-object keys give empty
+      tensors; absent strings give ''.
+
+    Raises:
+      tf.errors.InvalidArgumentError (when run): for a record whose image or
+        boxes are unusable, naming its source_id and filename (see the
+        module docstring).
     """
-    parsed = tf.io.parse_single_example(tf_example_string_tensor,
-                                        self._keys_to_features)
-    image = self._decode_image(parsed['image/encoded'])
+    serialized = tf.reshape(tf_example_string_tensor, [])
+    parsed = tf.io.parse_single_example(serialized, self.keys_to_features)
+    source_id = parsed['image/source_id']
+    filename = parsed['image/filename']
+    record = tf.strings.join(['source_id=', source_id,
+                              ', filename=', filename])
+    image = self._decode_image(parsed['image/encoded'], record)
     shape = tf.shape(image)
     height, width = shape[0], shape[1]
-    boxes = tf.stack([_dense(parsed['image/object/bbox/' + k], 0.0)
-                      for k in ('ymin', 'xmin', 'ymax', 'xmax')], axis=1)
-    classes = self._class_ids(_dense(parsed['image/object/class/text'], ''),
-                              _dense(parsed['image/object/class/label'], 0))
-    num_boxes = tf.shape(boxes)[0]
+    boxes = self._boxes(parsed, record)
     weights = _dense(parsed['image/object/weight'], 0.0)
     weights = tf.cond(tf.size(weights) > 0, lambda: weights,
-                      lambda: tf.ones([num_boxes], tf.float32))
-    image_classes = self._class_ids(_dense(parsed['image/class/text'], ''),
-                                    _dense(parsed['image/class/label'], 0))
+                      lambda: tf.ones([tf.shape(boxes)[0]], tf.float32))
     tensors = {
         _F.image: image,
-        _F.source_id: parsed['image/source_id'],
+        _F.source_id: source_id,
         _F.key: parsed['image/key/sha256'],
-        _F.filename: parsed['image/filename'],
-        _F.original_image_spatial_shape: tf.stack([height, width]),
+        _F.filename: filename,
+        _F.original_image_spatial_shape: shape[:2],
         _F.groundtruth_boxes: boxes,
-        _F.groundtruth_classes: classes,
+        _F.groundtruth_classes: self._class_ids(
+            _dense(parsed['image/object/class/text'], ''),
+            _dense(parsed['image/object/class/label'], 0)),
         _F.groundtruth_area: _dense(parsed['image/object/area'], 0.0),
         _F.groundtruth_is_crowd: tf.cast(
             _dense(parsed['image/object/is_crowd'], 0), tf.bool),
@@ -240,9 +335,16 @@ class TfExampleDecoder:
         _F.groundtruth_group_of: tf.cast(
             _dense(parsed['image/object/group_of'], 0), tf.bool),
         _F.groundtruth_weights: weights,
-        _F.groundtruth_image_classes: image_classes,
+        _F.groundtruth_image_classes: self._class_ids(
+            _dense(parsed['image/class/text'], ''),
+            _dense(parsed['image/class/label'], 0)),
         _F.groundtruth_image_confidences: _dense(
             parsed['image/class/confidence'], 0.0),
+        _F.groundtruth_verified_neg_classes: tf.cast(
+            _dense(parsed['image/neg_category_ids'], 0), tf.int32),
+        _F.groundtruth_not_exhaustive_classes: tf.cast(
+            _dense(parsed['image/not_exhaustive_category_ids'], 0),
+            tf.int32),
     }
     if self._load_instance_masks:
       tensors[_F.groundtruth_instance_masks] = self._instance_masks(
@@ -251,19 +353,15 @@ class TfExampleDecoder:
       (tensors[_F.groundtruth_keypoints],
        tensors[_F.groundtruth_keypoint_visibilities]) = self._keypoints(parsed)
     if self._num_additional_channels:
-      channels = tf.map_fn(
-          lambda png: tf.io.decode_png(png, channels=1)[:, :, 0],
-          parsed['image/additional_channels/encoded'],
-          fn_output_signature=tf.uint8)
-      tensors[_F.image_additional_channels] = tf.transpose(channels,
-                                                           [1, 2, 0])
+      tensors[_F.image_additional_channels] = self._additional_channels(
+          parsed['image/additional_channels/encoded'])
     if self._load_multiclass_scores:
       tensors[_F.multiclass_scores] = _dense(
           parsed['image/object/class/multiclass_scores'], 0.0)
     if self._load_context_features:
       length = parsed['image/context_feature_length']
-      context = _dense(parsed['image/context_features'], 0.0)
-      tensors[_F.context_features] = tf.reshape(context, [-1, length])
-      tensors[_F.valid_context_size] = tf.shape(
-          tensors[_F.context_features])[0]
+      tensors[_F.context_features] = tf.reshape(
+          _dense(parsed['image/context_features'], 0.0),
+          tf.stack([-1, tf.cast(length, tf.int32)]))
+      tensors[_F.context_feature_length] = length
     return tensors

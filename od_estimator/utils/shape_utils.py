@@ -91,3 +91,31 @@ def static_or_dynamic_map_fn(fn, elems, dtype=None, parallel_iterations=32,
   if isinstance(outputs[0], (list, tuple)):
     return [tf.stack(parts) for parts in zip(*outputs)]
   return tf.stack(outputs)
+
+
+def pad_or_clip_nd(tensor, output_shape):
+  """Pads with zeros or clips each dimension to `output_shape`.
+
+  Args:
+    tensor: any tensor.
+    output_shape: list with one entry per dimension: an int, or None to keep
+      that dimension as it is.
+
+  Returns:
+    The tensor with static shape `output_shape` where given.
+  """
+  if not output_shape:  # A scalar: nothing to pad.
+    return tensor
+  shape = tf.shape(tensor)
+  target = [shape[i] if size is None else size
+            for i, size in enumerate(output_shape)]
+  clipped = tf.slice(tensor, tf.zeros(len(target), tf.int32),
+                     tf.minimum(shape, tf.stack(target)))
+  clipped_shape = tf.shape(clipped)
+  paddings = tf.stack([tf.zeros(len(target), tf.int32),
+                       tf.stack(target) - clipped_shape], axis=1)
+  padded = tf.pad(clipped, paddings)
+  static = tensor.shape.as_list()
+  padded.set_shape([size if size is not None else static[i]
+                    for i, size in enumerate(output_shape)])
+  return padded

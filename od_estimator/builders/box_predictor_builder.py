@@ -1,0 +1,285 @@
+"""Builds SSD box predictors from `BoxPredictor` protos.
+
+    box_predictor = box_predictor_builder.build(
+        hyperparams_builder.build, config.box_predictor, is_training=True,
+        num_classes=90)
+
+Supports the `convolutional_box_predictor` and
+`weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
+with the original's variable names). Mask R-CNN and R-FCN predictors belong
+to the Faster R-CNN family, not built yet.
+"""
+import collections
+
+import tensorflow as tf
+
+from od_estimator.predictors import convolutional_box_predictor
+from od_estimator.predictors.heads import box_head
+from od_estimator.predictors.heads import class_head
+from od_estimator.protos import box_predictor_pb2
+
+BoxEncodingsClipRange = collections.namedtuple('BoxEncodingsClipRange',
+                                               ['min', 'max'])
+
+_WEIGHT_SHARED = box_predictor_pb2.WeightSharedConvolutionalBoxPredictor
+
+
+def build_convolutional_box_predictor(is_training,
+                                      num_classes,
+                                      conv_hyperparams_fn,
+                                      min_depth,
+                                      max_depth,
+                                      num_layers_before_predictor,
+                                      use_dropout,
+                                      dropout_keep_prob,
+                                      kernel_size,
+                                      box_code_size,
+                                      apply_sigmoid_to_scores=False,
+                                      add_background_class=True,
+                                      class_prediction_bias_init=0.0,
+                                      use_depthwise=False,
+                                      box_encodings_clip_range=None):
+  """Returns a ConvolutionalBoxPredictor with convolutional box/class heads.
+
+  Args:
+    is_training: whether the predictor is built for training.
+    num_classes: number of classes, background excluded.
+    conv_hyperparams_fn: callable returning the slim arg_scope for convs.
+    min_depth: minimum depth of the convolutions inserted before the heads.
+    max_depth: maximum depth of those convolutions (0: none inserted).
+    num_layers_before_predictor: number of inserted 1x1 convolutions.
+    use_dropout: apply dropout before the class head.
+    dropout_keep_prob: keep probability for that dropout.
+    kernel_size: spatial size of the prediction convolutions.
+    box_code_size: size of one box encoding.
+    apply_sigmoid_to_scores: return sigmoid scores instead of logits.
+    add_background_class: add an implicit background class slot.
+    class_prediction_bias_init: initial bias of the class logits.
+    use_depthwise: SSDLite depthwise + 1x1 prediction layers.
+    box_encodings_clip_range: optional BoxEncodingsClipRange.
+  """
+  box_prediction_head = box_head.ConvolutionalBoxHead(
+      is_training=is_training,
+      box_code_size=box_code_size,
+      kernel_size=kernel_size,
+      use_depthwise=use_depthwise,
+      box_encodings_clip_range=box_encodings_clip_range)
+  class_prediction_head = class_head.ConvolutionalClassHead(
+      is_training=is_training,
+      num_class_slots=num_classes + 1 if add_background_class else num_classes,
+      use_dropout=use_dropout,
+      dropout_keep_prob=dropout_keep_prob,
+      kernel_size=kernel_size,
+      apply_sigmoid_to_scores=apply_sigmoid_to_scores,
+      class_prediction_bias_init=class_prediction_bias_init,
+      use_depthwise=use_depthwise)
+  return convolutional_box_predictor.ConvolutionalBoxPredictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      box_prediction_head=box_prediction_head,
+      class_prediction_head=class_prediction_head,
+      other_heads={},
+      conv_hyperparams_fn=conv_hyperparams_fn,
+      num_layers_before_predictor=num_layers_before_predictor,
+      min_depth=min_depth,
+      max_depth=max_depth)
+
+
+def build_weight_shared_convolutional_box_predictor(
+    is_training,
+    num_classes,
+    conv_hyperparams_fn,
+    depth,
+    num_layers_before_predictor,
+    box_code_size,
+    kernel_size=3,
+    add_background_class=True,
+    class_prediction_bias_init=0.0,
+    use_dropout=False,
+    dropout_keep_prob=0.8,
+    share_prediction_tower=False,
+    apply_batch_norm=True,
+    use_depthwise=False,
+    score_converter_fn=tf.identity,
+    box_encodings_clip_range=None,
+    keyword_args=None):
+  """Returns a WeightSharedConvolutionalBoxPredictor with shared heads.
+
+  Args:
+    is_training: whether the predictor is built for training.
+    num_classes: number of classes, background excluded.
+    conv_hyperparams_fn: callable returning the slim arg_scope for convs.
+    depth: depth of the tower convolutions.
+    num_layers_before_predictor: convolutions per tower.
+    box_code_size: size of one box encoding.
+    kernel_size: spatial size of tower and prediction convolutions.
+    add_background_class: add an implicit background class slot.
+    class_prediction_bias_init: initial bias of the class logits.
+    use_dropout: apply dropout before the class prediction layer.
+    dropout_keep_prob: keep probability for that dropout.
+    share_prediction_tower: one tower feeds both heads.
+    apply_batch_norm: batch-normalize the tower convolutions.
+    use_depthwise: depthwise separable convolutions.
+    score_converter_fn: elementwise function applied to the class logits.
+    box_encodings_clip_range: optional BoxEncodingsClipRange.
+    keyword_args: unused; accepted for the original's signature.
+  """
+  del keyword_args  # The original ignores it too.
+  box_prediction_head = box_head.WeightSharedConvolutionalBoxHead(
+      box_code_size=box_code_size,
+      kernel_size=kernel_size,
+      use_depthwise=use_depthwise,
+      box_encodings_clip_range=box_encodings_clip_range)
+  class_prediction_head = class_head.WeightSharedConvolutionalClassHead(
+      num_class_slots=num_classes + 1 if add_background_class else num_classes,
+      kernel_size=kernel_size,
+      class_prediction_bias_init=class_prediction_bias_init,
+      use_dropout=use_dropout,
+      dropout_keep_prob=dropout_keep_prob,
+      use_depthwise=use_depthwise,
+      score_converter_fn=score_converter_fn)
+  return convolutional_box_predictor.WeightSharedConvolutionalBoxPredictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      box_prediction_head=box_prediction_head,
+      class_prediction_head=class_prediction_head,
+      other_heads={},
+      conv_hyperparams_fn=conv_hyperparams_fn,
+      depth=depth,
+      num_layers_before_predictor=num_layers_before_predictor,
+      kernel_size=kernel_size,
+      apply_batch_norm=apply_batch_norm,
+      share_prediction_tower=share_prediction_tower,
+      use_depthwise=use_depthwise)
+
+
+def build_score_converter(score_converter_config, is_training):
+  """Returns the class score converter for a weight shared predictor.
+
+  SIGMOID converts only at inference: training losses take logits, and
+  leaving the sigmoid out of the training graph keeps it TPU friendly.
+
+  Args:
+    score_converter_config: a WeightSharedConvolutionalBoxPredictor
+      .ScoreConverter enum value.
+    is_training: whether the predictor is built for training.
+
+  Raises:
+    ValueError: for an unknown enum value.
+  """
+  if score_converter_config == _WEIGHT_SHARED.IDENTITY:
+    return tf.identity
+  if score_converter_config == _WEIGHT_SHARED.SIGMOID:
+    return tf.identity if is_training else tf.sigmoid
+  raise ValueError('Unknown weight_shared_convolutional_box_predictor'
+                   '.score_converter: %r' % score_converter_config)
+
+
+def _clip_range(config):
+  if not config.HasField('box_encodings_clip_range'):
+    return None
+  return BoxEncodingsClipRange(min=config.box_encodings_clip_range.min,
+                               max=config.box_encodings_clip_range.max)
+
+
+def _check_depthwise_kernel(oneof, config):
+  if config.use_depthwise and config.kernel_size == 1:
+    raise ValueError('%s.use_depthwise needs kernel_size > 1, got '
+                     'kernel_size: 1' % oneof)
+
+
+def _build_convolutional(argscope_fn, config, is_training, num_classes,
+                         add_background_class):
+  _check_depthwise_kernel('convolutional_box_predictor', config)
+  return build_convolutional_box_predictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      add_background_class=add_background_class,
+      conv_hyperparams_fn=argscope_fn(config.conv_hyperparams, is_training),
+      use_dropout=config.use_dropout,
+      dropout_keep_prob=config.dropout_keep_probability,
+      box_code_size=config.box_code_size,
+      kernel_size=config.kernel_size,
+      num_layers_before_predictor=config.num_layers_before_predictor,
+      min_depth=config.min_depth,
+      max_depth=config.max_depth,
+      apply_sigmoid_to_scores=config.apply_sigmoid_to_scores,
+      class_prediction_bias_init=config.class_prediction_bias_init,
+      use_depthwise=config.use_depthwise,
+      box_encodings_clip_range=_clip_range(config))
+
+
+def _build_weight_shared(argscope_fn, config, is_training, num_classes,
+                         add_background_class):
+  oneof = 'weight_shared_convolutional_box_predictor'
+  # Both options only change the original's Keras predictor; its slim
+  # predictor, which checkpoints come from, has no such layers.
+  for field in ('apply_conv_hyperparams_to_heads',
+                'apply_conv_hyperparams_pointwise'):
+    if getattr(config, field):
+      raise ValueError('%s.%s applies to Keras models only; od_estimator '
+                       'builds tf-slim (TF1) models. Remove it.'
+                       % (oneof, field))
+  _check_depthwise_kernel(oneof, config)
+  return build_weight_shared_convolutional_box_predictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      add_background_class=add_background_class,
+      conv_hyperparams_fn=argscope_fn(config.conv_hyperparams, is_training),
+      depth=config.depth,
+      num_layers_before_predictor=config.num_layers_before_predictor,
+      box_code_size=config.box_code_size,
+      kernel_size=config.kernel_size,
+      class_prediction_bias_init=config.class_prediction_bias_init,
+      use_dropout=config.use_dropout,
+      dropout_keep_prob=config.dropout_keep_probability,
+      share_prediction_tower=config.share_prediction_tower,
+      # Tower batch norm follows the hyperparams' normalizer.
+      apply_batch_norm=config.conv_hyperparams.HasField('batch_norm'),
+      use_depthwise=config.use_depthwise,
+      score_converter_fn=build_score_converter(config.score_converter,
+                                               is_training),
+      box_encodings_clip_range=_clip_range(config))
+
+
+_BUILDERS = {
+    'convolutional_box_predictor': _build_convolutional,
+    'weight_shared_convolutional_box_predictor': _build_weight_shared,
+}
+
+# Oneof choices of the Faster R-CNN family, to be built with those models.
+_NOT_YET_SUPPORTED = ('mask_rcnn_box_predictor', 'rfcn_box_predictor')
+
+
+def build(argscope_fn, box_predictor_config, is_training, num_classes,
+          add_background_class=True):
+  """Builds a box predictor from its config.
+
+  Args:
+    argscope_fn: function (hyperparams_pb2.Hyperparams, is_training) ->
+      callable returning a slim arg_scope, i.e. hyperparams_builder.build.
+    box_predictor_config: box_predictor_pb2.BoxPredictor.
+    is_training: whether the model is built for training.
+    num_classes: number of classes, background excluded.
+    add_background_class: add an implicit background class slot.
+
+  Returns:
+    A box_predictor.BoxPredictor.
+
+  Raises:
+    ValueError: for a config of another type, an unset or unsupported
+      box_predictor_oneof, or options that cannot be honoured (naming the
+      field).
+  """
+  if not isinstance(box_predictor_config, box_predictor_pb2.BoxPredictor):
+    raise ValueError('box_predictor_config must be a BoxPredictor proto, got '
+                     '%s' % type(box_predictor_config).__name__)
+  oneof = box_predictor_config.WhichOneof('box_predictor_oneof')
+  if oneof in _NOT_YET_SUPPORTED:
+    raise ValueError('box_predictor.%s (Faster R-CNN family) is not supported '
+                     'yet; use convolutional_box_predictor or '
+                     'weight_shared_convolutional_box_predictor.' % oneof)
+  if oneof not in _BUILDERS:
+    raise ValueError('box_predictor.box_predictor_oneof is not set.')
+  return _BUILDERS[oneof](argscope_fn, getattr(box_predictor_config, oneof),
+                          is_training, num_classes, add_background_class)

@@ -1,0 +1,275 @@
+"""Helpers shared by the augmentation modules (geometry, crop, color).
+
+Three groups:
+  * random draws: scalar uniforms, integers, coin flips and a random choice
+    between a fixed number of code paths;
+  * per-box selection: applying one gather / boolean mask to every tensor
+    whose first dimension indexes boxes, so boxes, labels, weights, masks and
+    keypoints never get out of step;
+  * keypoint geometry on [num_instances, num_keypoints, 2] tensors holding
+    y, x coordinates (normalized unless a function says otherwise).
+
+Every function builds graph ops and keeps static shapes whenever the inputs
+have them.
+"""
+import numpy as np
+import tensorflow as tf
+
+
+# ----------------------------------------------------------------------------
+# Random draws.
+# ----------------------------------------------------------------------------
+
+
+def random_uniform_scalar(minval=0.0, maxval=1.0, seed=None):
+  """Returns a float32 scalar drawn uniformly from [minval, maxval)."""
+  return tf.random.uniform([], minval=minval, maxval=maxval, dtype=tf.float32,
+                           seed=seed)
+
+
+def random_integer(minval, maxval, seed=None):
+  """Returns an int32 scalar drawn uniformly from [minval, maxval)."""
+  return tf.random.uniform([], minval=minval, maxval=maxval, dtype=tf.int32,
+                           seed=seed)
+
+
+def random_decision(probability, seed=None):
+  """Returns a bool scalar that is True with the given probability.
+
+  The draw is `uniform[0, 1) < probability`, so probability 0 never fires
+  and probability 1 always does.
+
+  Args:
+    probability: float or float32 scalar tensor in [0, 1].
+    seed: random seed.
+
+  Returns:
+    bool scalar tensor.
+  """
+  return tf.less(random_uniform_scalar(seed=seed), probability)
+
+
+def apply_with_random_selector(x, func, num_cases, seed=None):
+  """Returns func(x, case) for one case drawn uniformly from [0, num_cases).
+
+  Only the selected branch runs (tf.switch_case), so expensive alternatives
+  cost nothing when they are not chosen. `func` receives the case as a
+  Python int, which lets it pick Python-level options per branch.
+
+  Args:
+    x: a tensor or a (nested) tuple of tensors.
+    func: function (x, case) -> tensor or nested structure of tensors; every
+      case must return the same structure and dtypes.
+    num_cases: Python int > 0.
+    seed: random seed.
+
+  Returns:
+    The selected branch's output.
+  """
+  selector = random_integer(0, num_cases, seed=seed)
+  branches = [(lambda case=case: func(x, case)) for case in range(num_cases)]
+  return tf.switch_case(selector, branches)
+
+
+# ----------------------------------------------------------------------------
+# Per-box selection.
+# ----------------------------------------------------------------------------
+
+
+def gather_per_box(indices, per_box_tensors):
+  """Gathers the same rows from every per-box tensor.
+
+  Args:
+    indices: [M] int32 indices into the box dimension.
+    per_box_tensors: sequence of tensors whose first dimension is N (boxes,
+      labels, weights, masks, keypoints, ...); None entries are passed
+      through so callers can keep a fixed tuple layout.
+
+  Returns:
+    A tuple aligned with per_box_tensors: each tensor gathered to [M, ...],
+    None kept as None.
+  """
+  return tuple(None if t is None else tf.gather(t, indices)
+               for t in per_box_tensors)
+
+
+def boolean_mask_per_box(indicator, per_box_tensors):
+  """Keeps the rows where `indicator` is True in every per-box tensor.
+
+  Args:
+    indicator: [N] bool tensor.
+    per_box_tensors: sequence of tensors with first dimension N, or None.
+
+  Returns:
+    A tuple aligned with per_box_tensors with the selected rows; None stays
+    None.
+  """
+  indices = tf.reshape(tf.where(indicator), [-1])
+  return gather_per_box(tf.cast(indices, tf.int32), per_box_tensors)
+
+
+# ----------------------------------------------------------------------------
+# Keypoints.
+# ----------------------------------------------------------------------------
+
+
+def _has_permutation(permutation):
+  """True unless the permutation is None or an empty Python sequence."""
+  if permutation is None:
+    return False
+  if isinstance(permutation, (list, tuple, np.ndarray)):
+    return len(permutation) > 0
+  return True
+
+
+def permute_keypoint_axis(tensor, permutation):
+  """Reorders the keypoint axis (axis 1) of a per-keypoint tensor.
+
+  Used for keypoints themselves and for companions such as visibilities and
+  depths that must follow the same reordering.
+
+  Args:
+    tensor: [num_instances, num_keypoints, ...] tensor.
+    permutation: None, an empty list (no reordering), or a list / [K] int32
+      tensor where output keypoint k is input keypoint permutation[k].
+
+  Returns:
+    The reordered tensor, same shape.
+  """
+  if not _has_permutation(permutation):
+    return tensor
+  return tf.gather(tensor, permutation, axis=1)
+
+
+def flip_keypoints_horizontal(keypoints, flip_point, flip_permutation=None):
+  """Mirrors keypoint x coordinates around x = flip_point.
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    flip_point: float or float32 scalar; 0.5 for a normalized image flip.
+    flip_permutation: optional keypoint reordering (see
+      permute_keypoint_axis), e.g. swapping left and right eyes.
+
+  Returns:
+    [N, K, 2] float32 flipped keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  keypoints = permute_keypoint_axis(keypoints, flip_permutation)
+  y, x = keypoints[:, :, 0], keypoints[:, :, 1]
+  return tf.stack([y, 2.0 * flip_point - x], axis=2)
+
+
+def flip_keypoints_vertical(keypoints, flip_point, flip_permutation=None):
+  """Mirrors keypoint y coordinates around y = flip_point.
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    flip_point: float or float32 scalar; 0.5 for a normalized image flip.
+    flip_permutation: optional keypoint reordering (see
+      permute_keypoint_axis).
+
+  Returns:
+    [N, K, 2] float32 flipped keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  keypoints = permute_keypoint_axis(keypoints, flip_permutation)
+  y, x = keypoints[:, :, 0], keypoints[:, :, 1]
+  return tf.stack([2.0 * flip_point - y, x], axis=2)
+
+
+def rot90_keypoints(keypoints, rotation_permutation=None):
+  """Rotates normalized keypoints 90 degrees counter-clockwise.
+
+  Counter-clockwise rotation sends the right edge of the image to the top,
+  so (y, x) becomes (1 - x, y).
+
+  Args:
+    keypoints: [N, K, 2] float32 normalized y, x.
+    rotation_permutation: optional keypoint reordering (see
+      permute_keypoint_axis).
+
+  Returns:
+    [N, K, 2] float32 rotated keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  keypoints = permute_keypoint_axis(keypoints, rotation_permutation)
+  y, x = keypoints[:, :, 0], keypoints[:, :, 1]
+  return tf.stack([1.0 - x, y], axis=2)
+
+
+def scale_keypoints(keypoints, y_scale, x_scale):
+  """Multiplies keypoint y by y_scale and x by x_scale.
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    y_scale: number or scalar tensor (any numeric dtype).
+    x_scale: number or scalar tensor (any numeric dtype).
+
+  Returns:
+    [N, K, 2] float32 scaled keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  scale = tf.stack([tf.cast(y_scale, tf.float32),
+                    tf.cast(x_scale, tf.float32)])
+  return keypoints * scale
+
+
+def change_keypoint_coordinate_frame(keypoints, window):
+  """Expresses keypoints relative to a window.
+
+  The window's corner becomes the origin and its height / width become 1,
+  which is what a crop to that window does to normalized coordinates.
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    window: [4] float32 ymin, xmin, ymax, xmax in the same frame.
+
+  Returns:
+    [N, K, 2] float32 keypoints in window coordinates.
+  """
+  keypoints.shape.assert_has_rank(3)
+  window = tf.cast(window, tf.float32)
+  origin = tf.stack([window[0], window[1]])
+  size = tf.stack([window[2] - window[0], window[3] - window[1]])
+  return (keypoints - origin) / size
+
+
+def clip_keypoints_to_window(keypoints, window):
+  """Clamps keypoints into a window (NaN keypoints stay NaN).
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    window: [4] float32 ymin, xmin, ymax, xmax.
+
+  Returns:
+    [N, K, 2] float32 clipped keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  window = tf.cast(window, tf.float32)
+  low = tf.stack([window[0], window[1]])
+  high = tf.stack([window[2], window[3]])
+  return tf.minimum(tf.maximum(keypoints, low), high)
+
+
+def prune_keypoints_outside_window(keypoints, window):
+  """Replaces keypoints that fall outside a window by NaN.
+
+  NaN is the convention for "keypoint not visible", so instances keep their
+  keypoint count (static shapes) while lost keypoints drop out of losses.
+
+  Args:
+    keypoints: [N, K, 2] float32 y, x.
+    window: [4] float32 ymin, xmin, ymax, xmax; borders count as inside.
+
+  Returns:
+    [N, K, 2] float32 keypoints.
+  """
+  keypoints.shape.assert_has_rank(3)
+  window = tf.cast(window, tf.float32)
+  y, x = keypoints[:, :, 0], keypoints[:, :, 1]
+  inside = tf.logical_and(
+      tf.logical_and(y >= window[0], y <= window[2]),
+      tf.logical_and(x >= window[1], x <= window[3]))
+  inside = tf.tile(tf.expand_dims(inside, 2), [1, 1, 2])
+  return tf.where(inside, keypoints,
+                  tf.fill(tf.shape(keypoints), np.float32(np.nan)))

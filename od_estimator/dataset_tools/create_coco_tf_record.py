@@ -1,0 +1,335 @@
+r"""Converts COCO detection JSON + images into sharded TFRecords.
+
+  python -m od_estimator.dataset_tools.create_coco_tf_record \
+      --train_image_dir=coco/train2017 \
+      --train_annotations_file=coco/annotations/instances_train2017.json \
+      --val_image_dir=coco/val2017 \
+      --val_annotations_file=coco/annotations/instances_val2017.json \
+      --output_dir=coco_records --include_masks
+
+Each split is optional and is written only when both its image directory and
+its annotations file are given; the outputs are named like the original's:
+coco_train.record-?????-of-00100, coco_val.record-?????-of-00050 and
+coco_testdev.record-?????-of-00050 (shard counts set by --num_*_shards).
+
+Boxes are stored normalized; class labels are the COCO category ids as they
+are in the JSON (not made contiguous). Images without annotations are kept.
+Annotations that cannot be used as boxes are skipped, counted per reason and
+reported at the end of each split.
+"""
+import argparse
+import collections
+import hashlib
+import io
+import json
+import logging
+import os
+import sys
+
+import numpy as np
+from PIL import Image
+from pycocotools import mask as coco_mask
+import tensorflow as tf
+
+from od_estimator.utils import dataset_util
+from od_estimator.utils import label_map_util
+
+SKIP_ZERO_SIZE = 'zero width or height'
+SKIP_OUTSIDE_IMAGE = 'box outside image'
+
+# Split name -> (image dir flag, annotations flag, shards flag, output name).
+_SPLITS = collections.OrderedDict([
+    ('train', ('train_image_dir', 'train_annotations_file',
+               'num_train_shards', 'coco_train.record')),
+    ('val', ('val_image_dir', 'val_annotations_file', 'num_val_shards',
+             'coco_val.record')),
+    ('testdev', ('test_image_dir', 'testdev_annotations_file',
+                 'num_testdev_shards', 'coco_testdev.record')),
+])
+
+# How many skipped annotation ids the summary names before eliding.
+_MAX_LISTED_IDS = 10
+
+
+def _skip_reason(bbox, image_width, image_height):
+  """Why a COCO [x, y, width, height] box is unusable, or None if it is fine."""
+  x, y, width, height = bbox
+  if width <= 0 or height <= 0:
+    return SKIP_ZERO_SIZE
+  # The original only checks the far edges; a negative origin is just as far
+  # outside the image and would give negative normalized coordinates.
+  if x < 0 or y < 0 or x + width > image_width or y + height > image_height:
+    return SKIP_OUTSIDE_IMAGE
+  return None
+
+
+def _segmentation_to_mask(segmentation, image_height, image_width):
+  """Rasterises one COCO segmentation to a uint8 [height, width] 0/1 mask.
+
+  Args:
+    segmentation: a list of polygons [x0, y0, x1, y1, ...], an uncompressed
+      RLE {'size': [h, w], 'counts': [ints]} (typical for crowds) or a
+      compressed RLE whose 'counts' is a string.
+    image_height: int.
+    image_width: int.
+
+  Returns:
+    uint8 [image_height, image_width] array of 0 and 1.
+  """
+  if isinstance(segmentation, dict):
+    if isinstance(segmentation['counts'], list):
+      rle = coco_mask.frPyObjects(segmentation, image_height, image_width)
+    else:
+      counts = segmentation['counts']
+      rle = {'size': list(segmentation['size']),
+             'counts': counts.encode('ascii') if isinstance(counts, str)
+                       else counts}
+    return coco_mask.decode(rle).astype(np.uint8)
+  # pycocotools reads a 4-number list as a box, and fewer than 3 points
+  # enclose nothing, so such degenerate polygons are dropped.
+  polygons = [p for p in segmentation if len(p) >= 6]
+  if not polygons:
+    return np.zeros([image_height, image_width], np.uint8)
+  rles = coco_mask.frPyObjects(polygons, image_height, image_width)
+  # An object may be several polygons; its mask is their union.
+  return np.amax(coco_mask.decode(rles), axis=2).astype(np.uint8)
+
+
+def _encode_png(array):
+  buffer = io.BytesIO()
+  Image.fromarray(array).save(buffer, format='PNG')
+  return buffer.getvalue()
+
+
+def create_tf_example(image, annotations_list, image_dir, category_index,
+                      include_masks=False):
+  """Builds the tf.train.Example of one COCO image.
+
+  Args:
+    image: the COCO image dict (uses 'id', 'file_name', 'height', 'width').
+    annotations_list: the COCO annotation dicts of this image (uses 'id',
+      'bbox' [x, y, width, height] in pixels, 'category_id', 'iscrowd',
+      'area' and, with include_masks, 'segmentation').
+    image_dir: directory holding image['file_name'].
+    category_index: {category id: {'id': int, 'name': str}}.
+    include_masks: also store each object's mask as a PNG.
+
+  Returns:
+    (key, example, skipped): key is the hex SHA256 of the encoded image,
+    example the tf.train.Example, skipped a list of (annotation id, reason)
+    for the annotations left out (reasons are SKIP_ZERO_SIZE and
+    SKIP_OUTSIDE_IMAGE).
+
+  Raises:
+    ValueError: if the image file's size differs from the JSON's, or an
+      annotation names a category the JSON does not define.
+  """
+  image_height = int(image['height'])
+  image_width = int(image['width'])
+  filename = image['file_name']
+  with tf.io.gfile.GFile(os.path.join(image_dir, filename), 'rb') as fid:
+    encoded_image = fid.read()
+  pil_image = Image.open(io.BytesIO(encoded_image))
+  if pil_image.size != (image_width, image_height):
+    raise ValueError(
+        'image %r is %dx%d (width x height) but the annotations file says '
+        '%dx%d' % (filename, pil_image.size[0], pil_image.size[1],
+                   image_width, image_height))
+  image_format = (pil_image.format or 'jpeg').lower()
+  key = hashlib.sha256(encoded_image).hexdigest()
+
+  xmin, xmax, ymin, ymax = [], [], [], []
+  labels, texts, is_crowd, area, masks = [], [], [], [], []
+  skipped = []
+  for annotation in annotations_list:
+    reason = _skip_reason(annotation['bbox'], image_width, image_height)
+    if reason:
+      skipped.append((annotation.get('id'), reason))
+      continue
+    category_id = int(annotation['category_id'])
+    if category_id not in category_index:
+      raise ValueError(
+          'annotation %s of image %r has category_id %d, which is not in '
+          'the "categories" list' % (annotation.get('id'), filename,
+                                     category_id))
+    x, y, width, height = (float(v) for v in annotation['bbox'])
+    xmin.append(x / image_width)
+    xmax.append((x + width) / image_width)
+    ymin.append(y / image_height)
+    ymax.append((y + height) / image_height)
+    labels.append(category_id)
+    texts.append(category_index[category_id]['name'])
+    is_crowd.append(int(annotation.get('iscrowd', 0)))
+    area.append(float(annotation.get('area', width * height)))
+    if include_masks:
+      masks.append(_encode_png(_segmentation_to_mask(
+          annotation['segmentation'], image_height, image_width)))
+
+  f = dataset_util
+  feature = {
+      'image/height': f.int64_feature(image_height),
+      'image/width': f.int64_feature(image_width),
+      'image/filename': f.bytes_feature(filename),
+      'image/source_id': f.bytes_feature(str(image['id'])),
+      'image/key/sha256': f.bytes_feature(key),
+      'image/encoded': f.bytes_feature(encoded_image),
+      'image/format': f.bytes_feature(image_format),
+      'image/object/bbox/xmin': f.float_list_feature(xmin),
+      'image/object/bbox/xmax': f.float_list_feature(xmax),
+      'image/object/bbox/ymin': f.float_list_feature(ymin),
+      'image/object/bbox/ymax': f.float_list_feature(ymax),
+      'image/object/class/text': f.bytes_list_feature(texts),
+      'image/object/class/label': f.int64_list_feature(labels),
+      'image/object/is_crowd': f.int64_list_feature(is_crowd),
+      'image/object/area': f.float_list_feature(area),
+  }
+  if include_masks:
+    feature['image/object/mask'] = f.bytes_list_feature(masks)
+  example = tf.train.Example(features=tf.train.Features(feature=feature))
+  return key, example, skipped
+
+
+def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
+                                            output_path, include_masks,
+                                            num_shards):
+  """Converts one split; example i goes to shard i % num_shards.
+
+  Args:
+    annotations_file: COCO JSON with 'images', 'categories' and optionally
+      'annotations' (test-dev files have none).
+    image_dir: directory of the split's images.
+    output_path: shard prefix; files are OUTPUT_PATH-0000K-of-0000N.
+    include_masks: store instance masks as PNGs.
+    num_shards: number of output files.
+
+  Returns:
+    A summary dict: 'num_images', 'num_images_without_annotations',
+    'num_annotations' (written), 'skipped' ({reason: [annotation ids]}),
+    'num_orphan_annotations' (annotations of image ids not in 'images'),
+    'output_path', 'files' (shard names).
+  """
+  with tf.io.gfile.GFile(annotations_file, 'r') as fid:
+    groundtruth = json.load(fid)
+  images = groundtruth['images']
+  category_index = label_map_util.create_category_index(
+      groundtruth.get('categories', []))
+  annotations_index = {image['id']: [] for image in images}
+  num_orphans = 0
+  for annotation in groundtruth.get('annotations', []):
+    if annotation['image_id'] in annotations_index:
+      annotations_index[annotation['image_id']].append(annotation)
+    else:
+      num_orphans += 1
+
+  summary = {
+      'num_images': len(images),
+      'num_images_without_annotations': sum(
+          1 for v in annotations_index.values() if not v),
+      'num_annotations': 0,
+      'skipped': collections.OrderedDict(),
+      'num_orphan_annotations': num_orphans,
+      'output_path': output_path,
+      'files': dataset_util.sharded_filenames(output_path, num_shards),
+  }
+  with dataset_util.open_sharded_output_tfrecords(
+      output_path, num_shards) as writers:
+    for index, image in enumerate(images):
+      if index % 1000 == 0:
+        logging.info('On image %d of %d', index, len(images))
+      _, example, skipped = create_tf_example(
+          image, annotations_index[image['id']], image_dir, category_index,
+          include_masks)
+      for annotation_id, reason in skipped:
+        summary['skipped'].setdefault(reason, []).append(annotation_id)
+      summary['num_annotations'] += len(
+          example.features.feature['image/object/class/label'].int64_list.value)
+      writers[index % num_shards].write(example.SerializeToString())
+  return summary
+
+
+def format_summary(split, summary):
+  """A few human-readable lines describing what one split wrote and skipped."""
+  lines = ['%s: wrote %d images (%d without annotations) and %d annotations '
+           'to %d shard(s) %s-?????-of-%05d' % (
+               split, summary['num_images'],
+               summary['num_images_without_annotations'],
+               summary['num_annotations'], len(summary['files']),
+               summary['output_path'], len(summary['files']))]
+  num_skipped = sum(len(ids) for ids in summary['skipped'].values())
+  lines.append('%s: skipped %d annotations' % (split, num_skipped))
+  for reason, ids in summary['skipped'].items():
+    listed = ', '.join(str(i) for i in ids[:_MAX_LISTED_IDS])
+    if len(ids) > _MAX_LISTED_IDS:
+      listed += ', ...'
+    lines.append('%s:   %d %s (annotation ids %s)' % (
+        split, len(ids), reason, listed))
+  if summary['num_orphan_annotations']:
+    lines.append('%s: ignored %d annotations whose image_id is not in '
+                 '"images"' % (split, summary['num_orphan_annotations']))
+  return lines
+
+
+def _bool(text):
+  lowered = text.lower()
+  if lowered in ('1', 'true', 't', 'yes', 'y'):
+    return True
+  if lowered in ('0', 'false', 'f', 'no', 'n'):
+    return False
+  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
+
+
+def _parser():
+  parser = argparse.ArgumentParser(
+      description='Convert COCO detection annotations to sharded TFRecords.')
+  # Accept the tf.flags boolean spellings: --include_masks,
+  # --include_masks=true|false and --noinclude_masks.
+  parser.add_argument('--include_masks', type=_bool, nargs='?', const=True,
+                      default=False,
+                      help='Store instance masks (PNG) in the examples.')
+  parser.add_argument('--noinclude_masks', dest='include_masks',
+                      action='store_false', help=argparse.SUPPRESS)
+  parser.add_argument('--train_image_dir', default='')
+  parser.add_argument('--val_image_dir', default='')
+  parser.add_argument('--test_image_dir', default='')
+  parser.add_argument('--train_annotations_file', default='')
+  parser.add_argument('--val_annotations_file', default='')
+  parser.add_argument('--testdev_annotations_file', default='')
+  parser.add_argument('--output_dir', default='/tmp/')
+  parser.add_argument('--num_train_shards', type=int, default=100)
+  parser.add_argument('--num_val_shards', type=int, default=50)
+  parser.add_argument('--num_testdev_shards', type=int, default=50)
+  return parser
+
+
+def main(argv=None):
+  logging.basicConfig(level=logging.INFO, format='%(message)s')
+  parser = _parser()
+  args = parser.parse_args(argv)
+  splits = []
+  for split, (dir_flag, json_flag, shards_flag, _) in _SPLITS.items():
+    image_dir, annotations = getattr(args, dir_flag), getattr(args, json_flag)
+    if bool(image_dir) != bool(annotations):
+      parser.error('split %s needs both --%s and --%s' % (
+          split, dir_flag, json_flag))
+    if image_dir:
+      if getattr(args, shards_flag) < 1:
+        parser.error('--%s must be at least 1' % shards_flag)
+      splits.append(split)
+  if not splits:
+    parser.error('nothing to convert: give at least one split, e.g. '
+                 '--train_image_dir and --train_annotations_file')
+
+  tf.io.gfile.makedirs(args.output_dir)
+  for split in splits:
+    dir_flag, json_flag, shards_flag, output_name = _SPLITS[split]
+    summary = _create_tf_record_from_coco_annotations(
+        getattr(args, json_flag), getattr(args, dir_flag),
+        os.path.join(args.output_dir, output_name), args.include_masks,
+        getattr(args, shards_flag))
+    for line in format_summary(split, summary):
+      print(line)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

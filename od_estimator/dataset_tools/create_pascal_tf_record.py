@@ -1,0 +1,208 @@
+r"""Converts a PASCAL VOC tree (VOCdevkit) into one TFRecord file.
+
+  python -m od_estimator.dataset_tools.create_pascal_tf_record \
+      --data_dir=VOCdevkit --year=VOC2012 --set=train \
+      --label_map_path=pascal_label_map.pbtxt --output_path=pascal_train.record
+
+Like the original, the image ids of a set are read from
+DATA_DIR/YEAR/ImageSets/Main/aeroplane_SET.txt (every VOC class file lists
+all images of the set), annotations from DATA_DIR/YEAR/ANNOTATIONS_DIR/ID.xml
+and images from DATA_DIR/<folder in the XML>/JPEGImages/<filename>.
+--year=merged reads VOC2007 and VOC2012 into the same file.
+"""
+import argparse
+import hashlib
+import io
+import logging
+import os
+import sys
+import xml.etree.ElementTree as ElementTree
+
+from PIL import Image
+import tensorflow as tf
+
+from od_estimator.utils import dataset_util
+from od_estimator.utils import label_map_util
+
+SETS = ['train', 'val', 'trainval', 'test']
+YEARS = ['VOC2007', 'VOC2012', 'merged']
+
+
+def read_examples_list(path):
+  """Returns the first token of every non-blank line of an image-set file.
+
+  VOC lines look like `000005 -1`; only the image id matters here.
+  """
+  with tf.io.gfile.GFile(path) as fid:
+    return [line.split()[0] for line in fid.read().splitlines()
+            if line.strip()]
+
+
+def recursive_parse_xml_to_dict(xml):
+  """Turns an ElementTree element into nested dicts keyed by tag.
+
+  Leaves map to their text. `object` is the only tag that repeats in VOC
+  files, so it always maps to a list (even with one object).
+
+  Args:
+    xml: an xml.etree.ElementTree.Element.
+
+  Returns:
+    {xml.tag: text or dict}.
+  """
+  if len(xml) == 0:
+    return {xml.tag: xml.text}
+  result = {}
+  for child in xml:
+    value = recursive_parse_xml_to_dict(child)[child.tag]
+    if child.tag == 'object':
+      result.setdefault('object', []).append(value)
+    else:
+      result[child.tag] = value
+  return {xml.tag: result}
+
+
+def dict_to_tf_example(data, dataset_directory, label_map_dict,
+                       ignore_difficult_instances=False,
+                       image_subdirectory='JPEGImages'):
+  """Builds the tf.train.Example of one VOC annotation.
+
+  Args:
+    data: the parsed <annotation> of one image (recursive_parse_xml_to_dict),
+      with 'folder', 'filename', 'size' {'width', 'height'} and optionally
+      a list 'object' of {'name', 'pose', 'truncated', 'difficult',
+      'bndbox' {'xmin', 'ymin', 'xmax', 'ymax'} in pixels}.
+    dataset_directory: the VOCdevkit root.
+    label_map_dict: {class name: label id}.
+    ignore_difficult_instances: drop objects marked difficult.
+    image_subdirectory: image folder inside data['folder'].
+
+  Returns:
+    The tf.train.Example with normalized boxes.
+
+  Raises:
+    ValueError: if the image is not a JPEG or an object's class is not in
+      the label map.
+  """
+  image_path = os.path.join(dataset_directory, data['folder'] or '',
+                            image_subdirectory, data['filename'])
+  with tf.io.gfile.GFile(image_path, 'rb') as fid:
+    encoded_jpg = fid.read()
+  if Image.open(io.BytesIO(encoded_jpg)).format != 'JPEG':
+    raise ValueError('image %s is not a JPEG' % image_path)
+  key = hashlib.sha256(encoded_jpg).hexdigest()
+  width = int(data['size']['width'])
+  height = int(data['size']['height'])
+
+  xmin, ymin, xmax, ymax = [], [], [], []
+  labels, texts, truncated, poses, difficult_flags = [], [], [], [], []
+  for obj in data.get('object', []):
+    # Some VOC2012 objects lack these tags; VOC's own tools read them as 0.
+    difficult = bool(int(obj.get('difficult') or 0))
+    if ignore_difficult_instances and difficult:
+      continue
+    name = obj['name']
+    if name not in label_map_dict:
+      raise ValueError('class %r of %s is not in the label map' % (
+          name, data['filename']))
+    box = obj['bndbox']
+    xmin.append(float(box['xmin']) / width)
+    ymin.append(float(box['ymin']) / height)
+    xmax.append(float(box['xmax']) / width)
+    ymax.append(float(box['ymax']) / height)
+    labels.append(label_map_dict[name])
+    texts.append(name)
+    difficult_flags.append(int(difficult))
+    truncated.append(int(obj.get('truncated') or 0))
+    poses.append(obj.get('pose') or 'Unspecified')
+
+  f = dataset_util
+  feature = {
+      'image/height': f.int64_feature(height),
+      'image/width': f.int64_feature(width),
+      'image/filename': f.bytes_feature(data['filename']),
+      'image/source_id': f.bytes_feature(data['filename']),
+      'image/key/sha256': f.bytes_feature(key),
+      'image/encoded': f.bytes_feature(encoded_jpg),
+      'image/format': f.bytes_feature('jpeg'),
+      'image/object/bbox/xmin': f.float_list_feature(xmin),
+      'image/object/bbox/xmax': f.float_list_feature(xmax),
+      'image/object/bbox/ymin': f.float_list_feature(ymin),
+      'image/object/bbox/ymax': f.float_list_feature(ymax),
+      'image/object/class/text': f.bytes_list_feature(texts),
+      'image/object/class/label': f.int64_list_feature(labels),
+      'image/object/difficult': f.int64_list_feature(difficult_flags),
+      'image/object/truncated': f.int64_list_feature(truncated),
+      'image/object/view': f.bytes_list_feature(poses),
+  }
+  return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def _bool(text):
+  lowered = text.lower()
+  if lowered in ('1', 'true', 't', 'yes', 'y'):
+    return True
+  if lowered in ('0', 'false', 'f', 'no', 'n'):
+    return False
+  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
+
+
+def _parser():
+  parser = argparse.ArgumentParser(
+      description='Convert a PASCAL VOC set to a TFRecord file.')
+  parser.add_argument('--data_dir', default='',
+                      help='VOCdevkit root (holding VOC2007/, VOC2012/).')
+  parser.add_argument('--set', default='train', choices=SETS)
+  parser.add_argument('--annotations_dir', default='Annotations',
+                      help='Annotation folder, relative to DATA_DIR/YEAR.')
+  parser.add_argument('--year', default='VOC2007', choices=YEARS)
+  parser.add_argument('--output_path', required=True)
+  parser.add_argument('--label_map_path',
+                      default='data/pascal_label_map.pbtxt')
+  # tf.flags boolean spellings: --flag, --flag=true|false, --noflag.
+  parser.add_argument('--ignore_difficult_instances', type=_bool, nargs='?',
+                      const=True, default=False)
+  parser.add_argument('--noignore_difficult_instances',
+                      dest='ignore_difficult_instances',
+                      action='store_false', help=argparse.SUPPRESS)
+  return parser
+
+
+def main(argv=None):
+  logging.basicConfig(level=logging.INFO, format='%(message)s')
+  args = _parser().parse_args(argv)
+  years = ['VOC2007', 'VOC2012'] if args.year == 'merged' else [args.year]
+  label_map_dict = label_map_util.get_label_map_dict(args.label_map_path)
+  output_dir = os.path.dirname(args.output_path)
+  if output_dir:
+    tf.io.gfile.makedirs(output_dir)
+
+  num_images = num_objects = 0
+  with tf.io.TFRecordWriter(args.output_path) as writer:
+    for year in years:
+      examples_path = os.path.join(args.data_dir, year, 'ImageSets', 'Main',
+                                   'aeroplane_%s.txt' % args.set)
+      annotations_dir = os.path.join(args.data_dir, year, args.annotations_dir)
+      examples = read_examples_list(examples_path)
+      logging.info('Reading %d images of PASCAL %s %s.', len(examples), year,
+                   args.set)
+      for index, example_id in enumerate(examples):
+        if index % 1000 == 0:
+          logging.info('On image %d of %d', index, len(examples))
+        path = os.path.join(annotations_dir, example_id + '.xml')
+        with tf.io.gfile.GFile(path, 'rb') as fid:
+          xml = ElementTree.fromstring(fid.read())
+        data = recursive_parse_xml_to_dict(xml)['annotation']
+        example = dict_to_tf_example(data, args.data_dir, label_map_dict,
+                                     args.ignore_difficult_instances)
+        num_images += 1
+        num_objects += len(example.features.feature[
+            'image/object/class/label'].int64_list.value)
+        writer.write(example.SerializeToString())
+  print('wrote %d images and %d objects to %s' % (
+      num_images, num_objects, args.output_path))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

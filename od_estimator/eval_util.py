@@ -1,0 +1,161 @@
+"""Evaluation helpers: the evaluator registry and per-batch result dicts.
+
+`eval_config.metrics_set` names evaluators by the original's names; each
+evaluator turns a batched result dict into Estimator eval_metric_ops.
+"""
+from od_estimator.core import standard_fields as fields
+from od_estimator.metrics import coco_evaluation
+from od_estimator.metrics import pascal_evaluation
+from od_estimator.utils import shape_utils
+
+import tensorflow as tf
+
+_IN = fields.InputDataFields
+_DET = fields.DetectionResultFields
+
+# metrics_set name -> evaluator class (constructed with categories).
+EVAL_METRICS_CLASS_DICT = {
+    'coco_detection_metrics': coco_evaluation.CocoDetectionEvaluator,
+    'pascal_voc_detection_metrics':
+        pascal_evaluation.PascalDetectionEvaluator,
+    'weighted_pascal_voc_detection_metrics':
+        pascal_evaluation.WeightedPascalDetectionEvaluator,
+    'precision_at_recall_detection_metrics':
+        pascal_evaluation.PrecisionAtRecallDetectionEvaluator,
+}
+EVAL_DEFAULT_METRIC = 'coco_detection_metrics'
+
+# Names the original accepts that od_estimator does not implement yet.
+NOT_YET_SUPPORTED_METRICS = (
+    'coco_mask_metrics', 'coco_keypoint_metrics', 'coco_panoptic_metrics',
+    'lvis_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
+    'oid_V2_detection_metrics', 'oid_challenge_detection_metrics',
+    'oid_challenge_segmentation_metrics',
+)
+
+
+def register_evaluator(name, evaluator_class):
+  """Makes `name` usable in eval_config.metrics_set."""
+  EVAL_METRICS_CLASS_DICT[name] = evaluator_class
+
+
+def evaluator_options_from_eval_config(eval_config):
+  """Keyword arguments per metrics set, from eval_config fields."""
+  options = {}
+  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
+    if name == 'coco_detection_metrics':
+      options[name] = {
+          'include_metrics_per_category':
+              eval_config.include_metrics_per_category,
+          'all_metrics_per_category': eval_config.all_metrics_per_category,
+      }
+    elif name == 'precision_at_recall_detection_metrics':
+      options[name] = {
+          'recall_lower_bound': eval_config.recall_lower_bound,
+          'recall_upper_bound': eval_config.recall_upper_bound,
+      }
+  return options
+
+
+def get_evaluators(eval_config, categories, evaluator_options=None):
+  """Returns the evaluators eval_config.metrics_set names.
+
+  Args:
+    eval_config: eval_pb2.EvalConfig.
+    categories: list of {'id': 1-based id, 'name': str}.
+    evaluator_options: {metrics set: kwargs}; default from eval_config.
+
+  Raises:
+    ValueError: for a name that is unknown or not supported yet, listing
+      the supported names.
+  """
+  if evaluator_options is None:
+    evaluator_options = evaluator_options_from_eval_config(eval_config)
+  evaluators = []
+  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
+    if name not in EVAL_METRICS_CLASS_DICT:
+      status = ('is not supported yet' if name in NOT_YET_SUPPORTED_METRICS
+                else 'is not a known metrics set')
+      raise ValueError('eval_config.metrics_set %r %s; supported: %s' % (
+          name, status, ', '.join(sorted(EVAL_METRICS_CLASS_DICT))))
+    evaluators.append(EVAL_METRICS_CLASS_DICT[name](
+        categories, **evaluator_options.get(name, {})))
+  return evaluators
+
+
+def get_eval_metric_ops_for_evaluators(eval_config, categories, eval_dict):
+  """Returns the merged eval_metric_ops of every configured evaluator."""
+  metric_ops = {}
+  for evaluator in get_evaluators(eval_config, categories):
+    metric_ops.update(evaluator.get_estimator_eval_metric_ops(eval_dict))
+  return metric_ops
+
+
+def _scale_to_absolute(boxes, image_shapes):
+  """[B, N, 4] normalized boxes × per-image [height, width]."""
+  sizes = tf.cast(image_shapes[:, :2], tf.float32)
+  scale = tf.stack([sizes[:, 0], sizes[:, 1], sizes[:, 0], sizes[:, 1]], 1)
+  return boxes * tf.expand_dims(scale, 1)
+
+
+def result_dict_for_batched_example(images, keys, detections,
+                                    groundtruth=None, class_agnostic=False,
+                                    scale_to_absolute=False,
+                                    original_image_spatial_shapes=None,
+                                    true_image_shapes=None,
+                                    max_gt_boxes=None, label_id_offset=1):
+  """Merges a batch's detections and groundtruth for the evaluators.
+
+  Args:
+    images: [B, H, W, C] images (kept as original_image).
+    keys: [B] image ids.
+    detections: postprocess output (0-based detection_classes).
+    groundtruth: optional dict with groundtruth_boxes [B, N, 4] normalized,
+      groundtruth_classes [B, N] 1-based, num_groundtruth_boxes [B], and
+      optionally groundtruth_is_crowd, groundtruth_area,
+      groundtruth_difficult.
+    class_agnostic: report every detection as class 1.
+    scale_to_absolute: scale boxes by original_image_spatial_shapes.
+    original_image_spatial_shapes: [B, 2] int32 original height, width.
+    true_image_shapes: [B, 3] (kept for visualisation).
+    max_gt_boxes: unused padding size, accepted for compatibility.
+    label_id_offset: added to 0-based detection classes.
+
+  Returns:
+    A dict keyed by the standard field names.
+  """
+  del max_gt_boxes
+  batch = shape_utils.combined_static_and_dynamic_shape(images)[0]
+  if original_image_spatial_shapes is None:
+    original_image_spatial_shapes = tf.tile(
+        tf.expand_dims(tf.shape(images)[1:3], 0), [batch, 1])
+  scores = detections[_DET.detection_scores]
+  if class_agnostic:
+    classes = tf.ones_like(scores, tf.int64)
+  else:
+    classes = tf.cast(detections[_DET.detection_classes],
+                      tf.int64) + label_id_offset
+  boxes = detections[_DET.detection_boxes]
+  if scale_to_absolute:
+    boxes = _scale_to_absolute(boxes, original_image_spatial_shapes)
+  result = {
+      _IN.original_image: images,
+      _IN.key: keys,
+      _IN.original_image_spatial_shape: original_image_spatial_shapes,
+      _DET.detection_boxes: boxes,
+      _DET.detection_scores: scores,
+      _DET.detection_classes: classes,
+      _DET.num_detections: tf.cast(detections[_DET.num_detections],
+                                   tf.int32),
+  }
+  if true_image_shapes is not None:
+    result[_IN.true_image_shape] = true_image_shapes
+  if groundtruth:
+    result.update(groundtruth)
+    if scale_to_absolute:
+      result[_IN.groundtruth_boxes] = _scale_to_absolute(
+          groundtruth[_IN.groundtruth_boxes], original_image_spatial_shapes)
+    if class_agnostic:
+      result[_IN.groundtruth_classes] = tf.ones_like(
+          groundtruth[_IN.groundtruth_classes])
+  return result

@@ -1,0 +1,140 @@
+r"""Exports a trained detector for inference (same flags as the original).
+
+  python -m od_estimator.export_inference_graph \
+      --input_type=image_tensor \
+      --pipeline_config_path=TRAIN_DIR/pipeline.config \
+      --trained_checkpoint_prefix=TRAIN_DIR/model.ckpt-50000 \
+      --output_directory=EXPORT_DIR
+
+EXPORT_DIR then holds frozen_inference_graph.pb, saved_model/ (signature
+`serving_default`, input `inputs`), model.ckpt.* and pipeline.config. The
+input is one of:
+  image_tensor                 uint8 [batch, height, width, 3]
+  encoded_image_string_tensor  string [batch] of JPEG/PNG bytes
+  tf_example                   string [batch] of serialized tf.Examples
+The outputs are detection_boxes, detection_scores, detection_classes
+(1-based label ids), num_detections, and the model's optional outputs.
+
+--config_override takes text-format TrainEvalPipelineConfig merged over the
+file, e.g. to raise the score threshold of the exported model:
+  --config_override="model { ssd { post_processing {
+      batch_non_max_suppression { score_threshold: 0.5 } } } }"
+"""
+import sys
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from od_estimator import exporter
+from od_estimator.utils import config_util
+
+flags.DEFINE_string('input_type', 'image_tensor', 'Type of input node. Can be '
+                    'one of [`image_tensor`, `encoded_image_string_tensor`, '
+                    '`tf_example`]')
+flags.DEFINE_string('input_shape', None, 'If input_type is `image_tensor`, '
+                    'the fixed shape of the input tensor as a comma-separated '
+                    'list of integers, -1 for an unknown dimension; for the '
+                    'string inputs, decoded images are resized to its height '
+                    'and width. Default for `image_tensor`: '
+                    '[None, None, None, 3].')
+flags.DEFINE_string('pipeline_config_path', None, 'Path to a '
+                    'pipeline_pb2.TrainEvalPipelineConfig config file.')
+flags.DEFINE_string('trained_checkpoint_prefix', None, 'Path to trained '
+                    'checkpoint, typically of the form path/to/model.ckpt-N '
+                    '(a directory means its latest checkpoint).')
+flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
+flags.DEFINE_string('config_override', '', 'pipeline_pb2.'
+                    'TrainEvalPipelineConfig text proto to override '
+                    'pipeline_config_path.')
+flags.DEFINE_boolean('write_inference_graph', False, 'If true, writes '
+                     'inference graph to disk.')
+flags.DEFINE_string('additional_output_tensor_names', None, 'Additional '
+                    'Tensors to output, to be specified as a comma separated '
+                    'list of tensor names.')
+flags.DEFINE_boolean('use_side_inputs', False, 'If True, uses side inputs as '
+                     'well as image inputs.')
+flags.DEFINE_string('side_input_shapes', None, 'With use_side_inputs: shapes '
+                    'of the side inputs, comma-separated integers (-1 for '
+                    'unknown), `/` between inputs.')
+flags.DEFINE_string('side_input_types', None, 'With use_side_inputs: '
+                    'comma-separated types, each of `float`, `int` or '
+                    '`string`.')
+flags.DEFINE_string('side_input_names', None, 'With use_side_inputs: '
+                    'comma-separated names of the side inputs.')
+FLAGS = flags.FLAGS
+
+_PROG = 'export_inference_graph'
+_REQUIRED = ('pipeline_config_path', 'trained_checkpoint_prefix',
+             'output_directory')
+
+
+def _export(unused_argv):
+  missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
+  if missing:
+    raise ValueError('missing required flag(s): %s' % ', '.join(
+        '--' + name for name in missing))
+  pipeline_config = config_util.read_pipeline_config(
+      FLAGS.pipeline_config_path, FLAGS.config_override or None)
+  input_shape = None
+  if FLAGS.input_shape:
+    try:
+      input_shape = [None if dim.strip() == '-1' else int(dim)
+                     for dim in FLAGS.input_shape.split(',')]
+    except ValueError:
+      raise ValueError('--input_shape must be comma-separated integers (-1 '
+                       'for unknown), got %r' % FLAGS.input_shape) from None
+  side_input_shapes = side_input_names = side_input_types = None
+  if FLAGS.use_side_inputs:
+    side_input_shapes, side_input_names, side_input_types = (
+        exporter.parse_side_inputs(FLAGS.side_input_shapes,
+                                   FLAGS.side_input_names,
+                                   FLAGS.side_input_types))
+  additional = None
+  if FLAGS.additional_output_tensor_names:
+    additional = FLAGS.additional_output_tensor_names.split(',')
+  exporter.export_inference_graph(
+      FLAGS.input_type, pipeline_config, FLAGS.trained_checkpoint_prefix,
+      FLAGS.output_directory, input_shape=input_shape,
+      write_inference_graph=FLAGS.write_inference_graph,
+      additional_output_tensor_names=additional,
+      use_side_inputs=FLAGS.use_side_inputs,
+      side_input_shapes=side_input_shapes, side_input_names=side_input_names,
+      side_input_types=side_input_types)
+  print('Exported to %s' % FLAGS.output_directory)
+
+
+def _print_help():
+  print(__doc__)
+  print('flags:')
+  print(FLAGS.module_help(sys.modules[__name__]))
+
+
+def main(argv=None):
+  """Runs the export; usable as a console script.
+
+  Args:
+    argv: flags without the program name; None reads sys.argv.
+
+  Returns:
+    0 after printing --help. Otherwise exits: status 0 after the export, 1
+    with a one-line `error: ...` on stderr for bad flags, config or
+    checkpoint.
+  """
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if any(arg in ('-h', '--help', '-help', '--helpshort') for arg in argv):
+    _print_help()
+    return 0
+  # Bad flags, config or checkpoint give one line; anything else is a bug
+  # and keeps its traceback.
+  try:
+    app.run(_export, argv=[_PROG] + argv)
+  except (ValueError, TypeError, tf.errors.OpError) as error:
+    message = getattr(error, 'message', None) or str(error)
+    print('error: %s' % ' '.join(message.split()), file=sys.stderr)
+    sys.exit(1)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

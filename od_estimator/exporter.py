@@ -1,0 +1,609 @@
+"""Exports a trained detector as a frozen graph and a TF1 SavedModel.
+
+The export directory has the layout of the original API's exporter:
+
+  frozen_inference_graph.pb  GraphDef with the weights as constants.
+  saved_model/               SavedModel, tag `serve`, signature
+                             `serving_default` (PREDICT) with input `inputs`.
+  model.ckpt.*               the weights actually exported (the moving
+                             averages when those are used).
+  pipeline.config            the config the export was built from.
+
+Tensor names match the original, so serving code written for it works:
+the input placeholder is `image_tensor`, `encoded_image_string_tensor` or
+`tf_example`, and the outputs are `detection_boxes`, `detection_scores`,
+`detection_classes` (1-based label ids, float32), `num_detections`
+(float32) plus the optional outputs the model produces.
+"""
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from od_estimator import model_lib
+from od_estimator.builders import model_builder
+from od_estimator.builders import optimizer_builder
+from od_estimator.core import standard_fields as fields
+from od_estimator.data_decoders import tf_example_decoder
+from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import config_util
+from od_estimator.utils import shape_utils
+
+_DET = fields.DetectionResultFields
+_GLOBAL_STEP = 'global_step'
+_EMA_NAME = 'ExponentialMovingAverage'
+
+# Outputs besides the four required ones, exported when the model has them.
+_OPTIONAL_OUTPUTS = (_DET.detection_multiclass_scores,
+                     _DET.detection_features, _DET.raw_detection_boxes,
+                     _DET.raw_detection_scores, _DET.detection_keypoints,
+                     _DET.detection_masks)
+
+
+# ---------------------------------------------------------------------------
+# Inputs.
+
+def parse_side_inputs(side_input_shapes_string, side_input_names_string,
+                      side_input_types_string):
+  """Parses the --side_input_* flags.
+
+  Args:
+    side_input_shapes_string: shapes separated by `/`, each a comma list of
+      ints with -1 for an unknown dimension, e.g. "1,-1/3".
+    side_input_names_string: comma list of names.
+    side_input_types_string: comma list of `float`, `int` or `string`.
+
+  Returns:
+    (shapes: list of lists of int or None, names: list of str, types: list
+    of tf.DType).
+
+  Raises:
+    ValueError: when one of the three is missing or a type is unknown.
+  """
+  for value, flag in ((side_input_shapes_string, 'side_input_shapes'),
+                      (side_input_names_string, 'side_input_names'),
+                      (side_input_types_string, 'side_input_types')):
+    if not value:
+      raise ValueError('--%s is required with --use_side_inputs.' % flag)
+  shapes = [_parse_shape(part)
+            for part in side_input_shapes_string.split('/')]
+  names = side_input_names_string.split(',')
+  types = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
+  unknown = [t for t in side_input_types_string.split(',') if t not in types]
+  if unknown:
+    raise ValueError('--side_input_types: unknown type(s) %s; use float, int '
+                     'or string.' % ', '.join(unknown))
+  return shapes, names, [types[t] for t in side_input_types_string.split(',')]
+
+
+def _parse_shape(text):
+  """"1,-1,3" -> [1, None, 3]."""
+  return [None if dim.strip() == '-1' else int(dim) for dim in text.split(',')]
+
+
+def _resize_fn(input_shape):
+  """Returns fn(image [H, W, 3]) resizing to input_shape[1:3], or None."""
+  if input_shape is None:
+    return None
+  height, width = input_shape[1:3]
+  if height is None or width is None:
+    raise ValueError('input_shape %s: height and width must be known (not '
+                     '-1) to resize decoded images.' % (list(input_shape),))
+  return lambda image: tf.image.resize(image, [height, width])
+
+
+def _image_tensor_input_placeholder(input_shape=None):
+  """uint8 [batch, height, width, 3] images fed directly.
+
+  Returns:
+    (placeholder, images): the same tensor twice.
+  """
+  if input_shape is None:
+    input_shape = (None, None, None, 3)
+  images = tf.compat.v1.placeholder(tf.uint8, shape=input_shape,
+                                    name='image_tensor')
+  return images, images
+
+
+def _decoded_batch(strings, decode, input_shape):
+  """Maps `decode` (string -> uint8 [H, W, 3]) over a batch of strings.
+
+  Without input_shape every image of a batch must have the same size (they
+  are stacked); with it each is resized to input_shape[1:3] (float32).
+  """
+  resize = _resize_fn(input_shape)
+  if resize is None:
+    fn, dtype = decode, tf.uint8
+  else:
+    fn, dtype = (lambda string: resize(decode(string))), tf.float32
+  return shape_utils.static_or_dynamic_map_fn(
+      fn, elems=strings, dtype=dtype, parallel_iterations=32,
+      back_prop=False)
+
+
+def _encoded_image_string_tensor_input_placeholder(input_shape=None):
+  """A batch of encoded (JPEG, PNG, GIF, BMP) image strings.
+
+  Returns:
+    (placeholder string [None], decoded images [None, H, W, 3]).
+  """
+  strings = tf.compat.v1.placeholder(tf.string, shape=[None],
+                                     name='encoded_image_string_tensor')
+
+  def decode(encoded):
+    image = tf.image.decode_image(encoded, channels=3,
+                                  expand_animations=False)
+    return tf.ensure_shape(image, [None, None, 3])
+  return strings, _decoded_batch(strings, decode, input_shape)
+
+
+def _tf_example_input_placeholder(input_shape=None):
+  """A batch of serialized tf.Examples holding `image/encoded`.
+
+  Returns:
+    (placeholder string [None], decoded images [None, H, W, 3]).
+  """
+  strings = tf.compat.v1.placeholder(tf.string, shape=[None],
+                                     name='tf_example')
+  decoder = tf_example_decoder.TfExampleDecoder()
+
+  def decode(serialized):
+    return decoder.decode(serialized)[fields.InputDataFields.image]
+  return strings, _decoded_batch(strings, decode, input_shape)
+
+
+def _side_input_tensor_placeholder(side_input_shape, side_input_name,
+                                   side_input_type):
+  placeholder = tf.compat.v1.placeholder(
+      side_input_type, shape=side_input_shape, name=side_input_name)
+  return placeholder, placeholder
+
+
+input_placeholder_fn_map = {
+    'image_tensor': _image_tensor_input_placeholder,
+    'encoded_image_string_tensor':
+        _encoded_image_string_tensor_input_placeholder,
+    'tf_example': _tf_example_input_placeholder,
+}
+
+
+# ---------------------------------------------------------------------------
+# Graph.
+
+def add_output_tensor_nodes(postprocessed_tensors,
+                            output_collection_name='inference_op'):
+  """Adds identity nodes named after each exported output.
+
+  Args:
+    postprocessed_tensors: DetectionModel.postprocess() outputs:
+      detection_boxes [batch, max_detections, 4], detection_scores and
+      detection_classes (0-based) [batch, max_detections], num_detections
+      [batch], and optionally detection_multiclass_scores, detection_features,
+      raw_detection_boxes, raw_detection_scores, detection_keypoints,
+      detection_masks.
+    output_collection_name: graph collection the outputs are added to; None
+      adds them to none.
+
+  Returns:
+    dict from output name to its tensor: detection_boxes [batch, N, 4]
+    float32 normalized ymin, xmin, ymax, xmax; detection_scores [batch, N];
+    detection_classes [batch, N] float32 1-based; num_detections [batch]
+    float32; and the optional outputs present in postprocessed_tensors.
+  """
+  exported = model_lib.output_dict_for_export(postprocessed_tensors)
+  for key in _OPTIONAL_OUTPUTS:
+    if key in postprocessed_tensors:
+      exported.setdefault(key, postprocessed_tensors[key])
+  outputs = {}
+  for key, tensor in exported.items():
+    outputs[key] = tf.identity(tensor, name=key)
+    if output_collection_name:
+      tf.compat.v1.add_to_collection(output_collection_name, outputs[key])
+  return outputs
+
+
+def _get_outputs_from_inputs(input_tensors, detection_model,
+                             output_collection_name, **side_inputs):
+  images = tf.cast(input_tensors, tf.float32)
+  preprocessed, true_image_shapes = detection_model.preprocess(images)
+  predictions = detection_model.predict(preprocessed, true_image_shapes,
+                                        **side_inputs)
+  detections = detection_model.postprocess(predictions, true_image_shapes)
+  return add_output_tensor_nodes(detections, output_collection_name)
+
+
+def build_detection_graph(input_type, detection_model, input_shape,
+                          output_collection_name='inference_op',
+                          graph_hook_fn=None, use_side_inputs=False,
+                          side_input_shapes=None, side_input_names=None,
+                          side_input_types=None):
+  """Builds input placeholder -> model -> named outputs in the default graph.
+
+  Args:
+    input_type: 'image_tensor', 'encoded_image_string_tensor' or
+      'tf_example'.
+    detection_model: a DetectionModel built with is_training=False.
+    input_shape: [batch, height, width, 3] with None for unknown dimensions,
+      or None. For image_tensor it is the placeholder's shape; for the
+      string inputs decoded images are resized to its height and width.
+    output_collection_name: collection the outputs are added to.
+    graph_hook_fn: optional fn() called once the graph is built (e.g. a
+      graph rewriter).
+    use_side_inputs: also add placeholders for side inputs passed to
+      detection_model.predict by name.
+    side_input_shapes: list of shapes, with use_side_inputs.
+    side_input_names: list of names, with use_side_inputs.
+    side_input_types: list of tf.DTypes, with use_side_inputs.
+
+  Returns:
+    (outputs: dict from output name to tensor, placeholders: dict with the
+    input placeholder under 'inputs' and each side input under its name).
+
+  Raises:
+    ValueError: for an unknown input_type or a malformed input_shape.
+  """
+  if input_type not in input_placeholder_fn_map:
+    raise ValueError('Unknown input type: %r; expected one of %s.' % (
+        input_type, ', '.join(sorted(input_placeholder_fn_map))))
+  placeholder_args = {}
+  if input_shape is not None:
+    input_shape = list(input_shape)
+    if len(input_shape) != 4 or input_shape[3] not in (3, None):
+      raise ValueError('input_shape must be [batch, height, width, 3] (-1 or '
+                       'None for unknown), got %s.' % (input_shape,))
+    placeholder_args['input_shape'] = input_shape
+  placeholder, images = input_placeholder_fn_map[input_type](
+      **placeholder_args)
+  placeholders = {'inputs': placeholder}
+  side_inputs = {}
+  if use_side_inputs:
+    for shape, name, dtype in zip(side_input_shapes, side_input_names,
+                                  side_input_types):
+      placeholders[name], side_inputs[name] = _side_input_tensor_placeholder(
+          shape, name, dtype)
+  outputs = _get_outputs_from_inputs(images, detection_model,
+                                     output_collection_name, **side_inputs)
+  # Restored from the checkpoint so the export records the trained step.
+  tf.compat.v1.train.get_or_create_global_step()
+  if graph_hook_fn:
+    graph_hook_fn()
+  return outputs, placeholders
+
+
+def profile_inference_graph(graph):
+  """Logs the number of trainable parameters of `graph`.
+
+  Batch-norm variables are left out, as they are usually folded into the
+  preceding convolution for inference.
+  """
+  with graph.as_default():
+    variables = tf.compat.v1.trainable_variables()
+  count = sum(int(np.prod(v.shape.as_list())) for v in variables
+              if 'BatchNorm' not in v.op.name)
+  logging.info('Inference graph: %d trainable parameters (batch norm '
+               'excluded) in %d variables.', count, len(variables))
+
+
+# ---------------------------------------------------------------------------
+# Checkpoints and freezing.
+
+def _resolve_checkpoint(trained_checkpoint_prefix):
+  """Returns the checkpoint prefix; a directory means its latest checkpoint.
+
+  Raises:
+    ValueError: when there is no readable checkpoint there.
+  """
+  prefix = trained_checkpoint_prefix
+  if prefix and tf.io.gfile.isdir(prefix):
+    latest = tf.train.latest_checkpoint(prefix)
+    if not latest:
+      raise ValueError('no checkpoint in directory %s (expected a prefix '
+                       'like %s/model.ckpt-NNNN).' % (prefix, prefix))
+    prefix = latest
+  if not prefix or not (tf.io.gfile.exists(prefix + '.index') or
+                        tf.io.gfile.exists(prefix)):
+    raise ValueError('checkpoint not found: %s (pass the prefix of the '
+                     '.index/.data files, e.g. path/model.ckpt-50000).' %
+                     prefix)
+  return prefix
+
+
+def _restore_lenient(sess, name_to_variable, checkpoint_prefix):
+  """Restores variables from a checkpoint, reporting every problem at once.
+
+  global_step may be absent (e.g. some released checkpoints) and is then
+  left at its initial value; any other missing name or shape mismatch is an
+  error listing all of them.
+
+  Raises:
+    ValueError: naming the missing variables and mismatched shapes.
+  """
+  reader = tf.compat.v1.train.NewCheckpointReader(checkpoint_prefix)
+  shapes = reader.get_variable_to_shape_map()
+  available, missing, mismatched = {}, [], []
+  for name, var in sorted(name_to_variable.items()):
+    if name not in shapes:
+      if var.op.name != _GLOBAL_STEP:
+        missing.append(name)
+      continue
+    if not var.shape.is_compatible_with(shapes[name]):
+      mismatched.append('%s (graph %s, checkpoint %s)' % (
+          name, var.shape.as_list(), shapes[name]))
+      continue
+    available[name] = var
+  if missing or mismatched:
+    problems = []
+    if missing:
+      problems.append('%d variable(s) of the model are not in the '
+                      'checkpoint: %s' % (len(missing), ', '.join(missing)))
+    if mismatched:
+      problems.append('%d have another shape: %s' % (
+          len(mismatched), ', '.join(mismatched)))
+    raise ValueError('checkpoint %s does not match the model of the '
+                     'pipeline config; %s.' % (checkpoint_prefix,
+                                               '; '.join(problems)))
+  sess.run(tf.compat.v1.global_variables_initializer())
+  tf.compat.v1.train.Saver(available).restore(sess, checkpoint_prefix)
+
+
+def _has_moving_averages(checkpoint_prefix):
+  names = tf.compat.v1.train.NewCheckpointReader(
+      checkpoint_prefix).get_variable_to_shape_map()
+  return any(name.endswith('/' + _EMA_NAME) for name in names)
+
+
+def _variables_to_restore(use_moving_averages, checkpoint_prefix,
+                          no_ema_collection=None):
+  """{checkpoint name: variable} for the default graph's variables."""
+  variables = tf.compat.v1.global_variables()
+  if use_moving_averages and not _has_moving_averages(checkpoint_prefix):
+    # E.g. released checkpoints trained without averaging: one line instead
+    # of a warning per variable.
+    logging.info('%s holds no moving averages; exporting the raw weights.',
+                 checkpoint_prefix)
+    use_moving_averages = False
+  if not use_moving_averages:
+    return {var.op.name: var for var in variables}
+  name_map = optimizer_builder.moving_average_variables_to_restore(
+      variables, checkpoint_path=checkpoint_prefix)
+  if no_ema_collection:
+    # Variables under these scopes keep their raw (non-averaged) values.
+    name_map = {
+        (var.op.name if any(s in var.op.name for s in no_ema_collection)
+         else name): var for name, var in name_map.items()}
+  return name_map
+
+
+def replace_variable_values_with_moving_averages(graph,
+                                                 current_checkpoint_file,
+                                                 new_checkpoint_file,
+                                                 no_ema_collection=None):
+  """Writes a checkpoint holding the moving averages under the raw names.
+
+  Trainable variables without an average in the checkpoint keep their raw
+  values (with a logged warning).
+
+  Args:
+    graph: tf.Graph with the model's variables.
+    current_checkpoint_file: checkpoint with `<var>/ExponentialMovingAverage`
+      entries.
+    new_checkpoint_file: prefix to write.
+    no_ema_collection: optional list of name substrings whose variables keep
+      their raw values.
+  """
+  with graph.as_default():
+    name_map = _variables_to_restore(True, current_checkpoint_file,
+                                     no_ema_collection)
+    with tf.compat.v1.Session() as sess:
+      _restore_lenient(sess, name_map, current_checkpoint_file)
+      tf.compat.v1.train.Saver().save(sess, new_checkpoint_file)
+
+
+def freeze_graph_with_def_protos(input_graph_def, input_saver_def,
+                                 input_checkpoint, output_node_names,
+                                 restore_op_name=None,
+                                 filename_tensor_name=None, output_graph='',
+                                 clear_devices=True, initializer_nodes=''):
+  """Restores a graph's variables and bakes them in as constants.
+
+  Args:
+    input_graph_def: GraphDef containing the variables and the saver ops.
+    input_saver_def: SaverDef of a saver in input_graph_def.
+    input_checkpoint: checkpoint prefix holding every saver variable.
+    output_node_names: comma-separated names of the nodes to keep.
+    restore_op_name: unused (the SaverDef names it); kept for the
+      original's signature.
+    filename_tensor_name: unused, as restore_op_name.
+    output_graph: optional path the frozen GraphDef is written to.
+    clear_devices: drop device placements, so the graph runs anywhere.
+    initializer_nodes: comma-separated ops run before freezing (e.g. table
+      initializers).
+
+  Returns:
+    The frozen GraphDef, pruned to what output_node_names need.
+  """
+  del restore_op_name, filename_tensor_name
+  graph_def = tf.compat.v1.GraphDef()
+  graph_def.CopyFrom(input_graph_def)
+  if clear_devices:
+    for node in graph_def.node:
+      node.device = ''
+  with tf.Graph().as_default() as graph:
+    tf.compat.v1.import_graph_def(graph_def, name='')
+    with tf.compat.v1.Session(graph=graph) as sess:
+      tf.compat.v1.train.Saver(saver_def=input_saver_def).restore(
+          sess, input_checkpoint)
+      if initializer_nodes:
+        sess.run(initializer_nodes.replace(' ', '').split(','))
+      frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
+          sess, graph_def, [n for n in output_node_names.split(',') if n])
+  if output_graph:
+    with tf.io.gfile.GFile(output_graph, 'wb') as f:
+      f.write(frozen.SerializeToString())
+  return frozen
+
+
+def write_saved_model(saved_model_path, frozen_graph_def, inputs, outputs):
+  """Writes a SavedModel serving the frozen graph.
+
+  Args:
+    saved_model_path: directory to create; an existing one is replaced.
+    frozen_graph_def: GraphDef without variables.
+    inputs: dict from signature key to tensor (or one tensor, keyed
+      'inputs'); tensors are looked up by name in frozen_graph_def.
+    outputs: dict from signature key to tensor, looked up the same way.
+  """
+  if not isinstance(inputs, dict):
+    inputs = {'inputs': inputs}
+  if tf.io.gfile.exists(saved_model_path):
+    logging.warning('Replacing the existing %s', saved_model_path)
+    tf.io.gfile.rmtree(saved_model_path)
+  saved_model = tf.compat.v1.saved_model
+  with tf.Graph().as_default() as graph:
+    tf.compat.v1.import_graph_def(frozen_graph_def, name='')
+    with tf.compat.v1.Session(graph=graph) as sess:
+      def info(tensors):
+        return {key: saved_model.utils.build_tensor_info(
+            graph.get_tensor_by_name(tensor.name))
+                for key, tensor in tensors.items()}
+      signature = saved_model.signature_def_utils.build_signature_def(
+          inputs=info(inputs), outputs=info(outputs),
+          method_name=saved_model.signature_constants.PREDICT_METHOD_NAME)
+      builder = saved_model.builder.SavedModelBuilder(saved_model_path)
+      builder.add_meta_graph_and_variables(
+          sess, [saved_model.tag_constants.SERVING],
+          signature_def_map={
+              saved_model.signature_constants
+              .DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature})
+      builder.save()
+
+
+def _node_name(tensor_name):
+  return tensor_name.strip().split(':')[0]
+
+
+def _export_inference_graph(input_type, detection_model, use_moving_averages,
+                            trained_checkpoint_prefix, output_directory,
+                            additional_output_tensor_names=None,
+                            input_shape=None,
+                            output_collection_name='inference_op',
+                            graph_hook_fn=None, write_inference_graph=False,
+                            use_side_inputs=False, side_input_shapes=None,
+                            side_input_names=None, side_input_types=None):
+  """Builds the inference graph in the default graph and writes the export."""
+  tf.io.gfile.makedirs(output_directory)
+  frozen_graph_path = os.path.join(output_directory,
+                                   'frozen_inference_graph.pb')
+  saved_model_path = os.path.join(output_directory, 'saved_model')
+  model_path = os.path.join(output_directory, 'model.ckpt')
+
+  outputs, placeholders = build_detection_graph(
+      input_type=input_type, detection_model=detection_model,
+      input_shape=input_shape, output_collection_name=output_collection_name,
+      graph_hook_fn=graph_hook_fn, use_side_inputs=use_side_inputs,
+      side_input_shapes=side_input_shapes, side_input_names=side_input_names,
+      side_input_types=side_input_types)
+  graph = tf.compat.v1.get_default_graph()
+  profile_inference_graph(graph)
+
+  # Re-save the weights that are exported (averages under the raw names), so
+  # model.ckpt is complete and freezing reads exactly these values.
+  name_map = _variables_to_restore(use_moving_averages,
+                                   trained_checkpoint_prefix)
+  saver = tf.compat.v1.train.Saver(save_relative_paths=True)
+  with tf.compat.v1.Session(graph=graph) as sess:
+    _restore_lenient(sess, name_map, trained_checkpoint_prefix)
+    saver.save(sess, model_path)
+  graph_def = graph.as_graph_def()
+  for node in graph_def.node:
+    node.device = ''
+  if write_inference_graph:
+    with tf.io.gfile.GFile(
+        os.path.join(output_directory, 'inference_graph.pbtxt'), 'w') as f:
+      f.write(str(graph_def))
+
+  output_node_names = list(outputs)
+  output_node_names += [_node_name(name)
+                        for name in additional_output_tensor_names or []]
+  frozen_graph_def = freeze_graph_with_def_protos(
+      input_graph_def=graph_def, input_saver_def=saver.as_saver_def(),
+      input_checkpoint=model_path,
+      output_node_names=','.join(output_node_names),
+      output_graph=frozen_graph_path, clear_devices=True)
+  write_saved_model(saved_model_path, frozen_graph_def, placeholders, outputs)
+  logging.info('Exported %s (%s input) to %s', trained_checkpoint_prefix,
+               input_type, output_directory)
+
+
+def _uses_moving_averages(pipeline_config):
+  """EMA weights are exported when evaluation or training used them."""
+  optimizer = pipeline_config.train_config.optimizer
+  trained_with_ema = (optimizer.WhichOneof('optimizer') is not None and
+                      optimizer.use_moving_average)
+  return pipeline_config.eval_config.use_moving_averages or trained_with_ema
+
+
+def export_inference_graph(input_type, pipeline_config,
+                           trained_checkpoint_prefix, output_directory,
+                           input_shape=None,
+                           output_collection_name='inference_op',
+                           additional_output_tensor_names=None,
+                           write_inference_graph=False, use_side_inputs=False,
+                           side_input_shapes=None, side_input_names=None,
+                           side_input_types=None):
+  """Exports the model of a pipeline config with a checkpoint's weights.
+
+  The moving averages of the weights are exported when
+  eval_config.use_moving_averages is set or the training optimizer kept them
+  (train_config.optimizer.use_moving_average); trainable variables without
+  an average in the checkpoint keep their raw values.
+
+  Args:
+    input_type: 'image_tensor', 'encoded_image_string_tensor' or
+      'tf_example'.
+    pipeline_config: pipeline_pb2.TrainEvalPipelineConfig (not modified).
+    trained_checkpoint_prefix: checkpoint prefix (path/model.ckpt-N), or a
+      directory whose latest checkpoint is used.
+    output_directory: where the export is written (created if needed).
+    input_shape: optional [batch, height, width, 3] with None for unknown
+      dimensions; see build_detection_graph.
+    output_collection_name: collection the outputs are added to.
+    additional_output_tensor_names: optional list of further tensor names
+      kept in the frozen graph.
+    write_inference_graph: also write the unfrozen graph as
+      inference_graph.pbtxt.
+    use_side_inputs: see build_detection_graph.
+    side_input_shapes: see build_detection_graph.
+    side_input_names: see build_detection_graph.
+    side_input_types: see build_detection_graph.
+
+  Raises:
+    ValueError: for a missing checkpoint, one that does not match the model,
+      an unsupported config or bad input arguments.
+  """
+  if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
+    raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
+                     '%s.' % type(pipeline_config).__name__)
+  checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
+  if pipeline_config.HasField('graph_rewriter'):
+    raise ValueError('graph_rewriter (quantization-aware graphs) is not '
+                     'supported by the exporter.')
+  with tf.Graph().as_default():
+    detection_model = model_builder.build(pipeline_config.model,
+                                          is_training=False,
+                                          add_summaries=False)
+    _export_inference_graph(
+        input_type, detection_model, _uses_moving_averages(pipeline_config),
+        checkpoint, output_directory,
+        additional_output_tensor_names=additional_output_tensor_names,
+        input_shape=input_shape,
+        output_collection_name=output_collection_name,
+        write_inference_graph=write_inference_graph,
+        use_side_inputs=use_side_inputs, side_input_shapes=side_input_shapes,
+        side_input_names=side_input_names, side_input_types=side_input_types)
+  # The exported weights already are the averages.
+  saved_config = pipeline_pb2.TrainEvalPipelineConfig()
+  saved_config.CopyFrom(pipeline_config)
+  saved_config.eval_config.use_moving_averages = False
+  config_util.save_pipeline_config(saved_config, output_directory)

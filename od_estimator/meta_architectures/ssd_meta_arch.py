@@ -1,0 +1,712 @@
+"""SSD meta-architecture: single-shot convolutional detectors (SSD, RetinaNet).
+
+A feature extractor turns the preprocessed images into feature maps, an
+anchor generator places anchors on every map cell and a box predictor
+regresses, per anchor, a box code and class logits (background first).
+Training matches anchors to groundtruth with a TargetAssigner; inference
+decodes the codes against the anchors and runs batched NMS.
+
+Only tf-slim feature extractors and box predictors are supported (TF1 graph
+mode); their variables live under the 'FeatureExtractor' and the predictor's
+scopes so detection checkpoints of the original restore unchanged.
+"""
+import tensorflow as tf
+import tf_slim as slim
+
+from od_estimator.core import box_list
+from od_estimator.core import box_list_ops
+from od_estimator.core import matcher
+from od_estimator.core import model
+from od_estimator.core import standard_fields as fields
+from od_estimator.core import target_assigner
+from od_estimator.models import ssd_feature_extractor
+from od_estimator.utils import shape_utils
+
+# Re-exported: code written for the original imports the extractor base class
+# from this module.
+SSDFeatureExtractor = ssd_feature_extractor.SSDFeatureExtractor
+
+# Variable scope of slim feature extractors; classification checkpoints hold
+# the same variables without this prefix.
+FEATURE_EXTRACTOR_SCOPE = 'FeatureExtractor'
+
+_BOX_ENCODINGS = 'box_encodings'
+_CLASS_PREDICTIONS = 'class_predictions_with_background'
+_MASK_PREDICTIONS = 'mask_predictions'
+
+
+def _reduce_sum_trailing_dimensions(tensor, ndims):
+  """Sums every dimension after the first `ndims` (per-class losses)."""
+  axes = tuple(range(ndims, tensor.shape.ndims))
+  return tf.reduce_sum(tensor, axis=axes) if axes else tensor
+
+
+def _compute_clip_window(preprocessed_images, true_image_shapes):
+  """Returns the normalized window of each real image inside the padding.
+
+  Args:
+    preprocessed_images: [batch, height, width, channels] padded images.
+    true_image_shapes: [batch, 3] int32 or None.
+
+  Returns:
+    [batch, 4] float32 ymin, xmin, ymax, xmax windows, or the constant
+    [0, 0, 1, 1] when true_image_shapes is None.
+  """
+  if true_image_shapes is None:
+    return tf.constant([0, 0, 1, 1], dtype=tf.float32)
+  padded_shape = shape_utils.combined_static_and_dynamic_shape(
+      preprocessed_images)
+  true_heights, true_widths, _ = tf.unstack(
+      tf.cast(true_image_shapes, tf.float32), axis=1)
+  padded_height = tf.cast(padded_shape[1], tf.float32)
+  padded_width = tf.cast(padded_shape[2], tf.float32)
+  return tf.stack([tf.zeros_like(true_heights), tf.zeros_like(true_widths),
+                   true_heights / padded_height, true_widths / padded_width],
+                  axis=1)
+
+
+class SSDMetaArch(model.DetectionModel):
+  """Single-shot detector built from pluggable components."""
+
+  def __init__(self, is_training, anchor_generator, box_predictor, box_coder,
+               feature_extractor, encode_background_as_zeros,
+               image_resizer_fn, non_max_suppression_fn, score_conversion_fn,
+               classification_loss, localization_loss,
+               classification_loss_weight, localization_loss_weight,
+               normalize_loss_by_num_matches, hard_example_miner,
+               target_assigner_instance, add_summaries=True,
+               normalize_loc_loss_by_codesize=False, freeze_batchnorm=False,
+               inplace_batchnorm_update=False, add_background_class=True,
+               explicit_background_class=False, random_example_sampler=None,
+               expected_loss_weights_fn=None, use_confidences_as_targets=False,
+               implicit_example_weight=0.5, equalization_loss_config=None,
+               return_raw_detections_during_predict=False):
+    """Creates the model.
+
+    Args:
+      is_training: whether to build the training graph.
+      anchor_generator: an AnchorGenerator; generate() gets im_height and
+        im_width so anchors come out normalized.
+      box_predictor: a tf-slim BoxPredictor.
+      box_coder: a BoxCoder.
+      feature_extractor: an SSDFeatureExtractor.
+      encode_background_as_zeros: unmatched anchors get an all-zero class
+        target instead of a one-hot background.
+      image_resizer_fn: fn(image) -> [resized_image, true_image_shape].
+      non_max_suppression_fn: batch_multiclass_non_max_suppression with its
+        thresholds bound.
+      score_conversion_fn: logits -> scores (e.g. tf.sigmoid).
+      classification_loss, localization_loss: losses.Loss objects.
+      classification_loss_weight, localization_loss_weight: floats.
+      normalize_loss_by_num_matches: divide both losses by the number of
+        matched anchors (at least 1).
+      hard_example_miner: a losses.HardExampleMiner or None.
+      target_assigner_instance: a TargetAssigner.
+      add_summaries: add target-assignment and mining summaries.
+      normalize_loc_loss_by_codesize: also divide the localization loss by
+        the box code size.
+      freeze_batchnorm: batch norm in inference mode even when training.
+      inplace_batchnorm_update: update batch norm statistics with the
+        forward pass instead of through the UPDATE_OPS collection.
+      add_background_class: prepend a background column to groundtruth
+        classes.
+      explicit_background_class: groundtruth classes already have a
+        background column 0.
+      random_example_sampler: optional object with subsample(indicator,
+        batch_size, labels) choosing the anchors that enter the losses
+        (before hard example mining).
+      expected_loss_weights_fn: optional fn(batch_cls_targets) ->
+        (foreground_weights, background_weights).
+      use_confidences_as_targets: in training, class targets come from the
+        groundtruth confidences.
+      implicit_example_weight: weight of unlabelled classes with confidences.
+      equalization_loss_config: stored only; SSD ignores it, as does the
+        original.
+      return_raw_detections_during_predict: predict() also returns decoded
+        boxes and each anchor's feature map index.
+
+    Raises:
+      ValueError: if both background flags are set, or a component is a
+        Keras model.
+    """
+    super().__init__(num_classes=box_predictor.num_classes)
+    if add_background_class and explicit_background_class:
+      raise ValueError("Cannot have both 'add_background_class' and "
+                       "'explicit_background_class' true.")
+    if feature_extractor.is_keras_model or box_predictor.is_keras_model:
+      raise ValueError('Keras feature extractors and box predictors are not '
+                       'supported; od_estimator builds tf-slim models.')
+    self._is_training = is_training
+    self._freeze_batchnorm = freeze_batchnorm
+    self._inplace_batchnorm_update = inplace_batchnorm_update
+    self._anchor_generator = anchor_generator
+    self._box_predictor = box_predictor
+    self._box_coder = box_coder
+    self._feature_extractor = feature_extractor
+    self._extract_features_scope = FEATURE_EXTRACTOR_SCOPE
+    self._add_background_class = add_background_class
+    self._explicit_background_class = explicit_background_class
+
+    # Kept as a Python list: the model may be built before the graph that
+    # computes its losses.
+    num_foreground_classes = (self.num_classes if add_background_class else
+                              self.num_classes - 1)
+    self._unmatched_class_label_values = (
+        [0.0 if encode_background_as_zeros else 1.0] +
+        [0.0] * num_foreground_classes)
+
+    self._target_assigner = target_assigner_instance
+    self._classification_loss = classification_loss
+    self._localization_loss = localization_loss
+    self._classification_loss_weight = classification_loss_weight
+    self._localization_loss_weight = localization_loss_weight
+    self._normalize_loss_by_num_matches = normalize_loss_by_num_matches
+    self._normalize_loc_loss_by_codesize = normalize_loc_loss_by_codesize
+    self._hard_example_miner = hard_example_miner
+    self._random_example_sampler = random_example_sampler
+    self._expected_loss_weights_fn = expected_loss_weights_fn
+    self._use_confidences_as_targets = use_confidences_as_targets
+    self._implicit_example_weight = implicit_example_weight
+    self._equalization_loss_config = equalization_loss_config
+    self._parallel_iterations = 16
+
+    self._image_resizer_fn = image_resizer_fn
+    self._non_max_suppression_fn = non_max_suppression_fn
+    self._score_conversion_fn = score_conversion_fn
+    self._add_summaries = add_summaries
+    self._return_raw_detections_during_predict = (
+        return_raw_detections_during_predict)
+
+    self._anchors = None
+    self._batched_prediction_tensor_names = []
+
+  @property
+  def feature_extractor(self):
+    return self._feature_extractor
+
+  @property
+  def anchors(self):
+    """The anchors BoxList of the last predict() call."""
+    if not self._anchors:
+      raise RuntimeError('anchors have not been constructed yet!')
+    if not isinstance(self._anchors, box_list.BoxList):
+      raise RuntimeError('anchors should be a BoxList object, but is not.')
+    return self._anchors
+
+  @property
+  def batched_prediction_tensor_names(self):
+    """Keys of predict()'s outputs that have a leading batch dimension."""
+    if not self._batched_prediction_tensor_names:
+      raise RuntimeError('Must call predict() method to get batched prediction '
+                         'tensor names.')
+    return self._batched_prediction_tensor_names
+
+  def _unmatched_class_label(self):
+    return tf.constant(self._unmatched_class_label_values, tf.float32)
+
+  def preprocess(self, inputs):
+    """Normalizes with the feature extractor, then resizes every image.
+
+    Args:
+      inputs: [batch, height, width, channels] float32 pixels in [0, 255].
+
+    Returns:
+      preprocessed_inputs: [batch, new_height, new_width, channels] float32.
+      true_image_shapes: [batch, 3] int32, each image's size inside the
+        (possibly padded) result.
+
+    Raises:
+      ValueError: if inputs is not float32.
+    """
+    # Checked before the extractor's preprocessing, which may fail
+    # less clearly on other dtypes.
+    if inputs.dtype != tf.float32:
+      raise ValueError('preprocess expects float32 images, got %s' %
+                       inputs.dtype.name)
+    with tf.name_scope('Preprocessor'):
+      normalized_inputs = self._feature_extractor.preprocess(inputs)
+      # Unrolled per image when the batch size is static (static shapes).
+      resized_inputs, true_image_shapes = (
+          shape_utils.static_or_dynamic_map_fn(
+              self._image_resizer_fn, elems=normalized_inputs,
+              dtype=[tf.float32, tf.int32]))
+      return resized_inputs, true_image_shapes
+
+  def _run_in_batch_norm_scope(self, build_fn):
+    """Returns build_fn()'s tensors, built in the model's batch norm mode.
+
+    Updates always go to UPDATE_OPS first: tf-slim's own in-place path
+    (updates_collections=None) fails on TF 2.15. For
+    inplace_batchnorm_update they are taken back out of the collection and
+    made control dependencies of the outputs, which has the same effect.
+    """
+    update_ops = tf.compat.v1.get_collection_ref(
+        tf.compat.v1.GraphKeys.UPDATE_OPS)
+    num_existing_updates = len(update_ops)
+    with slim.arg_scope([slim.batch_norm],
+                        is_training=(self._is_training and
+                                     not self._freeze_batchnorm),
+                        updates_collections=tf.compat.v1.GraphKeys.UPDATE_OPS):
+      outputs = build_fn()
+    new_updates = update_ops[num_existing_updates:]
+    if not self._inplace_batchnorm_update or not new_updates:
+      return outputs
+    del update_ops[num_existing_updates:]
+    with tf.control_dependencies(new_updates):
+      return tf.nest.map_structure(tf.identity, outputs)
+
+  def predict(self, preprocessed_inputs, true_image_shapes):
+    """Runs the network and builds the anchors (stored on the model).
+
+    Args:
+      preprocessed_inputs: [batch, height, width, channels] float32.
+      true_image_shapes: [batch, 3] int32 (unused; part of the interface).
+
+    Returns:
+      A dict: preprocessed_inputs; box_encodings [batch, num_anchors,
+      code_size]; class_predictions_with_background [batch, num_anchors,
+      num_classes + 1] logits; feature_maps (list of [batch, h_i, w_i,
+      d_i]); anchors [num_anchors, 4] normalized; final_anchors [batch,
+      num_anchors, 4]; other predictor outputs; and optionally
+      raw_detection_boxes [batch, num_anchors, 4] and
+      raw_detection_feature_map_indices [batch, num_anchors] int32.
+    """
+    del true_image_shapes
+
+    def extract_features():
+      with tf.compat.v1.variable_scope(None, self._extract_features_scope,
+                                       [preprocessed_inputs]):
+        return self._feature_extractor.extract_features(preprocessed_inputs)
+
+    feature_maps = self._run_in_batch_norm_scope(extract_features)
+
+    image_shape = shape_utils.combined_static_and_dynamic_shape(
+        preprocessed_inputs)
+    feature_map_spatial_dims = [
+        tuple(shape_utils.combined_static_and_dynamic_shape(feature_map)[1:3])
+        for feature_map in feature_maps]
+    boxlist_list = self._anchor_generator.generate(
+        feature_map_spatial_dims, im_height=image_shape[1],
+        im_width=image_shape[2])
+    self._anchors = box_list_ops.concatenate(boxlist_list)
+
+    predictor_results = self._run_in_batch_norm_scope(
+        lambda: self._box_predictor.predict(
+            feature_maps, self._anchor_generator.num_anchors_per_location()))
+
+    anchors = self._anchors.get()
+    predictions_dict = {
+        'preprocessed_inputs': preprocessed_inputs,
+        'feature_maps': feature_maps,
+        'anchors': anchors,
+        'final_anchors': tf.tile(tf.expand_dims(anchors, 0),
+                                 [image_shape[0], 1, 1]),
+    }
+    for key, per_map_predictions in predictor_results.items():
+      prediction = tf.concat(per_map_predictions, axis=1)
+      # Class-shared box codes come as [batch, anchors, 1, code_size].
+      if (key == _BOX_ENCODINGS and prediction.shape.ndims == 4 and
+          prediction.shape[2] == 1):
+        prediction = tf.squeeze(prediction, axis=2)
+      predictions_dict[key] = prediction
+    if self._return_raw_detections_during_predict:
+      predictions_dict.update(self._raw_detections_and_feature_map_inds(
+          predictions_dict[_BOX_ENCODINGS], boxlist_list))
+    self._batched_prediction_tensor_names = [
+        key for key in predictions_dict if key != 'anchors']
+    return predictions_dict
+
+  def _raw_detections_and_feature_map_inds(self, box_encodings, boxlist_list):
+    """Decoded boxes and the feature map each anchor comes from."""
+    raw_detection_boxes, _ = self._batch_decode(box_encodings,
+                                                self._anchors.get())
+    batch_size = shape_utils.combined_static_and_dynamic_shape(
+        raw_detection_boxes)[0]
+    feature_map_indices = (
+        self._anchor_generator.anchor_index_to_feature_map_index(boxlist_list))
+    return {
+        fields.PredictionFields.raw_detection_boxes: raw_detection_boxes,
+        fields.PredictionFields.raw_detection_feature_map_indices: tf.tile(
+            tf.expand_dims(feature_map_indices, 0), [batch_size, 1]),
+    }
+
+  def postprocess(self, prediction_dict, true_image_shapes):
+    """Decodes the box codes and runs NMS, clipping to the true image.
+
+    Args:
+      prediction_dict: predict()'s outputs (at least preprocessed_inputs,
+        box_encodings and class_predictions_with_background; anchors default
+        to those of the last predict() call).
+      true_image_shapes: [batch, 3] int32, or None to clip to the whole
+        preprocessed image.
+
+    Returns:
+      A dict with detection_boxes [batch, max_detections, 4] normalized,
+      detection_scores [batch, max_detections], detection_classes [batch,
+      max_detections] float32 0-based, num_detections [batch] float32,
+      detection_multiclass_scores [batch, max_detections, num_classes + 1],
+      detection_anchor_indices [batch, max_detections] int32,
+      raw_detection_boxes [batch, num_anchors, 4], raw_detection_scores
+      [batch, num_anchors, num_classes + 1], and detection_keypoints /
+      detection_masks when the model predicts them.
+
+    Raises:
+      ValueError: if box_encodings or class_predictions_with_background is
+        missing.
+    """
+    if (_BOX_ENCODINGS not in prediction_dict or
+        _CLASS_PREDICTIONS not in prediction_dict):
+      raise ValueError('prediction_dict does not contain expected entries.')
+    if 'anchors' not in prediction_dict:
+      prediction_dict['anchors'] = self.anchors.get()
+    with tf.name_scope('Postprocessor'):
+      preprocessed_images = prediction_dict['preprocessed_inputs']
+      batch_size = shape_utils.combined_static_and_dynamic_shape(
+          preprocessed_images)[0]
+      # The named identities are the raw outputs exporters look up.
+      box_encodings = tf.identity(prediction_dict[_BOX_ENCODINGS],
+                                  'raw_box_encodings')
+      detection_boxes, detection_keypoints = self._batch_decode(
+          box_encodings, prediction_dict['anchors'])
+      detection_boxes = tf.identity(detection_boxes, 'raw_box_locations')
+      scores_with_background = self._score_conversion_fn(
+          prediction_dict[_CLASS_PREDICTIONS])
+      detection_scores = tf.identity(scores_with_background, 'raw_box_scores')
+      if self._add_background_class or self._explicit_background_class:
+        detection_scores = detection_scores[:, :, 1:]
+      if 'feature_maps' in prediction_dict:
+        box_features = tf.concat(
+            [tf.reshape(feature_map, [batch_size, -1])
+             for feature_map in prediction_dict['feature_maps']], axis=1)
+        tf.identity(box_features, 'raw_box_features')
+
+      additional_fields = {
+          fields.InputDataFields.multiclass_scores: scores_with_background}
+      if self._anchors is not None:
+        num_anchors = (self._anchors.num_boxes_static() or
+                       self._anchors.num_boxes())
+        anchor_indices = tf.tile(tf.expand_dims(tf.range(num_anchors), 0),
+                                 [batch_size, 1])
+        # Additional fields go through NMS as float32.
+        additional_fields['anchor_indices'] = tf.cast(anchor_indices,
+                                                      tf.float32)
+      if detection_keypoints is not None:
+        additional_fields[fields.BoxListFields.keypoints] = tf.identity(
+            detection_keypoints, 'raw_keypoint_locations')
+
+      (nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks,
+       nmsed_additional_fields, num_detections) = self._non_max_suppression_fn(
+           tf.expand_dims(detection_boxes, axis=2),
+           detection_scores,
+           clip_window=_compute_clip_window(preprocessed_images,
+                                            true_image_shapes),
+           additional_fields=additional_fields,
+           masks=prediction_dict.get(_MASK_PREDICTIONS))
+      return self._detection_dict(
+          nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks,
+          nmsed_additional_fields or {}, num_detections, detection_boxes,
+          scores_with_background)
+
+  def _detection_dict(self, boxes, scores, classes, masks, nmsed_fields,
+                      num_detections, raw_boxes, raw_scores):
+    """Assembles postprocess()'s output dictionary."""
+    result_fields = fields.DetectionResultFields
+    detections = {
+        result_fields.detection_boxes: boxes,
+        result_fields.detection_scores: scores,
+        result_fields.detection_classes: classes,
+        result_fields.num_detections: tf.cast(num_detections, tf.float32),
+        result_fields.raw_detection_boxes: raw_boxes,
+        result_fields.raw_detection_scores: raw_scores,
+    }
+    if fields.InputDataFields.multiclass_scores in nmsed_fields:
+      detections[result_fields.detection_multiclass_scores] = nmsed_fields[
+          fields.InputDataFields.multiclass_scores]
+    if 'anchor_indices' in nmsed_fields:
+      detections[result_fields.detection_anchor_indices] = tf.cast(
+          nmsed_fields['anchor_indices'], tf.int32)
+    if fields.BoxListFields.keypoints in nmsed_fields:
+      detections[result_fields.detection_keypoints] = nmsed_fields[
+          fields.BoxListFields.keypoints]
+    if masks is not None:
+      detections[result_fields.detection_masks] = masks
+    return detections
+
+  def loss(self, prediction_dict, true_image_shapes, scope=None):
+    """Weighted, normalized losses; needs provide_groundtruth and predict.
+
+    Args:
+      prediction_dict: predict()'s outputs.
+      true_image_shapes: [batch, 3] int32 (unused; part of the interface).
+      scope: optional name scope; 'Loss' by default.
+
+    Returns:
+      {'Loss/localization_loss': scalar, 'Loss/classification_loss': scalar}.
+    """
+    del true_image_shapes
+    with tf.compat.v1.name_scope(scope, 'Loss'):
+      boxes_list = self.groundtruth_lists(fields.BoxListFields.boxes)
+      (batch_cls_targets, batch_cls_weights, batch_reg_targets,
+       batch_reg_weights, batch_match) = self._assign_targets(
+           boxes_list,
+           self.groundtruth_lists(fields.BoxListFields.classes),
+           self._optional_groundtruth(fields.BoxListFields.keypoints),
+           self._optional_groundtruth(fields.BoxListFields.weights),
+           self._optional_groundtruth(fields.BoxListFields.confidences))
+      match_list = [matcher.Match(match) for match in tf.unstack(batch_match)]
+      if self._add_summaries:
+        self._summarize_target_assignment(boxes_list, match_list)
+      if self._random_example_sampler:
+        batch_cls_weights, batch_reg_weights = self._sample_examples(
+            batch_cls_targets, batch_cls_weights, batch_reg_weights)
+
+      losses_mask = None
+      if self.groundtruth_has_field(fields.InputDataFields.is_annotated):
+        losses_mask = tf.stack(self.groundtruth_lists(
+            fields.InputDataFields.is_annotated))
+      location_losses = self._localization_loss(
+          prediction_dict[_BOX_ENCODINGS], batch_reg_targets,
+          ignore_nan_targets=True, weights=batch_reg_weights,
+          losses_mask=losses_mask)
+      cls_losses = self._classification_loss(
+          prediction_dict[_CLASS_PREDICTIONS], batch_cls_targets,
+          weights=batch_cls_weights, losses_mask=losses_mask)
+
+      if self._expected_loss_weights_fn:
+        localization_loss, classification_loss = self._expected_losses(
+            prediction_dict, batch_cls_targets, batch_cls_weights,
+            location_losses, cls_losses, losses_mask)
+      elif self._hard_example_miner:
+        localization_loss, classification_loss = self._apply_hard_mining(
+            location_losses, _reduce_sum_trailing_dimensions(cls_losses, 2),
+            prediction_dict, match_list)
+        if self._add_summaries:
+          self._hard_example_miner.summarize()
+      else:
+        localization_loss = tf.reduce_sum(location_losses)
+        classification_loss = tf.reduce_sum(cls_losses)
+      return self._normalize_losses(localization_loss, classification_loss,
+                                    batch_reg_weights)
+
+  def _optional_groundtruth(self, field):
+    if self.groundtruth_has_field(field):
+      return self.groundtruth_lists(field)
+    return None
+
+  def _normalize_losses(self, localization_loss, classification_loss,
+                        batch_reg_weights):
+    """Applies the loss weights and the optional normalizers."""
+    normalizer = tf.constant(1.0, dtype=tf.float32)
+    if self._normalize_loss_by_num_matches:
+      normalizer = tf.maximum(
+          tf.cast(tf.reduce_sum(batch_reg_weights), tf.float32), 1.0)
+    localization_normalizer = normalizer
+    if self._normalize_loc_loss_by_codesize:
+      localization_normalizer *= self._box_coder.code_size
+    localization_loss = tf.multiply(
+        self._localization_loss_weight / localization_normalizer,
+        localization_loss, name='localization_loss')
+    classification_loss = tf.multiply(
+        self._classification_loss_weight / normalizer, classification_loss,
+        name='classification_loss')
+    return {'Loss/localization_loss': localization_loss,
+            'Loss/classification_loss': classification_loss}
+
+  def _sample_examples(self, batch_cls_targets, batch_cls_weights,
+                       batch_reg_weights):
+    """Zeroes the weights of anchors the random sampler leaves out."""
+    batch_cls_per_anchor_weights = tf.reduce_mean(batch_cls_weights, axis=-1)
+    sampled = shape_utils.static_or_dynamic_map_fn(
+        self._minibatch_subsample_fn,
+        [batch_cls_targets, batch_cls_per_anchor_weights], dtype=tf.bool,
+        parallel_iterations=self._parallel_iterations, back_prop=True)
+    sampled = tf.cast(sampled, tf.float32)
+    return (tf.expand_dims(sampled, -1) * batch_cls_weights,
+            sampled * batch_reg_weights)
+
+  def _minibatch_subsample_fn(self, inputs):
+    """Samples one image's anchors: [num_anchors] bool."""
+    cls_targets, cls_weights = inputs
+    if self._add_background_class:
+      # A background target must not count as a positive.
+      cls_targets = tf.concat([tf.zeros_like(cls_targets[:, :1]),
+                               cls_targets[:, 1:]], axis=1)
+    positives = tf.reduce_sum(cls_targets, axis=1)
+    return self._random_example_sampler.subsample(
+        tf.cast(cls_weights, tf.bool), batch_size=None,
+        labels=tf.cast(positives, tf.bool))
+
+  def _expected_losses(self, prediction_dict, batch_cls_targets,
+                       batch_cls_weights, location_losses, cls_losses,
+                       losses_mask):
+    """(loc, cls) sums mixing losses against targets and against background."""
+    batch_size, num_anchors, _ = batch_cls_targets.shape.as_list()
+    unmatched_targets = tf.ones([batch_size, num_anchors, 1]) * (
+        self._unmatched_class_label())
+    unmatched_cls_losses = self._classification_loss(
+        prediction_dict[_CLASS_PREDICTIONS], unmatched_targets,
+        weights=batch_cls_weights, losses_mask=losses_mask)
+    if cls_losses.shape.ndims == 3:
+      # Per-class losses: every (anchor, class) pair becomes a binary case.
+      num_classes = cls_losses.shape.as_list()[2]
+      cls_losses = tf.reshape(cls_losses, [batch_size, -1])
+      unmatched_cls_losses = tf.reshape(unmatched_cls_losses,
+                                        [batch_size, -1])
+      batch_cls_targets = tf.reshape(
+          batch_cls_targets, [batch_size, num_anchors * num_classes, -1])
+      batch_cls_targets = tf.concat([1 - batch_cls_targets,
+                                     batch_cls_targets], axis=-1)
+      location_losses = tf.tile(location_losses, [1, num_classes])
+    foreground_weights, background_weights = self._expected_loss_weights_fn(
+        batch_cls_targets)
+    cls_losses = (foreground_weights * cls_losses +
+                  background_weights * unmatched_cls_losses)
+    location_losses *= foreground_weights
+    return tf.reduce_sum(location_losses), tf.reduce_sum(cls_losses)
+
+  def _assign_targets(self, groundtruth_boxes_list, groundtruth_classes_list,
+                      groundtruth_keypoints_list=None,
+                      groundtruth_weights_list=None,
+                      groundtruth_confidences_list=None):
+    """Assigns class and box targets to the anchors of every image.
+
+    Groundtruth lists hold one tensor per image (see provide_groundtruth);
+    padding rows are fine when their weight is 0, as they never match.
+
+    Returns:
+      batch_cls_targets, batch_cls_weights: [batch, num_anchors,
+        num_classes + 1]; batch_reg_targets: [batch, num_anchors,
+        code_size]; batch_reg_weights: [batch, num_anchors]; batch_match:
+        [batch, num_anchors] int32 (>= 0 box index, -1 unmatched, -2
+        ignored).
+    """
+    groundtruth_boxlists = [box_list.BoxList(boxes)
+                            for boxes in groundtruth_boxes_list]
+    if groundtruth_keypoints_list is not None:
+      for boxlist, keypoints in zip(groundtruth_boxlists,
+                                    groundtruth_keypoints_list):
+        boxlist.add_field(fields.BoxListFields.keypoints, keypoints)
+
+    def with_background(one_hot_list):
+      if not self._add_background_class:
+        return one_hot_list
+      return [tf.pad(one_hot, [[0, 0], [1, 0]]) for one_hot in one_hot_list]
+
+    if self._is_training and self._use_confidences_as_targets:
+      return target_assigner.batch_assign_confidences(
+          self._target_assigner, self.anchors, groundtruth_boxlists,
+          with_background(groundtruth_confidences_list),
+          groundtruth_weights_list, self._unmatched_class_label(),
+          self._add_background_class, self._implicit_example_weight)
+    return target_assigner.batch_assign_targets(
+        self._target_assigner, self.anchors, groundtruth_boxlists,
+        with_background(groundtruth_classes_list),
+        self._unmatched_class_label(), groundtruth_weights_list)
+
+  def _summarize_target_assignment(self, groundtruth_boxes_list, match_list):
+    """Adds batch-averaged counts of boxes and anchor states as summaries."""
+
+    def batch_mean(values):
+      return tf.reduce_mean(tf.cast(tf.stack(values), tf.float32))
+
+    summaries = [
+        ('AvgNumGroundtruthBoxesPerImage',
+         [tf.shape(boxes)[0] for boxes in groundtruth_boxes_list]),
+        ('AvgNumGroundtruthBoxesMatchedPerImage',
+         [match.num_matched_rows() for match in match_list]),
+        ('AvgNumPositiveAnchorsPerImage',
+         [match.num_matched_columns() for match in match_list]),
+        ('AvgNumNegativeAnchorsPerImage',
+         [match.num_unmatched_columns() for match in match_list]),
+        ('AvgNumIgnoredAnchorsPerImage',
+         [match.num_ignored_columns() for match in match_list]),
+    ]
+    for name, values in summaries:
+      tf.compat.v1.summary.scalar(name, batch_mean(values),
+                                  family='TargetAssignment')
+
+  def _apply_hard_mining(self, location_losses, cls_losses, prediction_dict,
+                         match_list):
+    """Sums the [batch, num_anchors] losses of the mined anchors.
+
+    Returns:
+      (mined_location_loss, mined_cls_loss) float32 scalars.
+    """
+    class_predictions = prediction_dict[_CLASS_PREDICTIONS]
+    if self._add_background_class:
+      class_predictions = class_predictions[:, :, 1:]
+    if 'anchors' not in prediction_dict:
+      prediction_dict['anchors'] = self.anchors.get()
+    decoded_boxes, _ = self._batch_decode(prediction_dict[_BOX_ENCODINGS],
+                                          prediction_dict['anchors'])
+    decoded_boxlist_list = []
+    for boxes, scores in zip(tf.unstack(decoded_boxes),
+                             tf.unstack(class_predictions)):
+      decoded_boxlist = box_list.BoxList(boxes)
+      decoded_boxlist.add_field(fields.BoxListFields.scores, scores)
+      decoded_boxlist_list.append(decoded_boxlist)
+    return self._hard_example_miner(
+        location_losses=location_losses, cls_losses=cls_losses,
+        decoded_boxlist_list=decoded_boxlist_list, match_list=match_list)
+
+  def _batch_decode(self, box_encodings, anchors):
+    """Decodes [batch, num_anchors, code_size] codes against [num_anchors, 4].
+
+    Returns:
+      decoded_boxes: [batch, num_anchors, 4] float32.
+      decoded_keypoints: [batch, num_anchors, num_keypoints, 2] float32 for
+        keypoint box coders, else None.
+    """
+    batch_size, num_anchors = shape_utils.combined_static_and_dynamic_shape(
+        box_encodings)[:2]
+    tiled_anchors = box_list.BoxList(tf.reshape(
+        tf.tile(tf.expand_dims(anchors, 0), [batch_size, 1, 1]), [-1, 4]))
+    decoded = self._box_coder.decode(
+        tf.reshape(box_encodings, [-1, self._box_coder.code_size]),
+        tiled_anchors)
+    decoded_keypoints = None
+    if decoded.has_field(fields.BoxListFields.keypoints):
+      keypoints = decoded.get_field(fields.BoxListFields.keypoints)
+      num_keypoints = keypoints.shape[1]
+      decoded_keypoints = tf.reshape(
+          keypoints, [batch_size, num_anchors, num_keypoints, 2])
+    decoded_boxes = tf.reshape(decoded.get(), [batch_size, num_anchors, 4])
+    return decoded_boxes, decoded_keypoints
+
+  def regularization_losses(self):
+    """Returns a copy of the graph's REGULARIZATION_LOSSES collection."""
+    return list(tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES))
+
+  def restore_map(self, fine_tune_checkpoint_type='detection',
+                  load_all_detection_checkpoint_vars=False):
+    """Returns {name in the checkpoint: variable} to initialize from.
+
+    Args:
+      fine_tune_checkpoint_type: 'classification' (backbone names without
+        the 'FeatureExtractor/' prefix, as the extractor maps them) or
+        'detection' (names as in this graph).
+      load_all_detection_checkpoint_vars: with 'detection', every global
+        variable instead of those under 'FeatureExtractor' only.
+
+    Raises:
+      ValueError: for another fine_tune_checkpoint_type.
+    """
+    if fine_tune_checkpoint_type == 'classification':
+      return self._feature_extractor.restore_from_classification_checkpoint_fn(
+          self._extract_features_scope)
+    if fine_tune_checkpoint_type == 'detection':
+      variables_to_restore = {}
+      for variable in tf.compat.v1.global_variables():
+        name = variable.op.name
+        if (load_all_detection_checkpoint_vars or
+            name.startswith(self._extract_features_scope)):
+          variables_to_restore[name] = variable
+      return variables_to_restore
+    raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
+        fine_tune_checkpoint_type))
+
+  def updates(self):
+    """Returns a copy of the graph's UPDATE_OPS (batch norm statistics)."""
+    return list(tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.UPDATE_OPS))

@@ -1,0 +1,156 @@
+"""COCO box metrics as an evaluator and as Estimator eval_metric_ops.
+
+The evaluator collects groundtruth and detections image by image (boxes in
+absolute pixel coordinates, 1-based class ids), then `evaluate()` returns
+the original's metric names, e.g. 'DetectionBoxes_Precision/mAP'.
+"""
+import collections
+import json
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from od_estimator.core import standard_fields as fields
+from od_estimator.metrics import coco_tools
+from od_estimator.metrics import evaluator_base
+
+_IN = fields.InputDataFields
+_DET = fields.DetectionResultFields
+PREFIX = 'DetectionBoxes_'
+
+
+class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
+  """Accumulates images and computes COCO box metrics."""
+
+  optional_groundtruth_box_fields = (_IN.groundtruth_is_crowd,)
+
+  def __init__(self, categories, include_metrics_per_category=False,
+               all_metrics_per_category=False, backend='faster'):
+    """Creates the evaluator.
+
+    Args:
+      categories: list of {'id': int (1-based), 'name': str}.
+      include_metrics_per_category: also report per-category mAP.
+      all_metrics_per_category: report all 12 metrics per category.
+      backend: 'faster' (faster-coco-eval) or 'pycocotools'.
+    """
+    self._categories = list(categories)
+    self._category_ids = {c['id'] for c in self._categories}
+    self._include_per_category = include_metrics_per_category
+    self._all_per_category = all_metrics_per_category
+    self._backend = backend
+    self.clear()
+
+  def clear(self):
+    self._images = collections.OrderedDict()
+    self._annotations = []
+    self._detections = []
+    self._with_detections = set()
+
+  def add_single_ground_truth_image_info(self, image_id, groundtruth_dict):
+    """Adds one image's groundtruth; a repeated image_id is ignored.
+
+    Args:
+      image_id: hashable image id.
+      groundtruth_dict: groundtruth_boxes [N, 4] absolute ymin, xmin, ymax,
+        xmax; groundtruth_classes [N] 1-based; optional groundtruth_is_crowd
+        [N] and groundtruth_area [N].
+    """
+    if image_id in self._images:
+      logging.warning('Ignoring groundtruth for image %s: already added.',
+                      image_id)
+      return
+    boxes = np.asarray(groundtruth_dict[_IN.groundtruth_boxes], np.float64)
+    classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes]).astype(int)
+    is_crowd = groundtruth_dict.get(_IN.groundtruth_is_crowd)
+    is_crowd = (np.zeros(len(classes), bool) if is_crowd is None or
+                len(is_crowd) == 0 else np.asarray(is_crowd).astype(bool))
+    areas = groundtruth_dict.get(_IN.groundtruth_area)
+    self._images[image_id] = len(self._images) + 1
+    for index, (box, label) in enumerate(zip(boxes, classes)):
+      if label not in self._category_ids:
+        continue
+      area = (float(areas[index]) if areas is not None and len(areas) and
+              areas[index] > 0 else
+              float((box[2] - box[0]) * (box[3] - box[1])))
+      self._annotations.append({
+          'id': len(self._annotations) + 1,
+          'image_id': self._images[image_id],
+          'category_id': int(label),
+          'bbox': coco_tools.box_to_coco(box),
+          'area': area,
+          'iscrowd': int(is_crowd[index]),
+      })
+
+  def add_single_detected_image_info(self, image_id, detections_dict):
+    """Adds one image's detections (after its groundtruth).
+
+    Args:
+      image_id: an id given to add_single_ground_truth_image_info.
+      detections_dict: detection_boxes [M, 4] absolute, detection_scores
+        [M], detection_classes [M] 1-based.
+
+    Raises:
+      ValueError: if the image has no groundtruth yet.
+    """
+    if image_id not in self._images:
+      raise ValueError('Missing groundtruth for image id %r' % (image_id,))
+    if image_id in self._with_detections:
+      logging.warning('Ignoring detections for image %s: already added.',
+                      image_id)
+      return
+    self._with_detections.add(image_id)
+    boxes = detections_dict[_DET.detection_boxes]
+    scores = detections_dict[_DET.detection_scores]
+    classes = np.asarray(detections_dict[_DET.detection_classes]).astype(int)
+    for box, score, label in zip(boxes, scores, classes):
+      if label not in self._category_ids:
+        continue
+      self._detections.append({
+          'image_id': self._images[image_id],
+          'category_id': int(label),
+          'bbox': coco_tools.box_to_coco(box),
+          'score': float(score),
+      })
+
+  def groundtruth_dict(self):
+    """The accumulated groundtruth as a COCO-format dict."""
+    return {
+        'images': [{'id': i} for i in self._images.values()],
+        'annotations': self._annotations,
+        'categories': self._categories,
+    }
+
+  def dump_detections_to_json_file(self, json_output_path):
+    """Writes the accumulated detections as COCO results JSON."""
+    with tf.io.gfile.GFile(json_output_path, 'w') as f:
+      json.dump(self._detections, f)
+
+  def evaluate(self):
+    """Returns {'DetectionBoxes_<metric>': float} for the images so far."""
+    logging.info('Evaluating %d images with COCO box metrics (%s).',
+                 len(self._images), self._backend)
+    if not self._images:
+      logging.warning('No images were evaluated; metrics are -1.')
+    summary, per_category = coco_tools.compute_metrics(
+        self.groundtruth_dict(), self._detections,
+        include_metrics_per_category=self._include_per_category,
+        all_metrics_per_category=self._all_per_category,
+        backend=self._backend)
+    summary.update(per_category)
+    return {PREFIX + name: value for name, value in summary.items()}
+
+  def metric_names(self):
+    """Names evaluate() returns, known before any data (for metric ops)."""
+    names = [PREFIX + name for name, _ in
+             coco_tools.COCO_METRIC_NAMES_AND_INDEX]
+    if self._include_per_category or self._all_per_category:
+      for category in self._categories:
+        names.append(PREFIX + 'PerformanceByCategory/mAP/%s' %
+                     category['name'])
+        if self._all_per_category:
+          names.extend(PREFIX + '%s ByCategory/%s' % (metric,
+                                                      category['name'])
+                       for metric, _ in coco_tools.COCO_METRIC_NAMES_AND_INDEX)
+    return names

@@ -1,0 +1,124 @@
+"""What every detection evaluator shares: batched updates and metric ops.
+
+An evaluator accumulates numpy groundtruth and detections image by image
+and computes {metric name: float} in `evaluate()`. This base turns that
+into Estimator eval_metric_ops: a py_func update op that unpacks a padded
+batch into single images, and value ops that run `evaluate()` once.
+"""
+import numpy as np
+import tensorflow as tf
+
+from od_estimator.core import standard_fields as fields
+
+_IN = fields.InputDataFields
+_DET = fields.DetectionResultFields
+
+# Batched eval dict entries every evaluator needs, in py_func input order.
+_REQUIRED_FIELDS = (
+    _IN.key, _IN.groundtruth_boxes, _IN.groundtruth_classes,
+    _IN.num_groundtruth_boxes, _DET.detection_boxes, _DET.detection_scores,
+    _DET.detection_classes, _DET.num_detections)
+
+
+class DetectionEvaluator:
+  """Base of the box evaluators; subclasses implement the abstract methods.
+
+  Subclasses list the optional groundtruth entries they read, so the batched
+  update forwards them when the eval dict has them:
+    optional_groundtruth_box_fields: per-box [B, N, ...] fields, cut to the
+      image's num_groundtruth_boxes.
+    optional_groundtruth_image_fields: per-image [B, ...] fields.
+  """
+
+  optional_groundtruth_box_fields = ()
+  optional_groundtruth_image_fields = ()
+
+  def clear(self):
+    """Drops everything added so far."""
+    raise NotImplementedError
+
+  def add_single_ground_truth_image_info(self, image_id, groundtruth_dict):
+    """Adds one image's groundtruth (numpy arrays keyed by field name)."""
+    raise NotImplementedError
+
+  def add_single_detected_image_info(self, image_id, detections_dict):
+    """Adds one image's detections (numpy arrays keyed by field name)."""
+    raise NotImplementedError
+
+  def evaluate(self):
+    """Returns {metric name: float} for the images added so far."""
+    raise NotImplementedError
+
+  def metric_names(self):
+    """Names evaluate() returns, known before any data (headline first)."""
+    raise NotImplementedError
+
+  def add_eval_dict(self, eval_dict):
+    """Returns an op adding a batch of eval results to the evaluator.
+
+    Args:
+      eval_dict: from eval_util.result_dict_for_batched_example: key [B],
+        groundtruth_boxes [B, N, 4] absolute, groundtruth_classes [B, N]
+        1-based, num_groundtruth_boxes [B], detection_boxes [B, M, 4]
+        absolute, detection_scores [B, M], detection_classes [B, M]
+        1-based, num_detections [B], plus any optional groundtruth fields
+        the evaluator declares.
+
+    Returns:
+      A py_func op with no outputs.
+    """
+    box_fields = [name for name in self.optional_groundtruth_box_fields
+                  if eval_dict.get(name) is not None]
+    image_fields = [name for name in self.optional_groundtruth_image_fields
+                    if eval_dict.get(name) is not None]
+    names = list(_REQUIRED_FIELDS) + box_fields + image_fields
+
+    def update(*values):
+      batch = dict(zip(names, values))
+      for i, image_id in enumerate(batch[_IN.key]):
+        n = int(batch[_IN.num_groundtruth_boxes][i])
+        m = int(batch[_DET.num_detections][i])
+        groundtruth = {
+            _IN.groundtruth_boxes: batch[_IN.groundtruth_boxes][i][:n],
+            _IN.groundtruth_classes: batch[_IN.groundtruth_classes][i][:n]}
+        for name in box_fields:
+          groundtruth[name] = batch[name][i][:n]
+        for name in image_fields:
+          groundtruth[name] = batch[name][i]
+        self.add_single_ground_truth_image_info(image_id, groundtruth)
+        self.add_single_detected_image_info(image_id, {
+            name: batch[name][i][:m] for name in (
+                _DET.detection_boxes, _DET.detection_scores,
+                _DET.detection_classes)})
+
+    return tf.compat.v1.py_func(update, [eval_dict[name] for name in names],
+                                [])
+
+  def get_estimator_eval_metric_ops(self, eval_dict):
+    """Returns {metric name: (value_op, update_op)} for an EstimatorSpec.
+
+    The update op collects each batch; reading the first value op runs
+    evaluate() once, fills every metric and clears the evaluator. The other
+    value ops depend on it, so one sess.run of all of them is consistent.
+    Names evaluate() did not produce read -1.
+    """
+    update_op = self.add_eval_dict(eval_dict)
+    names = self.metric_names()
+    results = {}
+
+    def first_value():
+      results.clear()
+      results.update(self.evaluate())
+      self.clear()
+      return np.float32(results[names[0]])
+
+    def value_of(name):
+      return lambda: np.float32(results.get(name, -1.0))
+
+    first_op = tf.compat.v1.py_func(first_value, [], tf.float32)
+    metric_ops = {names[0]: (first_op, update_op)}
+    with tf.control_dependencies([first_op]):
+      for name in names[1:]:
+        metric_ops[name] = (tf.compat.v1.py_func(value_of(name), [],
+                                                 tf.float32), update_op)
+    return metric_ops

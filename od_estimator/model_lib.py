@@ -1,0 +1,573 @@
+"""The model_fn factory and the Estimator / train_and_evaluate plumbing.
+
+`create_model_fn` returns one `model_fn(features, labels, mode, params)` for
+TRAIN, EVAL and PREDICT, for `tf.estimator.Estimator` and for
+`TPUEstimator`. It is a sequence of calls to the small functions below
+(`_build_losses`, `_build_train_op`, `_build_scaffold_fn`,
+`_build_eval_metric_ops`, `_build_export_outputs`), each testable alone.
+"""
+import functools
+import os
+
+from absl import logging
+import tensorflow as tf
+from tensorflow_estimator.python.estimator import estimator as estimator_lib
+from tensorflow_estimator.python.estimator.tpu import tpu_estimator
+
+from od_estimator import eval_util
+from od_estimator import inputs
+from od_estimator.builders import model_builder
+from od_estimator.builders import optimizer_builder
+from od_estimator.core import standard_fields as fields
+from od_estimator.utils import config_util
+from od_estimator.utils import label_map_util
+from od_estimator.utils import shape_utils
+from od_estimator.utils import variables_helper
+
+_IN = fields.InputDataFields
+_DET = fields.DetectionResultFields
+_ModeKeys = tf.estimator.ModeKeys
+LABEL_ID_OFFSET = 1
+
+# Estimator inputs/exports keep the original's names (see COMPAT.md).
+MODEL_BUILD_UTIL_MAP = {
+    'create_train_input_fn': inputs.create_train_input_fn,
+    'create_eval_input_fn': inputs.create_eval_input_fn,
+    'create_predict_input_fn': inputs.create_predict_input_fn,
+}
+
+
+# ---------------------------------------------------------------------------
+# Groundtruth.
+
+def unstack_batch(tensor_dict, unpad_groundtruth_tensors=True):
+  """Splits batched label tensors into per-image lists.
+
+  Args:
+    tensor_dict: batched labels (leading dimension B).
+    unpad_groundtruth_tensors: slice each image's rows to its
+      num_groundtruth_boxes (off TPU; dynamic shapes).
+
+  Returns:
+    {key: list of B tensors}.
+  """
+  unbatched = {key: tf.unstack(value) for key, value in tensor_dict.items()}
+  if not unpad_groundtruth_tensors:
+    return unbatched
+  if _IN.num_groundtruth_boxes not in unbatched:
+    raise ValueError('unpadding needs `num_groundtruth_boxes` in the labels')
+  counts = unbatched[_IN.num_groundtruth_boxes]
+  for key in inputs.PER_BOX_FIELDS:
+    if key in unbatched:
+      unbatched[key] = [tensor[:count] for tensor, count in
+                        zip(unbatched[key], counts)]
+  return unbatched
+
+
+def provide_groundtruth(model, labels):
+  """Passes per-image groundtruth lists from `labels` to the model."""
+  def optional(key):
+    return labels.get(key)
+  model.provide_groundtruth(
+      groundtruth_boxes_list=labels[_IN.groundtruth_boxes],
+      groundtruth_classes_list=labels[_IN.groundtruth_classes],
+      groundtruth_masks_list=optional(_IN.groundtruth_instance_masks),
+      groundtruth_keypoints_list=optional(_IN.groundtruth_keypoints),
+      groundtruth_weights_list=optional(_IN.groundtruth_weights),
+      groundtruth_confidences_list=optional(_IN.groundtruth_confidences),
+      groundtruth_is_crowd_list=optional(_IN.groundtruth_is_crowd))
+
+
+def _groundtruth_for_eval(model, max_boxes):
+  """Padded [B, max_boxes, ...] groundtruth with 1-based classes."""
+  boxes = model.groundtruth_lists(fields.BoxListFields.boxes)
+  classes = model.groundtruth_lists(fields.BoxListFields.classes)
+  counts = tf.stack([tf.shape(b)[0] for b in boxes])
+  groundtruth = {
+      _IN.groundtruth_boxes: tf.stack([
+          shape_utils.pad_or_clip_nd(b, [max_boxes, 4]) for b in boxes]),
+      _IN.groundtruth_classes: tf.stack([
+          shape_utils.pad_or_clip_nd(
+              tf.argmax(c, axis=1, output_type=tf.int32) + LABEL_ID_OFFSET,
+              [max_boxes]) for c in classes]),
+      _IN.num_groundtruth_boxes: tf.minimum(counts, max_boxes),
+  }
+  if model.groundtruth_has_field(fields.BoxListFields.is_crowd):
+    groundtruth[_IN.groundtruth_is_crowd] = tf.stack([
+        shape_utils.pad_or_clip_nd(tf.cast(c, tf.bool), [max_boxes])
+        for c in model.groundtruth_lists(fields.BoxListFields.is_crowd)])
+  return groundtruth
+
+
+# ---------------------------------------------------------------------------
+# Losses, train op, restore.
+
+def scalar_summary(tag, tensor):
+  """A scalar summary whose tag is exactly `tag`.
+
+  tf.summary.scalar derives the tag from a uniquified op name, so a tag
+  equal to an existing op's name (e.g. the model's 'Loss/total_loss')
+  would come out as 'Loss/total_loss_1'.
+  """
+  summary = tf.raw_ops.ScalarSummary(tags=tf.constant(tag),
+                                     values=tf.cast(tensor, tf.float32))
+  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES, summary)
+  return summary
+
+
+def _build_losses(model, prediction_dict, true_image_shapes, train_config):
+  """Returns ({'Loss/...': scalar}, total_loss) with the four standard keys."""
+  losses = dict(model.loss(prediction_dict, true_image_shapes))
+  regularization = model.regularization_losses()
+  if train_config.add_regularization_loss and regularization:
+    losses['Loss/regularization_loss'] = tf.add_n(
+        [tf.cast(r, tf.float32) for r in regularization],
+        name='regularization_loss')
+  else:
+    losses['Loss/regularization_loss'] = tf.constant(
+        0.0, name='regularization_loss')
+  total = tf.add_n(list(losses.values()), name='total_loss')
+  losses['Loss/total_loss'] = total
+  return losses, total
+
+
+def _trainable_variables(train_config):
+  variables = tf.compat.v1.trainable_variables()
+  if train_config.update_trainable_variables:
+    variables = variables_helper.filter_variables(
+        variables, train_config.update_trainable_variables)
+  if train_config.freeze_variables:
+    variables = variables_helper.filter_variables(
+        variables, train_config.freeze_variables, invert=True)
+  if not variables:
+    raise ValueError('train_config.freeze_variables / '
+                     'update_trainable_variables leave nothing to train')
+  return variables
+
+
+def _build_train_op(total_loss, model, train_config, use_tpu):
+  """Returns the train op: gradients, clipping, update ops, apply."""
+  global_step = tf.compat.v1.train.get_or_create_global_step()
+  optimizer, summary_vars = optimizer_builder.build(train_config.optimizer,
+                                                    global_step)
+  for variable in summary_vars:
+    scalar_summary(variable.op.name, variable)
+  if use_tpu:
+    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
+  grads_and_vars = optimizer.compute_gradients(
+      total_loss, var_list=_trainable_variables(train_config))
+  grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+  if train_config.bias_grad_multiplier:
+    grads_and_vars = variables_helper.multiply_gradients_matching_regex(
+        grads_and_vars, ['.*/biases'], train_config.bias_grad_multiplier)
+  if train_config.gradient_clipping_by_norm > 0:
+    gradients, variables = zip(*grads_and_vars)
+    gradients, _ = tf.clip_by_global_norm(
+        gradients, train_config.gradient_clipping_by_norm)
+    grads_and_vars = list(zip(gradients, variables))
+  if train_config.summarize_gradients:
+    for gradient, variable in grads_and_vars:
+      tf.compat.v1.summary.histogram('gradients/' + variable.op.name,
+                                     gradient)
+  with tf.control_dependencies(model.updates()):
+    return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
+
+
+def fine_tune_checkpoint_type(train_config):
+  """The checkpoint type, honouring the deprecated from_detection_checkpoint."""
+  if train_config.fine_tune_checkpoint_type:
+    return train_config.fine_tune_checkpoint_type
+  return ('detection' if train_config.from_detection_checkpoint else
+          'classification')
+
+
+def _restore_map(model, train_config):
+  """{checkpoint name: variable} present in fine_tune_checkpoint, logged."""
+  checkpoint = train_config.fine_tune_checkpoint
+  kind = fine_tune_checkpoint_type(train_config)
+  if kind not in ('detection', 'classification'):
+    raise ValueError('train_config.fine_tune_checkpoint_type %r is not '
+                     'supported; use "detection" or "classification"' % kind)
+  wanted = model.restore_map(
+      fine_tune_checkpoint_type=kind,
+      load_all_detection_checkpoint_vars=(
+          train_config.load_all_detection_checkpoint_vars))
+  available, missing, mismatched = (
+      variables_helper.get_variables_available_in_checkpoint_with_report(
+          wanted, checkpoint, include_global_step=False))
+  logging.info('Fine-tuning from %s (%s): restoring %d variables, skipping '
+               '%d not in the checkpoint and %d of another shape.',
+               checkpoint, kind, len(available), len(missing),
+               len(mismatched))
+  return available
+
+
+def _build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True):
+  """Initializes from fine_tune_checkpoint; returns a TPU scaffold_fn.
+
+  Off TPU the initialization happens here (init_from_checkpoint) and the
+  returned scaffold_fn only adds the saver; on TPU it must run inside
+  scaffold_fn.
+  """
+  available = None
+  if train_config.fine_tune_checkpoint and load_pretrained:
+    available = _restore_map(model, train_config)
+    if not use_tpu:
+      tf.compat.v1.train.init_from_checkpoint(
+          train_config.fine_tune_checkpoint, available)
+
+  def scaffold_fn():
+    if use_tpu and available:
+      tf.compat.v1.train.init_from_checkpoint(
+          train_config.fine_tune_checkpoint, available)
+    saver = tf.compat.v1.train.Saver(
+        sharded=True,
+        keep_checkpoint_every_n_hours=(
+            train_config.keep_checkpoint_every_n_hours),
+        save_relative_paths=True)
+    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS, saver)
+    return tf.compat.v1.train.Scaffold(saver=saver)
+  return scaffold_fn
+
+
+# ---------------------------------------------------------------------------
+# Eval and export.
+
+def _categories(eval_input_config, num_classes):
+  return label_map_util.create_categories_from_labelmap(
+      eval_input_config.label_map_path) if eval_input_config.label_map_path \
+      else [{'id': i, 'name': 'category_%d' % i}
+            for i in range(1, num_classes + 1)]
+
+
+def _build_eval_dict(model, features, detections, eval_input_config):
+  groundtruth = _groundtruth_for_eval(model,
+                                      eval_input_config.max_number_of_boxes)
+  return eval_util.result_dict_for_batched_example(
+      features[_IN.image], features[inputs.HASH_KEY], detections,
+      groundtruth, scale_to_absolute=True,
+      original_image_spatial_shapes=features[
+          _IN.original_image_spatial_shape],
+      true_image_shapes=features[_IN.true_image_shape])
+
+
+def _build_eval_metric_ops(eval_dict, losses, configs):
+  """COCO/VOC metric ops from eval_config.metrics_set, plus mean losses."""
+  eval_config = configs['eval_config']
+  categories = _categories(configs['eval_input_configs'][0],
+                           config_util.get_number_of_classes(configs['model']))
+  metric_ops = eval_util.get_eval_metric_ops_for_evaluators(
+      eval_config, categories, eval_dict)
+  for name, loss in losses.items():
+    metric_ops[name] = tf.compat.v1.metrics.mean(loss)
+  return metric_ops
+
+
+def _ema_scaffold():
+  """Scaffold whose saver loads moving averages into the model variables."""
+  averages = tf.compat.v1.train.ExponentialMovingAverage(0.0)
+  return tf.compat.v1.train.Scaffold(
+      saver=tf.compat.v1.train.Saver(averages.variables_to_restore()))
+
+
+def output_dict_for_export(detections):
+  """Detections with 1-based float classes, as served by exports."""
+  outputs = {
+      _DET.detection_boxes: detections[_DET.detection_boxes],
+      _DET.detection_scores: detections[_DET.detection_scores],
+      _DET.detection_classes: tf.cast(detections[_DET.detection_classes],
+                                      tf.float32) + LABEL_ID_OFFSET,
+      _DET.num_detections: tf.cast(detections[_DET.num_detections],
+                                   tf.float32),
+  }
+  for key in (_DET.detection_multiclass_scores, _DET.raw_detection_boxes,
+              _DET.raw_detection_scores, _DET.detection_masks,
+              _DET.detection_keypoints):
+    if key in detections:
+      outputs[key] = detections[key]
+  return outputs
+
+
+def _build_export_outputs(detections):
+  outputs = output_dict_for_export(detections)
+  return outputs, {
+      tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
+          tf.estimator.export.PredictOutput(outputs)}
+
+
+# ---------------------------------------------------------------------------
+# model_fn.
+
+def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
+                    postprocess_on_cpu=False):
+  """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
+
+  Args:
+    detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
+    configs: a configs dict (config_util).
+    hparams: optional object with a boolean `load_pretrained` attribute (or
+      dict); default loads fine_tune_checkpoint.
+    use_tpu: build TPUEstimatorSpecs for a TPU.
+    postprocess_on_cpu: run post-processing outside the TPU computation.
+  """
+  train_config = configs['train_config']
+  eval_config = configs['eval_config']
+  eval_input_config = configs['eval_input_configs'][0] if configs[
+      'eval_input_configs'] else configs['train_input_config']
+  if configs.get('graph_rewriter_config') is not None:
+    raise ValueError('graph_rewriter (quantization-aware training) is not '
+                     'supported; remove the graph_rewriter block.')
+  load_pretrained = True
+  if hparams is not None:
+    load_pretrained = (hparams.get('load_pretrained', True) if
+                       isinstance(hparams, dict) else
+                       getattr(hparams, 'load_pretrained', True))
+
+  def model_fn(features, labels, mode, params=None):
+    del params
+    is_training = mode == _ModeKeys.TRAIN
+    model = detection_model_fn(is_training=is_training,
+                               add_summaries=not use_tpu)
+    if mode != _ModeKeys.PREDICT:
+      labels = unstack_batch(labels, unpad_groundtruth_tensors=(
+          train_config.unpad_groundtruth_tensors and not use_tpu))
+      provide_groundtruth(model, labels)
+    images = features[_IN.image]
+    if use_tpu and train_config.use_bfloat16:
+      with tf.compat.v1.tpu.bfloat16_scope():
+        prediction_dict = model.predict(images,
+                                        features[_IN.true_image_shape])
+      prediction_dict = {k: tf.cast(v, tf.float32) if
+                         getattr(v, 'dtype', None) == tf.bfloat16 else v
+                         for k, v in prediction_dict.items()}
+    else:
+      prediction_dict = model.predict(images, features[_IN.true_image_shape])
+
+    if mode == _ModeKeys.TRAIN:
+      losses, total_loss = _build_losses(model, prediction_dict,
+                                         features[_IN.true_image_shape],
+                                         train_config)
+      for name, loss in losses.items():
+        scalar_summary(name, loss)
+      scaffold_fn = _build_scaffold_fn(model, train_config, use_tpu,
+                                       load_pretrained)
+      train_op = _build_train_op(total_loss, model, train_config, use_tpu)
+      if use_tpu:
+        return tpu_estimator.TPUEstimatorSpec(
+            mode=mode, loss=total_loss, train_op=train_op,
+            scaffold_fn=scaffold_fn)
+      return tf.estimator.EstimatorSpec(mode=mode, loss=total_loss,
+                                        train_op=train_op,
+                                        scaffold=scaffold_fn())
+
+    postprocess = functools.partial(model.postprocess,
+                                    true_image_shapes=features[
+                                        _IN.true_image_shape])
+    if use_tpu and postprocess_on_cpu:
+      detections = tf.compat.v1.tpu.outside_compilation(postprocess,
+                                                        prediction_dict)
+    else:
+      detections = postprocess(prediction_dict)
+
+    if mode == _ModeKeys.PREDICT:
+      predictions, export_outputs = _build_export_outputs(detections)
+      if use_tpu:
+        return tpu_estimator.TPUEstimatorSpec(
+            mode=mode, predictions=predictions, export_outputs=export_outputs)
+      return tf.estimator.EstimatorSpec(mode=mode, predictions=predictions,
+                                        export_outputs=export_outputs)
+
+    losses, total_loss = _build_losses(model, prediction_dict,
+                                       features[_IN.true_image_shape],
+                                       train_config)
+    eval_dict = _build_eval_dict(model, features, detections,
+                                 eval_input_config)
+    scaffold = _ema_scaffold() if eval_config.use_moving_averages else None
+    if use_tpu:
+      def metric_fn(**tensors):
+        return _build_eval_metric_ops(tensors, {}, configs)
+      return tpu_estimator.TPUEstimatorSpec(
+          mode=mode, loss=total_loss, eval_metrics=(metric_fn, eval_dict),
+          scaffold_fn=(lambda: scaffold) if scaffold else None)
+    return tf.estimator.EstimatorSpec(
+        mode=mode, loss=total_loss, scaffold=scaffold,
+        eval_metric_ops=_build_eval_metric_ops(eval_dict, losses, configs))
+  return model_fn
+
+
+# ---------------------------------------------------------------------------
+# Estimator, inputs and specs.
+
+def create_estimator_and_inputs(run_config, hparams=None,
+                                pipeline_config_path=None,
+                                config_override=None, train_steps=None,
+                                sample_1_of_n_eval_examples=1,
+                                sample_1_of_n_eval_on_train_examples=1,
+                                model_fn_creator=create_model_fn,
+                                use_tpu_estimator=False, use_tpu=False,
+                                num_shards=1, params=None,
+                                override_eval_num_epochs=True,
+                                save_final_config=False,
+                                postprocess_on_cpu=False, export_to_tpu=None,
+                                **kwargs):
+  """Builds the Estimator and its input functions from a pipeline config.
+
+  Args:
+    run_config: tf.estimator.RunConfig (tpu_config.RunConfig for TPU).
+    hparams: optional overrides: an object with .values(), or a dict.
+    pipeline_config_path: the pipeline.config file.
+    config_override: text-format TrainEvalPipelineConfig merged on top.
+    train_steps: overrides train_config.num_steps when given.
+    sample_1_of_n_eval_examples: evaluation sampling.
+    sample_1_of_n_eval_on_train_examples: sampling of the eval-on-train set.
+    model_fn_creator: create_model_fn or a replacement.
+    use_tpu_estimator: build a TPUEstimator (also usable with use_tpu False).
+    use_tpu: run on TPU.
+    num_shards: TPU cores.
+    params: extra Estimator params.
+    override_eval_num_epochs: evaluate one epoch of each eval input.
+    save_final_config: write the as-run pipeline.config to model_dir.
+    postprocess_on_cpu: see create_model_fn.
+    export_to_tpu: export a TPU SavedModel (TPUEstimator only).
+    **kwargs: further generic config overrides (key=value).
+
+  Returns:
+    A dict with estimator, train_input_fn, eval_input_fns,
+    eval_input_names, eval_on_train_input_fn, predict_input_fn and
+    train_steps.
+  """
+  configs = config_util.get_configs_from_pipeline_file(pipeline_config_path,
+                                                       config_override)
+  overrides = dict(kwargs)
+  overrides['sample_1_of_n_eval_examples'] = sample_1_of_n_eval_examples
+  if train_steps:
+    overrides['train_steps'] = train_steps
+  if override_eval_num_epochs:
+    overrides['eval_num_epochs'] = 1
+  configs = config_util.merge_external_params_with_configs(
+      configs, hparams, kwargs_dict=overrides)
+  model_config = configs['model']
+  train_config = configs['train_config']
+  train_input_config = configs['train_input_config']
+  eval_config = configs['eval_config']
+  eval_input_configs = configs['eval_input_configs']
+  eval_on_train_input_config = train_input_config.__class__()
+  eval_on_train_input_config.CopyFrom(train_input_config)
+  eval_on_train_input_config.sample_1_of_n_examples = (
+      sample_1_of_n_eval_on_train_examples)
+  if override_eval_num_epochs:
+    eval_on_train_input_config.num_epochs = 1
+  train_steps = train_config.num_steps or None
+
+  detection_model_fn = functools.partial(model_builder.build,
+                                         model_config=model_config)
+  train_input_fn = MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
+      train_config, train_input_config, model_config)
+  eval_input_fns = [MODEL_BUILD_UTIL_MAP['create_eval_input_fn'](
+      eval_config, config, model_config) for config in eval_input_configs]
+  eval_input_names = [config.name or 'eval_%d' % i
+                      for i, config in enumerate(eval_input_configs)]
+  eval_on_train_input_fn = MODEL_BUILD_UTIL_MAP['create_eval_input_fn'](
+      eval_config, eval_on_train_input_config, model_config)
+  predict_input_fn = MODEL_BUILD_UTIL_MAP['create_predict_input_fn'](
+      model_config, eval_input_configs[0] if eval_input_configs else
+      train_input_config)
+
+  model_fn = model_fn_creator(detection_model_fn, configs, hparams, use_tpu,
+                              postprocess_on_cpu)
+  if use_tpu_estimator:
+    estimator = tpu_estimator.TPUEstimator(
+        model_fn=model_fn, train_batch_size=train_config.batch_size,
+        eval_batch_size=num_shards * 1 if use_tpu else 1,
+        use_tpu=use_tpu, config=run_config,
+        export_to_tpu=bool(export_to_tpu),
+        eval_on_tpu=False, params=params or {})
+  else:
+    estimator = estimator_lib.Estimator(model_fn=model_fn, config=run_config,
+                                        params=params)
+  if run_config.is_chief and save_final_config:
+    config_util.save_pipeline_config(
+        config_util.create_pipeline_proto_from_configs(configs),
+        estimator.model_dir)
+  return {
+      'estimator': estimator,
+      'train_input_fn': train_input_fn,
+      'eval_input_fns': eval_input_fns,
+      'eval_input_names': eval_input_names,
+      'eval_on_train_input_fn': eval_on_train_input_fn,
+      'predict_input_fn': predict_input_fn,
+      'train_steps': train_steps,
+      'configs': configs,
+  }
+
+
+def create_train_and_eval_specs(train_input_fn, eval_input_fns,
+                                eval_on_train_input_fn, predict_input_fn,
+                                train_steps, eval_on_train_data=False,
+                                final_exporter_name='Servo',
+                                eval_spec_names=None, hooks=None):
+  """Returns (TrainSpec, [EvalSpec, ...]) for train_and_evaluate.
+
+  The first EvalSpec carries a FinalExporter (`final_exporter_name`) that
+  exports a SavedModel fed serialized tf.Examples.
+  """
+  train_spec = tf.estimator.TrainSpec(input_fn=train_input_fn,
+                                      max_steps=train_steps, hooks=hooks)
+  eval_spec_names = eval_spec_names or [str(i) for i in
+                                        range(len(eval_input_fns))]
+  eval_specs = []
+  for index, (name, input_fn) in enumerate(zip(eval_spec_names,
+                                               eval_input_fns)):
+    exporter = (tf.estimator.FinalExporter(name=final_exporter_name,
+                                           serving_input_receiver_fn=(
+                                               predict_input_fn))
+                if index == 0 else None)
+    eval_specs.append(tf.estimator.EvalSpec(
+        name=name, input_fn=input_fn, steps=None, exporters=exporter,
+        throttle_secs=0, start_delay_secs=0))
+  if eval_on_train_data:
+    eval_specs.append(tf.estimator.EvalSpec(
+        name='eval_on_train', input_fn=eval_on_train_input_fn, steps=None,
+        throttle_secs=0, start_delay_secs=0))
+  return train_spec, eval_specs
+
+
+def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
+                    max_retries=0, timeout_secs=None):
+  """Evaluates each new checkpoint until one at train_steps is evaluated.
+
+  Args:
+    estimator: the Estimator.
+    model_dir: where checkpoints appear.
+    input_fn: eval input_fn.
+    train_steps: stop after evaluating a checkpoint at or past this step.
+    name: eval name (events go to model_dir/eval_<name>).
+    max_retries: evaluations to retry after an error before giving up.
+    timeout_secs: give up when no new checkpoint arrives for this long
+      (default: wait forever, as the original).
+  """
+  retries = 0
+  for checkpoint in tf.train.checkpoints_iterator(
+      model_dir, min_interval_secs=0, timeout=timeout_secs):
+    logging.info('Evaluating %s', checkpoint)
+    try:
+      estimator.evaluate(input_fn=input_fn, steps=None,
+                         checkpoint_path=checkpoint, name=name)
+    except tf.errors.NotFoundError:
+      logging.info('Checkpoint %s disappeared before it could be evaluated.',
+                   checkpoint)
+      continue
+    except tf.errors.InvalidArgumentError:
+      retries += 1
+      if retries > max_retries:
+        raise
+      logging.warning('Evaluation failed; retry %d of %d.', retries,
+                      max_retries)
+      continue
+    step = int(os.path.basename(checkpoint).split('-')[-1])
+    if train_steps and step >= train_steps:
+      logging.info('Evaluated the final checkpoint (step %d).', step)
+      return
+  logging.warning('No new checkpoint in %s for %s s; stopping evaluation.',
+                  model_dir, timeout_secs)
+

@@ -1,0 +1,150 @@
+r"""Trains and evaluates a detector with tf.estimator, as the original did.
+
+Train and evaluate (train_and_evaluate; TF_CONFIG clusters work as usual):
+
+  python -m od_estimator.model_main \
+      --pipeline_config_path=PATH/pipeline.config --model_dir=TRAIN_DIR \
+      --num_train_steps=50000 --sample_1_of_n_eval_examples=1
+
+Evaluate only, each new checkpoint (or once with --run_once):
+
+  python -m od_estimator.model_main --pipeline_config_path=... \
+      --model_dir=EVAL_DIR --checkpoint_dir=TRAIN_DIR [--run_once]
+
+Relaunching the same command after a crash resumes from the last
+checkpoint in --model_dir.
+"""
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+
+from od_estimator import model_lib
+from od_estimator import training_hooks
+from od_estimator.utils import config_util
+
+flags.DEFINE_string('model_dir', None, 'Path to output model directory where '
+                    'event and checkpoint files will be written.')
+flags.DEFINE_string('pipeline_config_path', None, 'Path to pipeline config '
+                    'file.')
+flags.DEFINE_integer('num_train_steps', None, 'Number of train steps.')
+flags.DEFINE_boolean('eval_training_data', False,
+                     'If training data should be evaluated for this job. Note '
+                     'that one call only use this in eval-only mode, and '
+                     '`checkpoint_dir` must be supplied.')
+flags.DEFINE_integer('sample_1_of_n_eval_examples', 1, 'Will sample one of '
+                     'every n eval input examples, where n is provided.')
+flags.DEFINE_integer('sample_1_of_n_eval_on_train_examples', 5, 'Will sample '
+                     'one of every n train input examples for evaluation, '
+                     'where n is provided. This is only used if '
+                     '`eval_training_data` is True.')
+flags.DEFINE_string('hparams_overrides', None, 'Hyperparameter overrides, '
+                    'represented as a string containing comma-separated '
+                    'hparam_name=value pairs.')
+flags.DEFINE_string('checkpoint_dir', None, 'Path to directory holding a '
+                    'checkpoint.  If `checkpoint_dir` is provided, this binary '
+                    'operates in eval-only mode, writing resulting metrics to '
+                    '`model_dir`.')
+flags.DEFINE_boolean('run_once', False, 'If running in eval-only mode, whether '
+                     'to run just one round of eval vs running continuously '
+                     '(default).')
+flags.DEFINE_integer('max_eval_retries', 0, 'If running continuous eval, the '
+                     'maximum number of retries upon encountering tf errors. '
+                     'The default is 0, meaning no retries.')
+# Beyond the original.
+flags.DEFINE_integer('save_checkpoints_steps', None, 'Write a checkpoint '
+                     'every N steps (default: every 10 minutes). A relaunch '
+                     'resumes from the last one.')
+flags.DEFINE_integer('log_every_n_steps', 100, 'Log step, loss, steps/s and '
+                     'ETA every N training steps.')
+flags.DEFINE_integer('eval_timeout_secs', None, 'In continuous eval, stop '
+                     'when no new checkpoint arrives for this many seconds.')
+FLAGS = flags.FLAGS
+
+
+def _run_config():
+  kwargs = {'model_dir': FLAGS.model_dir}
+  if FLAGS.save_checkpoints_steps:
+    kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
+  return tf.estimator.RunConfig(**kwargs)
+
+
+def _evaluate_only(parts):
+  estimator = parts['estimator']
+  if FLAGS.eval_training_data:
+    name, input_fn = 'training_data', parts['eval_on_train_input_fn']
+  else:
+    name, input_fn = 'validation_data', parts['eval_input_fns'][0]
+  if FLAGS.run_once:
+    checkpoint = tf.train.latest_checkpoint(FLAGS.checkpoint_dir)
+    if not checkpoint:
+      raise ValueError('no checkpoint in --checkpoint_dir=%s' %
+                       FLAGS.checkpoint_dir)
+    return estimator.evaluate(input_fn, steps=None,
+                              checkpoint_path=checkpoint, name=name)
+  return model_lib.continuous_eval(
+      estimator, FLAGS.checkpoint_dir, input_fn, parts['train_steps'], name,
+      FLAGS.max_eval_retries, timeout_secs=FLAGS.eval_timeout_secs)
+
+
+def _train_and_evaluate(parts):
+  hooks = [training_hooks.ProgressHook(FLAGS.log_every_n_steps,
+                                       parts['train_steps'])]
+  train_spec, eval_specs = model_lib.create_train_and_eval_specs(
+      parts['train_input_fn'], parts['eval_input_fns'],
+      parts['eval_on_train_input_fn'], parts['predict_input_fn'],
+      parts['train_steps'], eval_on_train_data=False, hooks=hooks)
+  return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
+                                         eval_specs[0])
+
+
+def _print_metrics(result):
+  """Prints the evaluation numbers, one per line, on stdout."""
+  metrics = result[0] if isinstance(result, tuple) else result
+  if not isinstance(metrics, dict):
+    return
+  print('Evaluation at step %s:' % metrics.get('global_step'))
+  for name in sorted(metrics):
+    if name.startswith(('DetectionBoxes_', 'PascalBoxes_', 'Loss/')):
+      print('  %-50s %.4f' % (name, metrics[name]))
+
+
+def main(unused_argv):
+  flags.mark_flag_as_required('model_dir')
+  flags.mark_flag_as_required('pipeline_config_path')
+  hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
+  parts = model_lib.create_estimator_and_inputs(
+      run_config=_run_config(), hparams=hparams,
+      pipeline_config_path=FLAGS.pipeline_config_path,
+      train_steps=FLAGS.num_train_steps,
+      sample_1_of_n_eval_examples=FLAGS.sample_1_of_n_eval_examples,
+      sample_1_of_n_eval_on_train_examples=(
+          FLAGS.sample_1_of_n_eval_on_train_examples),
+      save_final_config=FLAGS.checkpoint_dir is None)
+  if FLAGS.checkpoint_dir:
+    result = _evaluate_only(parts)
+  else:
+    result = _train_and_evaluate(parts)
+  _print_metrics(result)
+
+
+def run():
+  """Console-script entry: clear one-line errors instead of tracebacks."""
+  try:
+    app.run(main)
+  except (config_util.ConfigError, ValueError, TypeError) as error:
+    print('error: %s' % error, file=sys.stderr)
+    sys.exit(1)
+  except tf.compat.v1.train.NanLossDuringTrainingError:
+    checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
+    print('error: training stopped because the loss became NaN or Inf. The '
+          'last good checkpoint is %s. Lower the learning rate, check the '
+          'data for invalid boxes, or set gradient_clipping_by_norm.' %
+          (checkpoint or '(none was written)'), file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == '__main__':
+  run()

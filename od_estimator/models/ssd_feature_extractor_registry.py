@@ -1,0 +1,32 @@
+"""SSD feature extractor classes by `SsdFeatureExtractor.type` string.
+
+The model builder looks the config's type up here; every class takes the
+SSDFeatureExtractor constructor arguments, and the *_fpn ones also
+fpn_min_level, fpn_max_level, additional_layer_depth and
+use_native_resize_op.
+"""
+from od_estimator.models import embedded_ssd_mobilenet_v1_feature_extractor
+from od_estimator.models import ssd_mobilenet_v1_feature_extractor
+from od_estimator.models import ssd_mobilenet_v1_fpn_feature_extractor
+from od_estimator.models import ssd_mobilenet_v1_ppn_feature_extractor
+from od_estimator.models import ssd_mobilenet_v2_feature_extractor
+from od_estimator.models import ssd_mobilenet_v2_fpn_feature_extractor
+
+SSD_FEATURE_EXTRACTORS = {
+    'ssd_mobilenet_v1':
+        ssd_mobilenet_v1_feature_extractor.SSDMobileNetV1FeatureExtractor,
+    'ssd_mobilenet_v1_fpn':
+        ssd_mobilenet_v1_fpn_feature_extractor
+        .SSDMobileNetV1FpnFeatureExtractor,
+    'ssd_mobilenet_v1_ppn':
+        ssd_mobilenet_v1_ppn_feature_extractor
+        .SSDMobileNetV1PpnFeatureExtractor,
+    'ssd_mobilenet_v2':
+        ssd_mobilenet_v2_feature_extractor.SSDMobileNetV2FeatureExtractor,
+    'ssd_mobilenet_v2_fpn':
+        ssd_mobilenet_v2_fpn_feature_extractor
+        .SSDMobileNetV2FpnFeatureExtractor,
+    'embedded_ssd_mobilenet_v1':
+        embedded_ssd_mobilenet_v1_feature_extractor
+        .EmbeddedSSDMobileNetV1FeatureExtractor,
+}

@@ -1,0 +1,1 @@
+"""Box predictors: turn feature maps into per-anchor boxes and scores."""

@@ -1,0 +1,283 @@
+"""Tests for od_estimator.dataset_tools.create_coco_tf_record."""
+import glob
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from PIL import Image
+import pytest
+import tensorflow as tf
+
+from od_estimator.dataset_tools import create_coco_tf_record as coco
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+# Two categories with non-contiguous ids, as in COCO.
+_CATEGORIES = [{'id': 1, 'name': 'person'}, {'id': 7, 'name': 'train'}]
+
+
+def _rle_counts(mask):
+  """Uncompressed COCO RLE of a 0/1 mask: column-major runs, zeros first."""
+  flat = mask.flatten(order='F')
+  counts, current, run = [], 0, 0
+  for value in flat:
+    if value == current:
+      run += 1
+    else:
+      counts.append(run)
+      current, run = value, 1
+  counts.append(run)
+  return counts
+
+
+def _crowd_mask():
+  """Image 139 is 20 high, 40 wide; the crowd covers rows 5..14, cols 20..29."""
+  mask = np.zeros([20, 40], np.uint8)
+  mask[5:15, 20:30] = 1
+  return mask
+
+
+def _write_jpeg(path, width, height):
+  Image.fromarray(np.full([height, width, 3], 128, np.uint8)).save(
+      path, format='JPEG')
+
+
+def _make_coco_tree(root):
+  """Writes 3 images and an annotations JSON; returns (image dir, json)."""
+  image_dir = root / 'images'
+  image_dir.mkdir()
+  images = [
+      {'id': 139, 'file_name': 'a.jpg', 'width': 40, 'height': 20},
+      {'id': 285, 'file_name': 'b.jpg', 'width': 32, 'height': 32},
+      {'id': 632, 'file_name': 'c.jpg', 'width': 16, 'height': 24},
+  ]
+  for image in images:
+    _write_jpeg(str(image_dir / image['file_name']), image['width'],
+                image['height'])
+  annotations = [
+      # A rectangle polygon.
+      {'id': 10, 'image_id': 139, 'category_id': 1, 'iscrowd': 0,
+       'area': 80.0, 'bbox': [4, 2, 10, 8],
+       'segmentation': [[4, 2, 14, 2, 14, 10, 4, 10]]},
+      # A crowd given as uncompressed RLE.
+      {'id': 11, 'image_id': 139, 'category_id': 7, 'iscrowd': 1,
+       'area': 100.0, 'bbox': [20, 5, 10, 10],
+       'segmentation': {'size': [20, 40],
+                        'counts': _rle_counts(_crowd_mask())}},
+      # Zero width: skipped.
+      {'id': 12, 'image_id': 139, 'category_id': 1, 'iscrowd': 0,
+       'area': 0.0, 'bbox': [5, 5, 0, 4], 'segmentation': [[5, 5, 5, 9]]},
+      # 30 + 5 > 32 wide: skipped as outside the image.
+      {'id': 13, 'image_id': 285, 'category_id': 7, 'iscrowd': 0,
+       'area': 25.0, 'bbox': [30, 0, 5, 5],
+       'segmentation': [[30, 0, 35, 0, 35, 5, 30, 5]]},
+      # An object made of two polygons.
+      {'id': 14, 'image_id': 285, 'category_id': 7, 'iscrowd': 0,
+       'area': 72.0, 'bbox': [0, 16, 16, 16],
+       'segmentation': [[0, 16, 6, 16, 6, 22, 0, 22],
+                        [10, 26, 16, 26, 16, 32, 10, 32]]},
+  ]
+  annotations_file = root / 'instances.json'
+  annotations_file.write_text(json.dumps({
+      'images': images, 'annotations': annotations,
+      'categories': _CATEGORIES}))
+  return str(image_dir), str(annotations_file)
+
+
+def _run(args):
+  return subprocess.run(
+      [sys.executable, '-m', 'od_estimator.dataset_tools.create_coco_tf_record']
+      + args, cwd=_REPO, capture_output=True, text=True, check=True)
+
+
+def _read_examples(pattern):
+  examples = {}
+  for path in sorted(glob.glob(pattern)):
+    for record in tf.data.TFRecordDataset(path):
+      example = tf.train.Example.FromString(record.numpy())
+      source_id = example.features.feature[
+          'image/source_id'].bytes_list.value[0].decode()
+      examples[source_id] = example.features.feature
+  return examples
+
+
+def _floats(feature, key):
+  return np.array(feature[key].float_list.value)
+
+
+def _ints(feature, key):
+  return list(feature[key].int64_list.value)
+
+
+def _box(feature):
+  """[N, 4] ymin, xmin, ymax, xmax."""
+  return np.stack([_floats(feature, 'image/object/bbox/' + k)
+                   for k in ('ymin', 'xmin', 'ymax', 'xmax')], axis=-1)
+
+
+def _png(data):
+  return np.array(Image.open(io.BytesIO(data)))
+
+
+def test_train_split_with_masks(tmp_path):
+  image_dir, annotations = _make_coco_tree(tmp_path)
+  output_dir = tmp_path / 'out'
+  result = _run(['--train_image_dir', image_dir,
+                 '--train_annotations_file', annotations,
+                 '--output_dir', str(output_dir), '--include_masks',
+                 '--num_train_shards', '2'])
+
+  assert sorted(os.listdir(output_dir)) == [
+      'coco_train.record-00000-of-00002', 'coco_train.record-00001-of-00002']
+  # Images 0 and 2 go to shard 0, image 1 to shard 1.
+  assert set(_read_examples(str(
+      output_dir / 'coco_train.record-00000-of-00002'))) == {'139', '632'}
+  examples = _read_examples(str(output_dir / 'coco_train.record-*'))
+  assert set(examples) == {'139', '285', '632'}
+
+  a = examples['139']
+  assert _ints(a, 'image/height') == [20] and _ints(a, 'image/width') == [40]
+  assert a['image/filename'].bytes_list.value == [b'a.jpg']
+  assert a['image/format'].bytes_list.value == [b'jpeg']
+  encoded = a['image/encoded'].bytes_list.value[0]
+  assert _png(encoded).shape == (20, 40, 3)
+  assert a['image/key/sha256'].bytes_list.value[0].decode() == (
+      hashlib.sha256(encoded).hexdigest())
+  # Box 10: x 4..14 of 40, y 2..10 of 20; box 11: x 20..30, y 5..15.
+  np.testing.assert_allclose(_box(a), [[2 / 20, 4 / 40, 10 / 20, 14 / 40],
+                                       [5 / 20, 20 / 40, 15 / 20, 30 / 40]],
+                             rtol=1e-6)
+  assert _ints(a, 'image/object/class/label') == [1, 7]
+  assert a['image/object/class/text'].bytes_list.value == [b'person',
+                                                           b'train']
+  assert _ints(a, 'image/object/is_crowd') == [0, 1]
+  np.testing.assert_allclose(_floats(a, 'image/object/area'), [80.0, 100.0])
+  polygon_mask, crowd_mask = [
+      _png(m) for m in a['image/object/mask'].bytes_list.value]
+  assert polygon_mask.shape == (20, 40) and polygon_mask.dtype == np.uint8
+  # The rectangle's inside is set, well outside it nothing is.
+  assert np.all(polygon_mask[3:9, 5:13] == 1)
+  outside = np.ones([20, 40], bool)
+  outside[1:12, 3:16] = False
+  assert not polygon_mask[outside].any()
+  # RLE masks decode exactly.
+  np.testing.assert_array_equal(crowd_mask, _crowd_mask())
+
+  b = examples['285']
+  # Box 14: x 0..16, y 16..32 of 32; boxes 13 was skipped.
+  np.testing.assert_allclose(_box(b), [[0.5, 0.0, 1.0, 0.5]])
+  assert _ints(b, 'image/object/class/label') == [7]
+  (two_polygons,) = [_png(m) for m in b['image/object/mask'].bytes_list.value]
+  # Union of the two squares (x, y 0..6, 16..22) and (10..16, 26..32).
+  assert np.all(two_polygons[17:21, 1:5] == 1)
+  assert np.all(two_polygons[27:31, 11:15] == 1)
+  assert not two_polygons[:15].any() and not two_polygons[24].any()
+  assert not two_polygons[17:21, 9:].any()
+
+  # The image without annotations is kept, with empty object lists.
+  c = examples['632']
+  assert _ints(c, 'image/height') == [24] and _ints(c, 'image/width') == [16]
+  assert _box(c).shape == (0, 4)
+  assert _ints(c, 'image/object/class/label') == []
+  assert list(c['image/object/mask'].bytes_list.value) == []
+
+  assert 'wrote 3 images (1 without annotations) and 3 annotations' in (
+      result.stdout)
+  assert 'train: skipped 2 annotations' in result.stdout
+  assert '1 zero width or height (annotation ids 12)' in result.stdout
+  assert '1 box outside image (annotation ids 13)' in result.stdout
+
+
+def test_val_and_testdev_default_shards_without_masks(tmp_path, capsys):
+  image_dir, annotations = _make_coco_tree(tmp_path)
+  # Test-dev files list images and categories but no annotations.
+  testdev = tmp_path / 'image_info_test-dev.json'
+  with open(annotations) as f:
+    data = json.load(f)
+  del data['annotations']
+  testdev.write_text(json.dumps(data))
+  output_dir = tmp_path / 'out'
+  # In process (one subprocess per file keeps the tests fast).
+  assert coco.main(['--val_image_dir', image_dir,
+                    '--val_annotations_file', annotations,
+                    '--test_image_dir', image_dir,
+                    '--testdev_annotations_file', str(testdev),
+                    '--output_dir', str(output_dir)]) == 0
+  stdout = capsys.readouterr().out
+
+  names = sorted(os.listdir(output_dir))
+  # Default 50 shards each, and no train files since no train flags.
+  assert names == (
+      ['coco_testdev.record-%05d-of-00050' % i for i in range(50)] +
+      ['coco_val.record-%05d-of-00050' % i for i in range(50)])
+  val = _read_examples(str(output_dir / 'coco_val.record-*'))
+  assert set(val) == {'139', '285', '632'}
+  assert 'image/object/mask' not in val['139']
+  assert _ints(val['139'], 'image/object/class/label') == [1, 7]
+  testdev_examples = _read_examples(str(output_dir / 'coco_testdev.record-*'))
+  assert set(testdev_examples) == {'139', '285', '632'}
+  for feature in testdev_examples.values():
+    assert _ints(feature, 'image/object/class/label') == []
+  assert 'testdev: wrote 3 images (3 without annotations)' in stdout
+  assert 'testdev: skipped 0 annotations' in stdout
+
+
+def test_flag_errors(capsys):
+  with pytest.raises(SystemExit):
+    coco.main(['--train_image_dir', '/x', '--output_dir', '/tmp/unused'])
+  assert 'train_annotations_file' in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    coco.main(['--output_dir', '/tmp/unused'])
+  assert 'nothing to convert' in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    coco.main(['--val_image_dir', '/x', '--val_annotations_file', '/y',
+               '--num_val_shards', '0'])
+  assert 'num_val_shards' in capsys.readouterr().err
+
+
+def test_boolean_flag_spellings():
+  parse = coco._parser().parse_args
+  assert parse(['--include_masks']).include_masks
+  assert parse(['--include_masks=true']).include_masks
+  assert not parse(['--include_masks=false']).include_masks
+  assert not parse(['--include_masks', '--noinclude_masks']).include_masks
+  assert not parse([]).include_masks
+
+
+def test_unknown_category_is_an_error(tmp_path):
+  _write_jpeg(str(tmp_path / 'a.jpg'), 8, 8)
+  image = {'id': 1, 'file_name': 'a.jpg', 'width': 8, 'height': 8}
+  annotation = {'id': 5, 'image_id': 1, 'category_id': 3, 'iscrowd': 0,
+                'area': 4.0, 'bbox': [0, 0, 2, 2]}
+  with pytest.raises(ValueError, match='category_id 3'):
+    coco.create_tf_example(image, [annotation], str(tmp_path),
+                           {1: _CATEGORIES[0]})
+
+
+def test_image_size_mismatch_is_an_error(tmp_path):
+  _write_jpeg(str(tmp_path / 'a.jpg'), 8, 6)
+  image = {'id': 1, 'file_name': 'a.jpg', 'width': 6, 'height': 8}
+  with pytest.raises(ValueError, match='a.jpg'):
+    coco.create_tf_example(image, [], str(tmp_path), {})
+
+
+def test_skip_reasons_in_process(tmp_path):
+  _write_jpeg(str(tmp_path / 'a.jpg'), 10, 10)
+  image = {'id': 1, 'file_name': 'a.jpg', 'width': 10, 'height': 10}
+  boxes = {1: [0, 0, 10, 10],  # exactly the image: kept
+           2: [1, 1, 3, 0],  # zero height
+           3: [-1, 0, 4, 4],  # starts left of the image
+           4: [0, 8, 2, 3]}  # 8 + 3 > 10 high
+  annotations = [{'id': i, 'image_id': 1, 'category_id': 1, 'iscrowd': 0,
+                  'area': 1.0, 'bbox': b} for i, b in boxes.items()]
+  _, example, skipped = coco.create_tf_example(
+      image, annotations, str(tmp_path), {1: _CATEGORIES[0]})
+  assert skipped == [(2, coco.SKIP_ZERO_SIZE), (3, coco.SKIP_OUTSIDE_IMAGE),
+                     (4, coco.SKIP_OUTSIDE_IMAGE)]
+  np.testing.assert_allclose(_box(example.features.feature),
+                             [[0.0, 0.0, 1.0, 1.0]])

@@ -1,0 +1,194 @@
+"""COCO evaluator: names, numbers equal to pycocotools run directly, ops."""
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+from od_estimator.core import standard_fields as fields
+from od_estimator.metrics import coco_evaluation
+
+_IN = fields.InputDataFields
+_DET = fields.DetectionResultFields
+CATEGORIES = [{'id': 1, 'name': 'cat'}, {'id': 3, 'name': 'dog'}]
+
+
+def _random_set(seed=0, num_images=12):
+  """Per image: groundtruth and noisy detections, absolute coordinates."""
+  rng = np.random.RandomState(seed)
+  images = []
+  for i in range(num_images):
+    n = rng.randint(1, 4)
+    top_left = rng.uniform(0, 200, size=(n, 2))
+    size = rng.uniform(10, 150, size=(n, 2))
+    gt = np.concatenate([top_left, top_left + size], axis=1)
+    labels = rng.choice([1, 3], size=n)
+    crowd = np.zeros(n, bool)
+    crowd[0] = i % 5 == 0
+    noise = rng.normal(0, 8, size=(n, 4))
+    extra = rng.uniform(0, 250, size=(2, 4))
+    extra[:, 2:] = extra[:, :2] + 30
+    det = np.concatenate([gt + noise, extra])
+    images.append({
+        'id': 'img%d' % i, 'gt': gt, 'labels': labels, 'crowd': crowd,
+        'det': det, 'scores': rng.uniform(0.1, 1.0, size=len(det)),
+        'det_labels': np.concatenate([labels, rng.choice([1, 3], size=2)])})
+  return images
+
+
+def _pycocotools_direct(images):
+  """The same evaluation written straight against pycocotools."""
+  gt = {'images': [], 'annotations': [], 'categories': CATEGORIES}
+  dets = []
+  for index, image in enumerate(images, start=1):
+    gt['images'].append({'id': index})
+    for box, label, crowd in zip(image['gt'], image['labels'],
+                                 image['crowd']):
+      y0, x0, y1, x1 = box
+      gt['annotations'].append({
+          'id': len(gt['annotations']) + 1, 'image_id': index,
+          'category_id': int(label), 'bbox': [x0, y0, x1 - x0, y1 - y0],
+          'area': (x1 - x0) * (y1 - y0), 'iscrowd': int(crowd)})
+    for box, score, label in zip(image['det'], image['scores'],
+                                 image['det_labels']):
+      y0, x0, y1, x1 = box
+      dets.append({'image_id': index, 'category_id': int(label),
+                   'bbox': [x0, y0, x1 - x0, y1 - y0], 'score': score})
+  with contextlib.redirect_stdout(io.StringIO()):
+    coco = COCO()
+    coco.dataset = gt
+    coco.createIndex()
+    evaluation = COCOeval(coco, coco.loadRes(dets), 'bbox')
+    evaluation.evaluate()
+    evaluation.accumulate()
+    evaluation.summarize()
+  return evaluation
+
+
+def _fill(evaluator, images):
+  for image in images:
+    evaluator.add_single_ground_truth_image_info(image['id'], {
+        _IN.groundtruth_boxes: image['gt'],
+        _IN.groundtruth_classes: image['labels'],
+        _IN.groundtruth_is_crowd: image['crowd']})
+    evaluator.add_single_detected_image_info(image['id'], {
+        _DET.detection_boxes: image['det'],
+        _DET.detection_scores: image['scores'],
+        _DET.detection_classes: image['det_labels']})
+
+
+@pytest.mark.parametrize('backend', ['faster', 'pycocotools'])
+def test_numbers_equal_pycocotools_run_directly(backend):
+  images = _random_set()
+  evaluator = coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, include_metrics_per_category=True, backend=backend)
+  _fill(evaluator, images)
+  metrics = evaluator.evaluate()
+  reference = _pycocotools_direct(images)
+  names = ['Precision/mAP', 'Precision/mAP@.50IOU', 'Precision/mAP@.75IOU',
+           'Precision/mAP (small)', 'Precision/mAP (medium)',
+           'Precision/mAP (large)', 'Recall/AR@1', 'Recall/AR@10',
+           'Recall/AR@100', 'Recall/AR@100 (small)',
+           'Recall/AR@100 (medium)', 'Recall/AR@100 (large)']
+  for index, name in enumerate(names):
+    assert metrics['DetectionBoxes_' + name] == pytest.approx(
+        reference.stats[index], abs=1e-9), name
+  assert 0.2 < metrics['DetectionBoxes_Precision/mAP@.50IOU'] <= 1.0
+  # Per category mAP: mean of valid precision entries for that category.
+  for k, category in enumerate(CATEGORIES):
+    precision = reference.eval['precision'][:, :, k, 0, 2]
+    expected = precision[precision > -1].mean()
+    assert metrics['DetectionBoxes_PerformanceByCategory/mAP/' +
+                   category['name']] == pytest.approx(expected, abs=1e-9)
+
+
+def test_all_metrics_per_category_names():
+  evaluator = coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, all_metrics_per_category=True)
+  _fill(evaluator, _random_set(num_images=4))
+  metrics = evaluator.evaluate()
+  assert 'DetectionBoxes_Precision/mAP ByCategory/dog' in metrics
+  assert 'DetectionBoxes_Recall/AR@100 (large) ByCategory/cat' in metrics
+  assert set(metrics) == set(evaluator.metric_names())
+
+
+def test_perfect_detections_score_one_and_empty_detections_zero():
+  evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  gt = np.array([[10., 10., 60., 80.]])
+  evaluator.add_single_ground_truth_image_info('a', {
+      _IN.groundtruth_boxes: gt, _IN.groundtruth_classes: np.array([3])})
+  evaluator.add_single_detected_image_info('a', {
+      _DET.detection_boxes: gt, _DET.detection_scores: np.array([.9]),
+      _DET.detection_classes: np.array([3])})
+  assert evaluator.evaluate()['DetectionBoxes_Precision/mAP'] == 1.0
+  evaluator.clear()
+  evaluator.add_single_ground_truth_image_info('a', {
+      _IN.groundtruth_boxes: gt, _IN.groundtruth_classes: np.array([3])})
+  evaluator.add_single_detected_image_info('a', {
+      _DET.detection_boxes: np.zeros([0, 4]),
+      _DET.detection_scores: np.zeros([0]),
+      _DET.detection_classes: np.zeros([0])})
+  assert evaluator.evaluate()['DetectionBoxes_Precision/mAP'] == 0.0
+
+
+def test_detections_need_groundtruth_first():
+  evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  with pytest.raises(ValueError, match='Missing groundtruth'):
+    evaluator.add_single_detected_image_info('x', {})
+
+
+def test_estimator_metric_ops_match_the_evaluator():
+  images = _random_set(seed=3, num_images=6)
+  expected_evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  _fill(expected_evaluator, images)
+  expected = expected_evaluator.evaluate()
+
+  def pad(rows, length, width=None):
+    out = np.zeros((length,) + ((width,) if width else ()), np.float32)
+    out[:len(rows)] = rows
+    return out
+
+  evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  with tf.Graph().as_default():
+    batch = {
+        _IN.key: tf.compat.v1.placeholder(tf.string, [None]),
+        _IN.groundtruth_boxes: tf.compat.v1.placeholder(tf.float32,
+                                                        [None, 5, 4]),
+        _IN.groundtruth_classes: tf.compat.v1.placeholder(tf.float32,
+                                                          [None, 5]),
+        _IN.groundtruth_is_crowd: tf.compat.v1.placeholder(tf.bool,
+                                                           [None, 5]),
+        _IN.num_groundtruth_boxes: tf.compat.v1.placeholder(tf.int32, [None]),
+        _DET.detection_boxes: tf.compat.v1.placeholder(tf.float32,
+                                                       [None, 8, 4]),
+        _DET.detection_scores: tf.compat.v1.placeholder(tf.float32, [None, 8]),
+        _DET.detection_classes: tf.compat.v1.placeholder(tf.float32,
+                                                         [None, 8]),
+        _DET.num_detections: tf.compat.v1.placeholder(tf.int32, [None]),
+    }
+    ops = evaluator.get_estimator_eval_metric_ops(batch)
+    update = next(iter(ops.values()))[1]
+    with tf.compat.v1.Session() as sess:
+      for start in range(0, len(images), 2):
+        chunk = images[start:start + 2]
+        sess.run(update, {
+            batch[_IN.key]: [im['id'] for im in chunk],
+            batch[_IN.groundtruth_boxes]: [pad(im['gt'], 5, 4) for im in chunk],
+            batch[_IN.groundtruth_classes]: [pad(im['labels'], 5)
+                                             for im in chunk],
+            batch[_IN.groundtruth_is_crowd]: [pad(im['crowd'], 5) > 0
+                                              for im in chunk],
+            batch[_IN.num_groundtruth_boxes]: [len(im['gt']) for im in chunk],
+            batch[_DET.detection_boxes]: [pad(im['det'], 8, 4)
+                                          for im in chunk],
+            batch[_DET.detection_scores]: [pad(im['scores'], 8)
+                                           for im in chunk],
+            batch[_DET.detection_classes]: [pad(im['det_labels'], 8)
+                                            for im in chunk],
+            batch[_DET.num_detections]: [len(im['det']) for im in chunk]})
+      values = sess.run({name: op[0] for name, op in ops.items()})
+  for name, value in expected.items():
+    assert values[name] == pytest.approx(value, abs=1e-6), name

@@ -1,0 +1,85 @@
+"""model_main end to end: a real tiny SSD trains, evaluates and exports."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator
+
+from tests import tiny_ssd
+
+MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+
+
+def _run(args, timeout=600):
+  result = subprocess.run(MODEL_MAIN + args, capture_output=True, text=True,
+                          timeout=timeout, cwd=tiny_ssd.REPO, check=False)
+  return result
+
+
+def _tags(directory):
+  tags = set()
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    accumulator = event_accumulator.EventAccumulator(path)
+    accumulator.Reload()
+    tags.update(accumulator.Tags()['scalars'])
+  return tags
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """Trains 6 steps with checkpoints every 3; returns (model_dir, config)."""
+  root = tmp_path_factory.mktemp('model_main')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  result = _run(['--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % model_dir, '--num_train_steps=6',
+                 '--save_checkpoints_steps=3', '--log_every_n_steps=2',
+                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model_dir, config, result.stderr
+
+
+def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
+  model_dir, _, log = trained
+  assert os.path.exists(os.path.join(model_dir, 'model.ckpt-6.index'))
+  assert os.path.exists(os.path.join(model_dir, 'pipeline.config'))
+  with open(os.path.join(model_dir, 'pipeline.config')) as f:
+    as_run = f.read()
+  assert 'depth_multiplier: 0.25' in as_run and 'num_steps: 6' in as_run
+  train_tags = _tags(model_dir)
+  for tag in ('Loss/localization_loss', 'Loss/classification_loss',
+              'Loss/regularization_loss', 'Loss/total_loss', 'learning_rate'):
+    assert tag in train_tags, (tag, sorted(train_tags))
+  eval_tags = _tags(os.path.join(model_dir, 'eval_0'))
+  for tag in ('DetectionBoxes_Precision/mAP',
+              'DetectionBoxes_Precision/mAP@.50IOU',
+              'DetectionBoxes_Recall/AR@100', 'Loss/total_loss'):
+    assert tag in eval_tags, (tag, sorted(eval_tags))
+  # The Servo exporter wrote a SavedModel fed serialized tf.Examples.
+  assert glob.glob(os.path.join(model_dir, 'export', 'Servo', '*',
+                                'saved_model.pb'))
+  # Progress lines with step, loss, rate and ETA.
+  assert 'step 4/6, loss' in log and 'ETA' in log
+
+
+def test_evaluate_once_from_a_checkpoint_dir(trained, tmp_path):
+  model_dir, config, _ = trained
+  result = _run(['--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % str(tmp_path / 'eval'),
+                 '--checkpoint_dir=%s' % model_dir, '--run_once',
+                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+  assert result.returncode == 0, result.stderr[-3000:]
+  tags = _tags(str(tmp_path / 'eval' / 'eval_validation_data'))
+  assert 'DetectionBoxes_Precision/mAP' in tags
+
+
+def test_bad_config_is_a_one_line_error(tmp_path):
+  config = tmp_path / 'bad.config'
+  config.write_text('model { ssd { num_classes: x } }')
+  result = _run(['--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % str(tmp_path / 'model')])
+  assert result.returncode == 1
+  assert 'bad.config:1' in result.stderr
+  assert 'Traceback' not in result.stderr

@@ -1,0 +1,41 @@
+"""A tiny real SSD (MobileNet v2 x0.25, 64x64) and synthetic data for tests."""
+import os
+
+from od_estimator.dataset_tools import create_synthetic_tf_record
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
+                           'ssd_mobilenet_v2_shapes.config')
+
+# Generic overrides shrinking the demo config to test size.
+TINY_OVERRIDES = ','.join([
+    'batch_size=4',
+    'model.ssd.feature_extractor.depth_multiplier=0.25',
+    'model.ssd.image_resizer.fixed_shape_resizer.height=64',
+    'model.ssd.image_resizer.fixed_shape_resizer.width=64',
+])
+
+
+def write_data(directory, num_train=16, num_val=8):
+  """Writes shapes TFRecords; returns (train glob, val glob, label map)."""
+  written = create_synthetic_tf_record.create_dataset(
+      str(directory), num_train=num_train, num_val=num_val, image_size=64,
+      num_train_shards=2, num_val_shards=1, max_shapes=2, seed=3)
+  return (os.path.join(str(directory), 'shapes_train.record-*'),
+          os.path.join(str(directory), 'shapes_val.record-*'),
+          written['label_map'])
+
+
+def write_config(directory, data_dir, extra=''):
+  """Writes the demo config pointed at test data; returns its path."""
+  train, val, label_map = write_data(data_dir)
+  with open(DEMO_CONFIG) as f:
+    text = f.read()
+  text = text.replace(
+      'demo_out/data/shapes_train.record-?????-of-00002', train).replace(
+          'demo_out/data/shapes_val.record-?????-of-00001', val).replace(
+              'demo_out/data/shapes_label_map.pbtxt', label_map)
+  path = os.path.join(str(directory), 'pipeline.config')
+  with open(path, 'w') as f:
+    f.write(text + extra)
+  return path
