@@ -1,0 +1,83 @@
+"""Every SSD config among the original's samples builds and predicts.
+
+Configs whose feature extractor od_estimator provides are built (training
+and inference graphs alternate between configs to bound the run time) at a
+reduced input size and run once on random images; the others must fail
+with an error naming the type and listing the supported ones.
+"""
+import glob
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator.builders import model_builder
+from od_estimator.core import box_predictor
+from od_estimator.models import ssd_feature_extractor_registry
+from od_estimator.utils import config_util
+
+UPSTREAM_DIR = os.environ.get(
+    'OD_UPSTREAM_CONFIGS',
+    os.path.join(os.path.dirname(__file__), '..', '..', 'shared',
+                 'upstream_configs'))
+SSD_CONFIGS = sorted(
+    path for path in glob.glob(os.path.join(UPSTREAM_DIR, '*.config'))
+    if config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
+        'model') == 'ssd')
+REDUCED_SIZE = 128
+
+
+def _shrink(ssd_config):
+  """Smaller fixed input where the config allows it (anchors follow)."""
+  resizer = ssd_config.image_resizer
+  kind = resizer.WhichOneof('image_resizer_oneof')
+  if ssd_config.feature_extractor.type == 'embedded_ssd_mobilenet_v1':
+    return resizer.fixed_shape_resizer.height  # it requires its 256x256
+  if kind == 'fixed_shape_resizer':
+    size = REDUCED_SIZE
+    if ssd_config.feature_extractor.type.startswith(('ssd_resnet',
+                                                     'ssd_inception_v3')):
+      size = 256  # deeper strides need a larger input for their top levels
+    resizer.fixed_shape_resizer.height = size
+    resizer.fixed_shape_resizer.width = size
+    return size
+  return None
+
+
+def test_the_upstream_folder_has_ssd_configs():
+  assert len(SSD_CONFIGS) > 30, UPSTREAM_DIR
+
+
+@pytest.mark.parametrize('index, path', list(enumerate(SSD_CONFIGS)),
+                         ids=[os.path.basename(p) for p in SSD_CONFIGS])
+def test_ssd_config_builds_and_predicts(index, path):
+  ssd_config = config_util.get_configs_from_pipeline_file(path)['model'].ssd
+  extractor_type = ssd_config.feature_extractor.type
+  model_config = config_util.get_configs_from_pipeline_file(path)['model']
+  size = _shrink(model_config.ssd)
+  if extractor_type not in ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS:
+    with pytest.raises(ValueError) as raised:
+      model_builder.build(model_config, is_training=True)
+    assert extractor_type in str(raised.value)
+    assert 'ssd_mobilenet_v2' in str(raised.value)  # lists what is supported
+    return
+  is_training = index % 2 == 0
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=is_training)
+    images = tf.random.uniform([1, size or REDUCED_SIZE,
+                                size or REDUCED_SIZE, 3], 0, 255)
+    preprocessed, true_shapes = model.preprocess(images)
+    predictions = model.predict(preprocessed, true_shapes)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      boxes, classes, anchors = sess.run([
+          predictions[box_predictor.BOX_ENCODINGS],
+          predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND],
+          predictions['anchors']])
+  num_anchors = anchors.shape[0]
+  num_class_slots = model_config.ssd.num_classes + (
+      1 if model_config.ssd.add_background_class else 0)
+  assert boxes.shape == (1, num_anchors, 4)
+  assert classes.shape == (1, num_anchors, num_class_slots)
+  assert np.isfinite(boxes).all() and np.isfinite(classes).all()
