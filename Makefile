@@ -41,5 +41,10 @@ demo: install
 	  --output_directory=$(DEMO_DIR)/exported
 	@echo "Exported model: $(DEMO_DIR)/exported/saved_model"
 
+# Input pipeline throughput (images/s) against decoding; add
+# --with_train_step to compare with SSD training steps (slow on CPU).
+bench: install
+	$(PY) bench/input_pipeline.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info od_estimator/protos/*_pb2.py $(PROTOS_BUILT)

@@ -80,7 +80,9 @@ setup(
         'console_scripts': [
             'od-estimator=od_estimator.cli:main',
             'model_main=od_estimator.model_main:run',
+            'model_tpu_main=od_estimator.model_tpu_main:run',
             'export_inference_graph=od_estimator.export_inference_graph:main',
+            'export_tflite_ssd_graph=od_estimator.export_tflite_ssd_graph:main',
         ],
     },
 )

@@ -4,6 +4,8 @@ import sys
 
 # Command name -> (module with main(argv) -> exit code, one-line summary).
 COMMANDS = {
+    'detect': ('od_estimator.detect',
+               'run an exported model on images; COCO json + drawings'),
     'validate': ('od_estimator.validate',
                  'check a pipeline.config before launch'),
 }

@@ -263,6 +263,23 @@ def _build_eval_metric_ops(eval_dict, losses, configs):
   return metric_ops
 
 
+def _build_tpu_eval_metrics(eval_dict, losses, configs):
+  """Returns (metric_fn, tensors) for TPUEstimatorSpec.eval_metrics.
+
+  On a TPU the tensors are outfed and concatenated across shards, so each
+  must keep a leading batch dimension: the eval dict already does, and the
+  scalar losses travel as [1] tensors (their mean is unchanged).
+  """
+  tensors = dict(eval_dict)
+  for name, loss in losses.items():
+    tensors[name] = tf.reshape(loss, [1])
+
+  def metric_fn(**batched):
+    batched_losses = {name: batched.pop(name) for name in losses}
+    return _build_eval_metric_ops(batched, batched_losses, configs)
+  return metric_fn, tensors
+
+
 def _ema_scaffold():
   """Scaffold whose saver loads moving averages into the model variables."""
   averages = tf.compat.v1.train.ExponentialMovingAverage(0.0)
@@ -298,6 +315,15 @@ def _build_export_outputs(detections):
 # ---------------------------------------------------------------------------
 # model_fn.
 
+def _called_by_tpu_estimator(params):
+  """True when TPUEstimator calls model_fn (it always sets params['use_tpu']).
+
+  TPUEstimator then gets TPUEstimatorSpecs (scaffold_fn, eval_metrics) even
+  off TPU, where it turns them into EstimatorSpecs itself.
+  """
+  return params is not None and 'use_tpu' in params
+
+
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                     postprocess_on_cpu=False):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
@@ -307,7 +333,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     configs: a configs dict (config_util).
     hparams: optional object with a boolean `load_pretrained` attribute (or
       dict); default loads fine_tune_checkpoint.
-    use_tpu: build TPUEstimatorSpecs for a TPU.
+    use_tpu: build for a TPU (CrossShardOptimizer, bfloat16). Under
+      TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
   """
   train_config = configs['train_config']
@@ -324,7 +351,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                        getattr(hparams, 'load_pretrained', True))
 
   def model_fn(features, labels, mode, params=None):
-    del params
+    tpu_spec = use_tpu or _called_by_tpu_estimator(params)
     is_training = mode == _ModeKeys.TRAIN
     model = detection_model_fn(is_training=is_training,
                                add_summaries=not use_tpu)
@@ -352,7 +379,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       scaffold_fn = _build_scaffold_fn(model, train_config, use_tpu,
                                        load_pretrained)
       train_op = _build_train_op(total_loss, model, train_config, use_tpu)
-      if use_tpu:
+      if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=total_loss, train_op=train_op,
             scaffold_fn=scaffold_fn)
@@ -371,7 +398,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
 
     if mode == _ModeKeys.PREDICT:
       predictions, export_outputs = _build_export_outputs(detections)
-      if use_tpu:
+      if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, predictions=predictions, export_outputs=export_outputs)
       return tf.estimator.EstimatorSpec(mode=mode, predictions=predictions,
@@ -382,13 +409,13 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                                        train_config)
     eval_dict = _build_eval_dict(model, features, detections,
                                  eval_input_config)
-    scaffold = _ema_scaffold() if eval_config.use_moving_averages else None
-    if use_tpu:
-      def metric_fn(**tensors):
-        return _build_eval_metric_ops(tensors, {}, configs)
+    if tpu_spec:
       return tpu_estimator.TPUEstimatorSpec(
-          mode=mode, loss=total_loss, eval_metrics=(metric_fn, eval_dict),
-          scaffold_fn=(lambda: scaffold) if scaffold else None)
+          mode=mode, loss=total_loss,
+          eval_metrics=_build_tpu_eval_metrics(eval_dict, losses, configs),
+          scaffold_fn=(_ema_scaffold if eval_config.use_moving_averages
+                       else None))
+    scaffold = _ema_scaffold() if eval_config.use_moving_averages else None
     return tf.estimator.EstimatorSpec(
         mode=mode, loss=total_loss, scaffold=scaffold,
         eval_metric_ops=_build_eval_metric_ops(eval_dict, losses, configs))

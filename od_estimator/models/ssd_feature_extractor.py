@@ -6,6 +6,8 @@ extractors live next to this file (`ssd_<backbone>_feature_extractor.py`).
 """
 import abc
 
+from absl import logging
+
 import tensorflow as tf
 
 
@@ -77,3 +79,18 @@ class SSDFeatureExtractor(abc.ABC):
       if name.startswith(prefix):
         variables[name[len(prefix):]] = variable
     return variables
+
+
+def always_override_base_hyperparams(extractor, type_name):
+  """For backbones without hyperparameters of their own (slim Inception).
+
+  They always take conv_hyperparams; the original refused configs that did
+  not say override_base_feature_extractor_hyperparams: true (its own
+  ssd_inception_v2_pets.config among them). We build them and say so.
+  """
+  if not extractor._override_base_feature_extractor_hyperparams:  # pylint: disable=protected-access
+    logging.warning(
+        '%s: the backbone has no hyperparameters of its own and uses '
+        'conv_hyperparams, as if override_base_feature_extractor_hyperparams '
+        'were true.', type_name)
+    extractor._override_base_feature_extractor_hyperparams = True  # pylint: disable=protected-access

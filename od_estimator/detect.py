@@ -1,0 +1,311 @@
+"""Runs an exported detector on images: `od-estimator detect`.
+
+Usage:
+  od-estimator detect --saved_model_dir=EXPORT/saved_model \\
+      --label_map_path=label_map.pbtxt --input=IMAGE_OR_FOLDER \\
+      [--output_dir=DIR] [--min_score_threshold=0.5] [--max_boxes=100]
+  python -m od_estimator.detect ...   (same flags)
+
+Writes, into --output_dir:
+  detections.json            COCO results: [{image_id, category_id, bbox:
+                             [x, y, width, height] in pixels, score}].
+  detections_image_ids.json  {image file name: image_id}.
+  <stem>_detections.png      each image with its boxes and 'name: 87%' labels.
+
+image_id is the file stem as an int when it is all digits (COCO names its
+images 000000397133.jpg for id 397133), else the stem itself, so the json can
+be scored with pycocotools against groundtruth using the same ids.
+"""
+import argparse
+import io
+import json
+import os
+import sys
+
+import numpy as np
+from PIL import Image
+import tensorflow as tf
+
+from od_estimator.utils import label_map_util
+from od_estimator.utils import visualization_utils
+
+IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.gif')
+DETECTIONS_FILE = 'detections.json'
+IMAGE_IDS_FILE = 'detections_image_ids.json'
+_SIGNATURE = 'serving_default'
+_INPUT_KEY = 'inputs'
+_OUTPUT_KEYS = ('detection_boxes', 'detection_scores', 'detection_classes',
+                'num_detections')
+
+_EPILOG = """\
+outputs (in --output_dir, default: a `detections` folder next to the input):
+  %s            COCO results [{image_id, category_id, bbox [x, y, w, h]
+                             in pixels, score}]
+  %s  {image file name: image_id}
+  <stem>_detections.png      annotated images
+
+--min_score_threshold and --max_boxes apply to both the json and the
+drawings; use --min_score_threshold=0 when the json is for COCO evaluation.
+
+exit status: 0 when every image was processed; 1 when the model, label map
+or input cannot be used (one-line error), or when some image could not be
+read (a warning names each one, the other images are still processed).
+""" % (DETECTIONS_FILE, IMAGE_IDS_FILE)
+
+
+class DetectError(Exception):
+  """A problem that stops the whole run; the message is one line."""
+
+
+def _parser():
+  parser = argparse.ArgumentParser(
+      prog='od-estimator detect',
+      description='Runs an exported SavedModel on an image or a folder of '
+                  'images (%s, sorted, not recursive).' %
+                  ', '.join(IMAGE_EXTENSIONS),
+      epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument('--saved_model_dir', required=True,
+                      help='the saved_model/ directory written by '
+                           'export_inference_graph (or the export directory '
+                           'holding it).')
+  parser.add_argument('--label_map_path', required=True,
+                      help='label map naming the classes.')
+  parser.add_argument('--input', required=True,
+                      help='an image file or a folder of images.')
+  parser.add_argument('--output_dir', default=None,
+                      help='where results are written (created if needed).')
+  parser.add_argument('--min_score_threshold', type=float, default=0.5,
+                      help='keep detections scoring at least this '
+                           '(default 0.5).')
+  parser.add_argument('--max_boxes', type=int, default=100,
+                      help='keep at most this many detections per image '
+                           '(default 100).')
+  return parser
+
+
+def _resolve_saved_model_dir(path):
+  """Accepts the saved_model/ directory or the export directory above it."""
+  for candidate in (path, os.path.join(path, 'saved_model')):
+    if (tf.io.gfile.exists(os.path.join(candidate, 'saved_model.pb')) or
+        tf.io.gfile.exists(os.path.join(candidate, 'saved_model.pbtxt'))):
+      return candidate
+  if not tf.io.gfile.isdir(path):
+    raise DetectError('saved model directory not found: %s' % path)
+  raise DetectError('%s holds no saved_model.pb; pass the saved_model/ '
+                    'directory written by export_inference_graph.' % path)
+
+
+def _list_images(path):
+  """Returns the sorted image files of a folder, or [path] for a file."""
+  if tf.io.gfile.isdir(path):
+    names = sorted(name for name in tf.io.gfile.listdir(path)
+                   if name.lower().endswith(IMAGE_EXTENSIONS))
+    if not names:
+      raise DetectError('no images (%s) in %s' % (
+          ', '.join(IMAGE_EXTENSIONS), path))
+    return [os.path.join(path, name) for name in names]
+  if not tf.io.gfile.exists(path):
+    raise DetectError('input not found: %s' % path)
+  return [path]
+
+
+def _default_output_dir(input_path):
+  base = input_path if tf.io.gfile.isdir(input_path) else os.path.dirname(
+      input_path)
+  return os.path.join(base, 'detections')
+
+
+def image_ids_for(paths):
+  """Maps each image path to (image_id, output stem).
+
+  The id is the file stem (an int if all digits). Files sharing a stem
+  (a.jpg, a.png) after the first use their full file name instead, so ids
+  and annotated image names stay unique.
+  """
+  result, used = {}, set()
+  for path in paths:
+    name = os.path.basename(path)
+    stem = os.path.splitext(name)[0]
+    if stem in used:
+      stem = name
+    used.add(stem)
+    result[path] = (int(stem) if stem.isdigit() else stem, stem)
+  return result
+
+
+def _read_image(path):
+  """Returns uint8 [H, W, 3] and the encoded bytes.
+
+  Raises:
+    OSError or ValueError: when the file is not a readable image.
+  """
+  with tf.io.gfile.GFile(path, 'rb') as f:
+    data = f.read()
+  with Image.open(io.BytesIO(data)) as image:
+    image.load()  # Fails here on truncated or corrupt files.
+    return np.array(image.convert('RGB')), data
+
+
+class _Detector:
+  """A SavedModel loaded into a TF1 session, run one image at a time."""
+
+  def __init__(self, saved_model_dir):
+    self._graph = tf.Graph()
+    self._sess = tf.compat.v1.Session(graph=self._graph)
+    try:
+      meta_graph = tf.compat.v1.saved_model.loader.load(
+          self._sess, [tf.compat.v1.saved_model.tag_constants.SERVING],
+          saved_model_dir)
+    except (OSError, RuntimeError, ValueError,
+            tf.errors.OpError) as error:
+      raise DetectError('cannot load the saved model in %s: %s' % (
+          saved_model_dir, str(error).splitlines()[0])) from None
+    if _SIGNATURE not in meta_graph.signature_def:
+      raise DetectError('%s has no %r signature.' % (saved_model_dir,
+                                                     _SIGNATURE))
+    signature = meta_graph.signature_def[_SIGNATURE]
+    if _INPUT_KEY not in signature.inputs:
+      raise DetectError('the %r signature of %s has no %r input.' % (
+          _SIGNATURE, saved_model_dir, _INPUT_KEY))
+    missing = [key for key in _OUTPUT_KEYS if key not in signature.outputs]
+    if missing:
+      raise DetectError('the %r signature of %s lacks output(s) %s.' % (
+          _SIGNATURE, saved_model_dir, ', '.join(missing)))
+    info = signature.inputs[_INPUT_KEY]
+    self._input = info.name
+    # encoded_image_string_tensor exports take the file bytes; image_tensor
+    # ones the decoded pixels (tf_example exports are not supported here).
+    self._takes_strings = info.dtype == tf.string.as_datatype_enum
+    dims = [d.size for d in info.tensor_shape.dim]
+    self._fixed_size = None
+    if (not self._takes_strings and len(dims) == 4 and dims[1] > 0 and
+        dims[2] > 0):
+      self._fixed_size = (dims[2], dims[1])  # PIL order: width, height
+    self._outputs = {key: signature.outputs[key].name for key in _OUTPUT_KEYS}
+
+  def close(self):
+    self._sess.close()
+
+  def detect(self, image, encoded):
+    """Returns {output key: value of the single image}."""
+    if self._takes_strings:
+      feed = np.array([encoded], dtype=object)
+    else:
+      if self._fixed_size and image.shape[1::-1] != self._fixed_size:
+        # Boxes are normalized, so resizing does not move them.
+        image = np.array(Image.fromarray(image).resize(self._fixed_size))
+      feed = image[np.newaxis]
+    values = self._sess.run(self._outputs, feed_dict={self._input: feed})
+    return {key: value[0] for key, value in values.items()}
+
+
+def _coco_results(image_id, detections, height, width):
+  """COCO result dicts from one image's normalized detections."""
+  results = []
+  for box, score, label in zip(detections['detection_boxes'],
+                               detections['detection_scores'],
+                               detections['detection_classes']):
+    ymin, xmin, ymax, xmax = (float(v) for v in box)
+    results.append({
+        'image_id': image_id,
+        'category_id': int(round(float(label))),
+        'bbox': [xmin * width, ymin * height, (xmax - xmin) * width,
+                 (ymax - ymin) * height],
+        'score': float(score),
+    })
+  return results
+
+
+def _kept(detections, min_score_threshold, max_boxes):
+  """The valid detections scoring >= the threshold, at most max_boxes."""
+  count = int(detections['num_detections'])
+  scores = detections['detection_scores'][:count]
+  keep = np.flatnonzero(scores >= min_score_threshold)[:max(max_boxes, 0)]
+  return {key: detections[key][keep] for key in
+          ('detection_boxes', 'detection_scores', 'detection_classes')}
+
+
+def run(saved_model_dir, label_map_path, input_path, output_dir=None,
+        min_score_threshold=0.5, max_boxes=100, log=None):
+  """Detects objects in the input images and writes the results.
+
+  Args:
+    saved_model_dir: exported saved_model/ directory (or its parent).
+    label_map_path: label map for the class names.
+    input_path: image file or folder of images.
+    output_dir: where results go; None means <input folder>/detections.
+    min_score_threshold: minimum score of a kept detection.
+    max_boxes: most detections kept per image.
+    log: fn(str) for warnings; defaults to printing on stderr.
+
+  Returns:
+    List of the image paths that could not be read.
+
+  Raises:
+    DetectError: when the model, label map or input cannot be used.
+  """
+  log = log or (lambda text: print(text, file=sys.stderr))
+  saved_model_dir = _resolve_saved_model_dir(saved_model_dir)
+  try:
+    category_index = label_map_util.create_category_index_from_labelmap(
+        label_map_path, use_display_name=True)
+  except ValueError as error:
+    raise DetectError(str(error).splitlines()[0]) from None
+  paths = _list_images(input_path)
+  output_dir = output_dir or _default_output_dir(input_path)
+  tf.io.gfile.makedirs(output_dir)
+  ids = image_ids_for(paths)
+  detector = _Detector(saved_model_dir)
+  results, id_map, failed = [], {}, []
+  try:
+    for path in paths:
+      try:
+        image, encoded = _read_image(path)
+      except (OSError, ValueError) as error:
+        log('warning: cannot read image %s (%s); skipped.' % (
+            path, str(error).splitlines()[0] if str(error) else
+            type(error).__name__))
+        failed.append(path)
+        continue
+      image_id, stem = ids[path]
+      id_map[os.path.basename(path)] = image_id
+      detections = _kept(detector.detect(image, encoded),
+                         min_score_threshold, max_boxes)
+      results += _coco_results(image_id, detections, *image.shape[:2])
+      visualization_utils.visualize_boxes_and_labels_on_image_array(
+          image, detections['detection_boxes'],
+          detections['detection_classes'].round().astype(np.int64),
+          detections['detection_scores'], category_index,
+          use_normalized_coordinates=True, max_boxes_to_draw=None,
+          min_score_thresh=-np.inf)  # Already filtered by _kept.
+      visualization_utils.save_image_array_as_png(
+          image, os.path.join(output_dir, stem + '_detections.png'))
+  finally:
+    detector.close()
+  with tf.io.gfile.GFile(os.path.join(output_dir, DETECTIONS_FILE), 'w') as f:
+    json.dump(results, f)
+  with tf.io.gfile.GFile(os.path.join(output_dir, IMAGE_IDS_FILE), 'w') as f:
+    json.dump(id_map, f, indent=1, sort_keys=True)
+  return failed
+
+
+def main(argv=None):
+  """Entry point; returns the exit code (see --help)."""
+  args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+  try:
+    failed = run(args.saved_model_dir, args.label_map_path, args.input,
+                 output_dir=args.output_dir,
+                 min_score_threshold=args.min_score_threshold,
+                 max_boxes=args.max_boxes)
+  except DetectError as error:
+    print('od-estimator detect: error: %s' % error, file=sys.stderr)
+    return 1
+  if failed:
+    print('od-estimator detect: %d image(s) could not be read: %s' % (
+        len(failed), ', '.join(failed)), file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,106 @@
+r"""Exports an SSD model for TFLite (same flags as the original).
+
+  python -m od_estimator.export_tflite_ssd_graph \
+      --pipeline_config_path=TRAIN_DIR/pipeline.config \
+      --trained_checkpoint_prefix=TRAIN_DIR/model.ckpt-50000 \
+      --output_directory=EXPORT_DIR
+
+EXPORT_DIR then holds tflite_graph.pb and tflite_graph.pbtxt, a frozen graph
+with input `normalized_input_image_tensor` (float32 [1, height, width, 3] of
+the fixed_shape_resizer, normalized as the feature extractor's preprocess
+does, e.g. pixel / 128 - 1 for the MobileNets). Its outputs are the four of
+the `TFLite_Detection_PostProcess` custom op (boxes, classes, scores, number
+of detections) or, with --add_postprocessing_op=false,
+`raw_outputs/box_encodings` and `raw_outputs/class_predictions`; the
+constant `anchors` holds the anchors. Convert it with the TFLite converter
+and allow_custom_ops.
+
+--config_override takes text-format TrainEvalPipelineConfig merged over the
+file, e.g. to change the NMS thresholds of the exported op:
+  --config_override="model { ssd { post_processing {
+      batch_non_max_suppression { score_threshold: 0.0 iou_threshold: 0.5 }
+  } } }"
+"""
+import sys
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+from od_estimator import export_tflite_ssd_graph_lib
+from od_estimator.utils import config_util
+
+flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
+flags.DEFINE_string('pipeline_config_path', None, 'Path to a '
+                    'pipeline_pb2.TrainEvalPipelineConfig config file.')
+flags.DEFINE_string('trained_checkpoint_prefix', None, 'Checkpoint prefix.')
+flags.DEFINE_integer('max_detections', 10, 'Maximum number of detections '
+                     '(boxes) to show.')
+flags.DEFINE_integer('max_classes_per_detection', 1, 'Maximum number of '
+                     'classes to output per detection box.')
+flags.DEFINE_integer('detections_per_class', 100, 'Number of anchors used '
+                     'per class in Regular Non-Max-Suppression.')
+flags.DEFINE_bool('add_postprocessing_op', True, 'Add TFLite custom op for '
+                  'postprocessing to the graph.')
+flags.DEFINE_bool('use_regular_nms', False, 'Flag to set postprocessing op '
+                  'to use Regular NMS instead of Fast NMS.')
+flags.DEFINE_string('config_override', '', 'pipeline_pb2.'
+                    'TrainEvalPipelineConfig text proto to override '
+                    'pipeline_config_path.')
+FLAGS = flags.FLAGS
+
+_PROG = 'export_tflite_ssd_graph'
+_REQUIRED = ('output_directory', 'pipeline_config_path',
+             'trained_checkpoint_prefix')
+
+
+def _export(unused_argv):
+  missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
+  if missing:
+    raise ValueError('missing required flag(s): %s' % ', '.join(
+        '--' + name for name in missing))
+  pipeline_config = config_util.read_pipeline_config(
+      FLAGS.pipeline_config_path, FLAGS.config_override or None)
+  export_tflite_ssd_graph_lib.export_tflite_graph(
+      pipeline_config, FLAGS.trained_checkpoint_prefix,
+      FLAGS.output_directory, FLAGS.add_postprocessing_op,
+      FLAGS.max_detections, FLAGS.max_classes_per_detection,
+      detections_per_class=FLAGS.detections_per_class,
+      use_regular_nms=FLAGS.use_regular_nms)
+  print('Exported to %s' % FLAGS.output_directory)
+
+
+def _print_help():
+  print(__doc__)
+  print('flags:')
+  print(FLAGS.module_help(sys.modules[__name__]))
+
+
+def main(argv=None):
+  """Runs the export; usable as a console script.
+
+  Args:
+    argv: flags without the program name; None reads sys.argv.
+
+  Returns:
+    0 after printing --help. Otherwise exits: status 0 after the export, 1
+    with a one-line `error: ...` on stderr for bad flags, config or
+    checkpoint.
+  """
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if any(arg in ('-h', '--help', '-help', '--helpshort') for arg in argv):
+    _print_help()
+    return 0
+  # Bad flags, config or checkpoint give one line; anything else is a bug
+  # and keeps its traceback.
+  try:
+    app.run(_export, argv=[_PROG] + argv)
+  except (ValueError, TypeError, tf.errors.OpError) as error:
+    message = getattr(error, 'message', None) or str(error)
+    print('error: %s' % ' '.join(message.split()), file=sys.stderr)
+    sys.exit(1)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

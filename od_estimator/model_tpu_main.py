@@ -1,0 +1,144 @@
+r"""Trains or evaluates a detector with TPUEstimator, as the original did.
+
+Train on a Cloud TPU (model_dir on GCS, which the TPU workers can reach):
+
+  python -m od_estimator.model_tpu_main --tpu_name=TPU \
+      --pipeline_config_path=gs://BUCKET/pipeline.config \
+      --model_dir=gs://BUCKET/train --mode=train
+
+Evaluate each new checkpoint (on CPU/GPU, as the original's eval jobs):
+
+  python -m od_estimator.model_tpu_main --use_tpu=false --mode=eval \
+      --pipeline_config_path=... --model_dir=gs://BUCKET/train
+
+--use_tpu=false runs the same TPUEstimator path on CPU, e.g. to check a
+config before paying for a TPU.
+"""
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+import tensorflow as tf
+from tensorflow_estimator.python.estimator.tpu import tpu_config
+
+from od_estimator import model_lib
+from od_estimator.utils import config_util
+
+flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')
+flags.DEFINE_string('gcp_project', None, 'Project of the Cloud TPU; detected '
+                    'from the GCE metadata when not given.')
+flags.DEFINE_string('tpu_zone', None, 'GCE zone of the Cloud TPU; detected '
+                    'from the GCE metadata when not given.')
+flags.DEFINE_string('tpu_name', None, 'Name of the Cloud TPU for the cluster '
+                    'resolver.')
+flags.DEFINE_integer('num_shards', 8, 'Number of shards (TPU cores).')
+flags.DEFINE_integer('iterations_per_loop', 100, 'Number of iterations per '
+                     'TPU training loop.')
+flags.DEFINE_enum('mode', 'train', ['train', 'eval'], 'Mode to run: train, '
+                  'eval.')
+flags.DEFINE_integer('train_batch_size', None, 'Batch size for training. If '
+                     'not given, train_config.batch_size is used.')
+flags.DEFINE_string('hparams_overrides', None, 'Hyperparameter overrides, '
+                    'represented as a string containing comma-separated '
+                    'hparam_name=value pairs.')
+flags.DEFINE_integer('num_train_steps', None, 'Number of train steps.')
+flags.DEFINE_boolean('eval_training_data', False, 'If training data should be '
+                     'evaluated for this job.')
+flags.DEFINE_integer('sample_1_of_n_eval_examples', 1, 'Will sample one of '
+                     'every n eval input examples, where n is provided.')
+flags.DEFINE_integer('sample_1_of_n_eval_on_train_examples', 5, 'Will sample '
+                     'one of every n train input examples for evaluation, '
+                     'where n is provided. This is only used if '
+                     '`eval_training_data` is True.')
+flags.DEFINE_string('model_dir', None, 'Path to output model directory where '
+                    'event and checkpoint files will be written.')
+flags.DEFINE_string('pipeline_config_path', None, 'Path to pipeline config '
+                    'file.')
+flags.DEFINE_integer('max_eval_retries', 0, 'If running continuous eval, the '
+                     'maximum number of retries upon encountering '
+                     'tf.errors.InvalidArgumentError.')
+# Beyond the original.
+flags.DEFINE_integer('save_checkpoints_steps', None, 'Write a checkpoint '
+                     'every N steps (default: every 10 minutes).')
+flags.DEFINE_integer('eval_timeout_secs', None, 'In --mode=eval, stop when '
+                     'no new checkpoint arrives for this many seconds.')
+FLAGS = flags.FLAGS
+
+
+def _run_config():
+  """tpu_config.RunConfig; resolves the TPU only when --use_tpu."""
+  cluster = None
+  if FLAGS.use_tpu:
+    cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
+        tpu=[FLAGS.tpu_name] if FLAGS.tpu_name else None,
+        zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
+    # TPU workers (not this host) read and write model_dir; a local path
+    # only fails once training starts.
+    if not FLAGS.model_dir.startswith('gs://'):
+      logging.warning('--model_dir=%s is not a gs:// path; a Cloud TPU '
+                      'node cannot reach local files.', FLAGS.model_dir)
+  kwargs = {}
+  if FLAGS.save_checkpoints_steps:
+    kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
+  return tpu_config.RunConfig(
+      cluster=cluster, model_dir=FLAGS.model_dir,
+      tpu_config=tpu_config.TPUConfig(
+          iterations_per_loop=FLAGS.iterations_per_loop,
+          num_shards=FLAGS.num_shards),
+      **kwargs)
+
+
+def main(unused_argv):
+  flags.mark_flag_as_required('model_dir')
+  flags.mark_flag_as_required('pipeline_config_path')
+  hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
+  overrides = {}
+  if FLAGS.train_batch_size:
+    # A config override (train_config.batch_size), as the original: it
+    # becomes TPUEstimator's train_batch_size.
+    overrides['batch_size'] = FLAGS.train_batch_size
+  parts = model_lib.create_estimator_and_inputs(
+      run_config=_run_config(), hparams=hparams,
+      pipeline_config_path=FLAGS.pipeline_config_path,
+      train_steps=FLAGS.num_train_steps,
+      sample_1_of_n_eval_examples=FLAGS.sample_1_of_n_eval_examples,
+      sample_1_of_n_eval_on_train_examples=(
+          FLAGS.sample_1_of_n_eval_on_train_examples),
+      use_tpu_estimator=True, use_tpu=FLAGS.use_tpu,
+      num_shards=FLAGS.num_shards,
+      save_final_config=FLAGS.mode == 'train', **overrides)
+  estimator = parts['estimator']
+  if FLAGS.mode == 'train':
+    estimator.train(input_fn=parts['train_input_fn'],
+                    max_steps=parts['train_steps'])
+    return
+  if FLAGS.eval_training_data:
+    name, input_fn = 'training_data', parts['eval_on_train_input_fn']
+  else:
+    # Only the first eval input is evaluated, as in the original.
+    name, input_fn = 'validation_data', parts['eval_input_fns'][0]
+  model_lib.continuous_eval(estimator, FLAGS.model_dir, input_fn,
+                            parts['train_steps'], name,
+                            FLAGS.max_eval_retries,
+                            timeout_secs=FLAGS.eval_timeout_secs)
+
+
+def run():
+  """Console-script entry: clear one-line errors instead of tracebacks."""
+  try:
+    app.run(main)
+  except (config_util.ConfigError, ValueError, TypeError) as error:
+    print('error: %s' % error, file=sys.stderr)
+    sys.exit(1)
+  except tf.compat.v1.train.NanLossDuringTrainingError:
+    checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
+    print('error: training stopped because the loss became NaN or Inf. The '
+          'last good checkpoint is %s. Lower the learning rate, check the '
+          'data for invalid boxes, or set gradient_clipping_by_norm.' %
+          (checkpoint or '(none was written)'), file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == '__main__':
+  run()

@@ -1,0 +1,284 @@
+"""export_tflite_ssd_graph_lib and the export_tflite_ssd_graph CLI.
+
+The model is the tiny real SSD of tests/tiny_ssd.py (MobileNet v2 x0.25,
+64x64). Its checkpoint comes from a freshly initialized graph whose
+weights are redrawn variance-preserving, so that scores and boxes are spread
+out enough for a stable ranking. The reference is that same graph's predict()
+and postprocess() run on the same normalized image; the exports are
+converted with the TFLite converter and run in the TFLite interpreter.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import types_pb2
+
+from od_estimator import export_tflite_ssd_graph_lib
+from od_estimator.builders import model_builder
+from od_estimator.utils import config_util
+from tests import tiny_ssd
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZE = 64
+NUM_CLASSES = 3  # of the demo config
+INPUT = 'normalized_input_image_tensor'
+POSTPROCESS = 'TFLite_Detection_PostProcess'
+POSTPROCESS_OUTPUTS = [POSTPROCESS] + [POSTPROCESS + ':%d' % i
+                                       for i in (1, 2, 3)]
+RAW_OUTPUTS = ['raw_outputs/box_encodings', 'raw_outputs/class_predictions']
+BIAS_STDDEV = 0.1  # of the random biases
+PREDICTOR_SCALE = 0.25  # of the box and class predictors' random weights
+
+
+def _pipeline_config():
+  configs = config_util.get_configs_from_pipeline_file(tiny_ssd.DEMO_CONFIG)
+  configs = config_util.merge_external_params_with_configs(
+      configs, config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
+  return config_util.create_pipeline_proto_from_configs(configs)
+
+
+def _spread_out_weights():
+  """Ops giving the convolutions He-scaled random weights.
+
+  The config's initializer (stddev 0.03) makes the activations vanish over
+  the tiny backbone's layers, leaving every anchor of a layer with the same
+  score; variance-preserving weights give distinct scores and boxes.
+  """
+  rng = np.random.RandomState(0)
+  ops = []
+  for var in tf.compat.v1.trainable_variables():
+    shape = var.shape.as_list()
+    if var.op.name.endswith('depthwise_weights'):
+      fan_in = shape[0] * shape[1]
+    elif var.op.name.endswith('weights'):
+      fan_in = int(np.prod(shape[:-1]))
+    elif var.op.name.endswith('biases'):
+      ops.append(var.assign(rng.normal(0.0, BIAS_STDDEV, shape)))
+      continue
+    else:
+      continue
+    stddev = np.sqrt(2.0 / fan_in)
+    if 'Predictor/' in var.op.name:
+      # Keeps logits and box codes moderate: unsaturated, distinct scores.
+      stddev *= PREDICTOR_SCALE
+    ops.append(var.assign(rng.normal(0.0, stddev, shape)))
+  return ops
+
+
+def _write_checkpoint_and_reference(pipeline_config, prefix, image):
+  """Saves a fresh model's weights; returns its outputs on `image`."""
+  with tf.Graph().as_default() as graph:
+    model = model_builder.build(pipeline_config.model, is_training=False,
+                                add_summaries=False)
+    images = tf.compat.v1.placeholder(tf.float32, [1, SIZE, SIZE, 3])
+    predictions = model.predict(images, true_image_shapes=None)
+    detections = model.postprocess(predictions, true_image_shapes=None)
+    tf.compat.v1.train.get_or_create_global_step()
+    spread = _spread_out_weights()
+    with tf.compat.v1.Session(graph=graph) as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      sess.run(spread)
+      tf.compat.v1.train.Saver().save(sess, prefix)
+      predicted, detected = sess.run(
+          [predictions, detections], feed_dict={images: image})
+  reference = {key: predicted[key] for key in
+               ('box_encodings', 'class_predictions_with_background',
+                'anchors')}
+  reference.update(detected)
+  return reference
+
+
+@pytest.fixture(scope='module')
+def setup(tmp_path_factory):
+  root = tmp_path_factory.mktemp('tflite')
+  pipeline_config = _pipeline_config()
+  image = np.random.RandomState(1).uniform(
+      -1.0, 1.0, [1, SIZE, SIZE, 3]).astype(np.float32)
+  prefix = str(root / 'train' / 'model.ckpt-0')
+  reference = _write_checkpoint_and_reference(pipeline_config, prefix, image)
+  config_path = str(root / 'pipeline.config')
+  config_util.save_pipeline_config(pipeline_config, str(root))
+  export_dir = str(root / 'postprocess')
+  export_tflite_ssd_graph_lib.export_tflite_graph(
+      pipeline_config, prefix, export_dir, add_postprocessing_op=True,
+      max_detections=10, max_classes_per_detection=1)
+  return {'root': root, 'config': pipeline_config, 'config_path': config_path,
+          'prefix': prefix, 'image': image, 'reference': reference,
+          'export_dir': export_dir}
+
+
+def _graph_def(path):
+  graph_def = tf.compat.v1.GraphDef()
+  with open(path, 'rb') as f:
+    graph_def.ParseFromString(f.read())
+  return graph_def
+
+
+def _run_tflite(graph_path, output_arrays, image):
+  """Converts the frozen graph and runs it on image; returns name -> array."""
+  converter = tf.compat.v1.lite.TFLiteConverter.from_frozen_graph(
+      graph_path, input_arrays=[INPUT], output_arrays=output_arrays,
+      input_shapes={INPUT: [1, SIZE, SIZE, 3]})
+  converter.allow_custom_ops = True
+  interpreter = tf.lite.Interpreter(model_content=converter.convert())
+  interpreter.allocate_tensors()
+  interpreter.set_tensor(interpreter.get_input_details()[0]['index'], image)
+  interpreter.invoke()
+  return {detail['name']: interpreter.get_tensor(detail['index'])
+          for detail in interpreter.get_output_details()}
+
+
+def _center_size(boxes):
+  """ymin, xmin, ymax, xmax -> ycenter, xcenter, height, width (numpy)."""
+  ymin, xmin, ymax, xmax = boxes.T
+  return np.stack([(ymin + ymax) / 2, (xmin + xmax) / 2, ymax - ymin,
+                   xmax - xmin], axis=1)
+
+
+def test_graph_has_the_original_nodes_and_attributes(setup):
+  export_dir = setup['export_dir']
+  assert sorted(os.listdir(export_dir)) == ['tflite_graph.pb',
+                                            'tflite_graph.pbtxt']
+  nodes = {node.name: node for node in
+           _graph_def(os.path.join(export_dir, 'tflite_graph.pb')).node}
+  assert nodes[INPUT].op == 'Placeholder'
+  assert [d.size for d in nodes[INPUT].attr['shape'].shape.dim] == [
+      1, SIZE, SIZE, 3]
+  assert nodes['anchors'].op == 'Const'
+  assert not [n for n in nodes.values() if n.op.startswith('Variable')]
+  op = nodes[POSTPROCESS]
+  assert op.op == POSTPROCESS
+  assert list(op.input) == RAW_OUTPUTS + ['anchors']
+  attr = op.attr
+  # Flag values and the demo config's NMS settings and box coder scales.
+  assert attr['max_detections'].i == 10
+  assert attr['max_classes_per_detection'].i == 1
+  assert attr['detections_per_class'].i == 100
+  assert attr['use_regular_nms'].b is False
+  assert attr['num_classes'].i == NUM_CLASSES
+  assert attr['nms_score_threshold'].f == pytest.approx(1e-4)
+  assert attr['nms_iou_threshold'].f == pytest.approx(0.5)
+  assert [attr[k].f for k in ('y_scale', 'x_scale', 'h_scale', 'w_scale')
+         ] == [10.0, 10.0, 5.0, 5.0]
+  assert attr['_output_quantized'].b is True
+  assert attr['_support_output_type_float_in_quantized_op'].b is True
+  assert list(attr['_output_types'].list.type) == [types_pb2.DT_FLOAT] * 4
+  with open(os.path.join(export_dir, 'tflite_graph.pbtxt')) as f:
+    assert 'TFLite_Detection_PostProcess' in f.read()
+
+
+def test_tflite_detections_match_the_model(setup):
+  ref = setup['reference']
+  out = _run_tflite(os.path.join(setup['export_dir'], 'tflite_graph.pb'),
+                    POSTPROCESS_OUTPUTS, setup['image'])
+  boxes = out[POSTPROCESS][0]
+  classes, scores = out[POSTPROCESS + ':1'][0], out[POSTPROCESS + ':2'][0]
+  assert boxes.shape == (10, 4)
+  # The score threshold (1e-4) keeps every box: 10 detections.
+  assert out[POSTPROCESS + ':3'][0] == 10
+  assert np.all(np.diff(scores) <= 0)
+  raw_boxes = ref['raw_detection_boxes'][0]
+  raw_scores = ref['raw_detection_scores'][0][:, 1:]  # without background
+  # The best detection is the best anchor score of the model, never
+  # suppressed; the model clips it to the image, the op does not.
+  best = np.unravel_index(np.argmax(raw_scores), raw_scores.shape)
+  assert scores[0] == pytest.approx(raw_scores[best], abs=1e-4)
+  assert scores[0] == pytest.approx(ref['detection_scores'][0, 0], abs=1e-4)
+  assert classes[0] == best[1] == ref['detection_classes'][0, 0]
+  np.testing.assert_allclose(boxes[0], raw_boxes[best[0]], atol=1e-4)
+  np.testing.assert_allclose(np.clip(boxes[0], 0.0, 1.0),
+                             ref['detection_boxes'][0, 0], atol=1e-4)
+  # Every detection is some anchor's decoded box with that anchor's score
+  # for the reported (0-based) class.
+  for box, label, score in zip(boxes, classes.astype(int), scores):
+    anchor = np.argmin(np.abs(raw_boxes - box).max(axis=1))
+    np.testing.assert_allclose(raw_boxes[anchor], box, atol=1e-4)
+    assert raw_scores[anchor, label] == pytest.approx(score, abs=1e-4)
+    # Fast NMS with max_classes_per_detection=1 reports the anchor's best.
+    assert label == np.argmax(raw_scores[anchor])
+
+
+def test_cli_raw_outputs_variant_converts(setup):
+  root = setup['root']
+  out_dir = str(root / 'raw')
+  result = _cli('--pipeline_config_path=' + setup['config_path'],
+                '--trained_checkpoint_prefix=' + setup['prefix'],
+                '--output_directory=' + out_dir,
+                '--add_postprocessing_op=false')
+  assert result.returncode == 0, result.stderr[-3000:]
+  graph_path = os.path.join(out_dir, 'tflite_graph.pb')
+  nodes = {node.name: node for node in _graph_def(graph_path).node}
+  assert POSTPROCESS not in nodes
+  ref = setup['reference']
+  # The anchors constant is the model's anchors in center-size form.
+  anchors = tf.make_ndarray(nodes['anchors'].attr['value'].tensor)
+  np.testing.assert_allclose(anchors, _center_size(ref['anchors']),
+                             atol=1e-6)
+  out = _run_tflite(graph_path, RAW_OUTPUTS, setup['image'])
+  np.testing.assert_allclose(out['raw_outputs/box_encodings'],
+                             ref['box_encodings'], atol=1e-4)
+  # Scores after the config's SIGMOID, background column included.
+  sigmoid = 1.0 / (1.0 + np.exp(-ref['class_predictions_with_background']))
+  np.testing.assert_allclose(out['raw_outputs/class_predictions'], sigmoid,
+                             atol=1e-4)
+
+
+def _cli(*args):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  return subprocess.run(
+      [sys.executable, '-m', 'od_estimator.export_tflite_ssd_graph'] +
+      list(args), capture_output=True, text=True, timeout=120, cwd=REPO,
+      env=env, check=False)
+
+
+def test_cli_help_lists_the_original_flags_and_errors_are_one_line(tmp_path):
+  result = _cli('--help')
+  assert result.returncode == 0
+  for flag in ('output_directory', 'pipeline_config_path',
+               'trained_checkpoint_prefix', 'max_detections',
+               'max_classes_per_detection', 'detections_per_class',
+               'add_postprocessing_op', 'use_regular_nms', 'config_override'):
+    # absl lists booleans as --[no]flag.
+    assert flag + ':' in result.stdout
+  result = _cli('--output_directory=' + str(tmp_path))
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines() == [
+      'error: missing required flag(s): --pipeline_config_path, '
+      '--trained_checkpoint_prefix']
+
+
+def _export(pipeline_config, tmp_path, prefix='unused'):
+  export_tflite_ssd_graph_lib.export_tflite_graph(
+      pipeline_config, prefix, str(tmp_path), add_postprocessing_op=True,
+      max_detections=10, max_classes_per_detection=1)
+
+
+def test_non_ssd_model_is_rejected(tmp_path):
+  pipeline_config = _pipeline_config()
+  pipeline_config.model.faster_rcnn.num_classes = 3
+  with pytest.raises(ValueError, match='Only ssd models.*faster_rcnn'):
+    _export(pipeline_config, tmp_path)
+
+
+def test_other_resizer_is_rejected(tmp_path):
+  pipeline_config = _pipeline_config()
+  resizer = pipeline_config.model.ssd.image_resizer
+  resizer.keep_aspect_ratio_resizer.min_dimension = 64
+  with pytest.raises(ValueError, match='keep_aspect_ratio_resizer'):
+    _export(pipeline_config, tmp_path)
+
+
+def test_other_box_coder_is_rejected(tmp_path):
+  pipeline_config = _pipeline_config()
+  pipeline_config.model.ssd.box_coder.square_box_coder.y_scale = 10.0
+  with pytest.raises(ValueError, match='square_box_coder'):
+    _export(pipeline_config, tmp_path)
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+  with pytest.raises(ValueError, match='checkpoint not found'):
+    _export(_pipeline_config(), tmp_path,
+            prefix=str(tmp_path / 'model.ckpt-1'))

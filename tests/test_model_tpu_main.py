@@ -1,0 +1,102 @@
+"""model_tpu_main end to end: the TPUEstimator path on CPU (--use_tpu=false)."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator
+
+from tests import tiny_ssd
+
+MODEL_TPU_MAIN = [sys.executable, '-m', 'od_estimator.model_tpu_main']
+TRAIN_STEPS = 2
+# The tiny overrides minus batch_size, which --train_batch_size sets instead
+# (an hparams batch_size would win over it).
+OVERRIDES = ','.join(item for item in tiny_ssd.TINY_OVERRIDES.split(',')
+                     if not item.startswith('batch_size='))
+
+
+def _run(args, timeout=600):
+  return subprocess.run(MODEL_TPU_MAIN + args, capture_output=True, text=True,
+                        timeout=timeout, cwd=tiny_ssd.REPO, check=False)
+
+
+def _tags(directory):
+  tags = set()
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    accumulator = event_accumulator.EventAccumulator(path)
+    accumulator.Reload()
+    tags.update(accumulator.Tags()['scalars'])
+  return tags
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """Trains TRAIN_STEPS steps of batch 2; returns (model_dir, config)."""
+  root = tmp_path_factory.mktemp('model_tpu_main')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  result = _run(['--use_tpu=false', '--mode=train',
+                 '--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % model_dir,
+                 '--num_train_steps=%d' % TRAIN_STEPS,
+                 '--train_batch_size=2', '--num_shards=1',
+                 '--hparams_overrides=%s' % OVERRIDES])
+  assert result.returncode == 0, result.stderr[-3000:]
+  return model_dir, config
+
+
+def test_train_writes_checkpoint_and_as_run_config(trained):
+  model_dir, _ = trained
+  assert os.path.exists(
+      os.path.join(model_dir, 'model.ckpt-%d.index' % TRAIN_STEPS))
+  with open(os.path.join(model_dir, 'pipeline.config')) as f:
+    as_run = f.read()
+  # --train_batch_size became train_config.batch_size (the demo has 16).
+  assert 'batch_size: 2' in as_run
+  assert 'num_steps: %d' % TRAIN_STEPS in as_run
+  assert 'depth_multiplier: 0.25' in as_run
+  assert 'Loss/total_loss' in _tags(model_dir)
+
+
+def test_eval_evaluates_the_final_checkpoint_and_stops(trained):
+  model_dir, config = trained
+  # train_steps equal to the trained steps: continuous eval returns after
+  # the final checkpoint; the timeout only guards against a hang.
+  result = _run(['--use_tpu=false', '--mode=eval',
+                 '--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % model_dir,
+                 '--num_train_steps=%d' % TRAIN_STEPS,
+                 '--sample_1_of_n_eval_examples=4', '--eval_timeout_secs=60',
+                 '--hparams_overrides=%s' % OVERRIDES])
+  assert result.returncode == 0, result.stderr[-3000:]
+  tags = _tags(os.path.join(model_dir, 'eval_validation_data'))
+  for tag in ('DetectionBoxes_Precision/mAP', 'DetectionBoxes_Recall/AR@100',
+              'Loss/total_loss'):
+    assert tag in tags, (tag, sorted(tags))
+
+
+def test_help_lists_the_original_flags():
+  result = _run(['--help'])
+  # absl's --help exits with status 1 after printing, as the original did.
+  assert result.returncode == 1, result.stderr[-3000:]
+  for flag in ('use_tpu', 'gcp_project', 'tpu_zone', 'tpu_name', 'num_shards',
+               'iterations_per_loop', 'mode', 'train_batch_size',
+               'hparams_overrides', 'num_train_steps', 'eval_training_data',
+               'sample_1_of_n_eval_examples',
+               'sample_1_of_n_eval_on_train_examples', 'model_dir',
+               'pipeline_config_path', 'max_eval_retries',
+               'save_checkpoints_steps'):
+    assert '--%s:' % flag in result.stdout or '--[no]%s:' % flag in (
+        result.stdout), flag
+
+
+def test_missing_config_is_a_one_line_error(tmp_path):
+  result = _run(['--use_tpu=false', '--mode=train',
+                 '--pipeline_config_path=%s' % (tmp_path / 'missing.config'),
+                 '--model_dir=%s' % (tmp_path / 'model')])
+  assert result.returncode == 1
+  assert 'Traceback' not in result.stderr
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith('error: ') and 'missing.config' in last
