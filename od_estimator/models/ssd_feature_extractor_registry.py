@@ -6,8 +6,7 @@ fpn_min_level, fpn_max_level, additional_layer_depth and
 use_native_resize_op.
 """
 from od_estimator.models import embedded_ssd_mobilenet_v1_feature_extractor
-from od_estimator.models import ssd_inception_v2_feature_extractor
-from od_estimator.models import ssd_inception_v3_feature_extractor
+from od_estimator.models import ssd_inception_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_fpn_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_ppn_feature_extractor
@@ -33,9 +32,9 @@ SSD_FEATURE_EXTRACTORS = {
         embedded_ssd_mobilenet_v1_feature_extractor
         .EmbeddedSSDMobileNetV1FeatureExtractor,
     'ssd_inception_v2':
-        ssd_inception_v2_feature_extractor.SSDInceptionV2FeatureExtractor,
+        ssd_inception_feature_extractor.SSDInceptionV2FeatureExtractor,
     'ssd_inception_v3':
-        ssd_inception_v3_feature_extractor.SSDInceptionV3FeatureExtractor,
+        ssd_inception_feature_extractor.SSDInceptionV3FeatureExtractor,
     'ssd_resnet50_v1_fpn':
         ssd_resnet_v1_fpn_feature_extractor.SSDResnet50V1FpnFeatureExtractor,
     'ssd_resnet101_v1_fpn':
