@@ -28,9 +28,11 @@ DEMO_CONFIG := samples/configs/ssd_mobilenet_v2_shapes.config
 DEMO_DIR := demo_out
 
 # The demo, end to end on synthetic shapes: data, validate, train with
-# evaluation (COCO numbers printed at the end), export a SavedModel.
+# evaluation (COCO numbers printed at the end), export a SavedModel, and
+# detect on a new image (annotated copy in $(DEMO_DIR)/detections).
 demo: install
-	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record --output_dir=$(DEMO_DIR)/data
+	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record \
+	  --output_dir=$(DEMO_DIR)/data --num_sample_images=1
 	$(PY) -m od_estimator.validate --pipeline_config_path=$(DEMO_CONFIG)
 	rm -rf $(DEMO_DIR)/model $(DEMO_DIR)/exported
 	$(PY) -m od_estimator.model_main --pipeline_config_path=$(DEMO_CONFIG) \
@@ -39,12 +41,15 @@ demo: install
 	  --pipeline_config_path=$(DEMO_CONFIG) \
 	  --trained_checkpoint_prefix=$(DEMO_DIR)/model \
 	  --output_directory=$(DEMO_DIR)/exported
+	$(PY) -m od_estimator.detect --saved_model_dir=$(DEMO_DIR)/exported \
+	  --label_map_path=$(DEMO_DIR)/data/shapes_label_map.pbtxt \
+	  --input=$(DEMO_DIR)/data/images --output_dir=$(DEMO_DIR)/detections
 	@echo "Exported model: $(DEMO_DIR)/exported/saved_model"
+	@echo "Annotated image: $(DEMO_DIR)/detections/shapes_0_detections.png"
 
-# Input pipeline throughput (images/s) against decoding; add
-# --with_train_step to compare with SSD training steps (slow on CPU).
+# Every benchmark side by side in one run; writes bench/RESULTS.md.
 bench: install
-	$(PY) bench/input_pipeline.py
+	$(PY) bench/run_all.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info od_estimator/protos/*_pb2.py $(PROTOS_BUILT)

@@ -28,6 +28,7 @@ share we get, while the CPU-second rate is what the work itself costs.
 """
 import argparse
 import functools
+import json
 import os
 import shutil
 import statistics
@@ -131,12 +132,15 @@ SETTINGS = (
 )
 
 
-def _configs(data):
+def _configs(data, batch_size=None):
   text = PIPELINE_TEXT % {
       'input_path': os.path.join(data['dir'], 'shapes_train.record-*'),
       'label_map_path': data['label_map']}
-  return config_util.create_configs_from_pipeline_proto(
+  configs = config_util.create_configs_from_pipeline_proto(
       config_util.parse_pipeline_text(text))
+  if batch_size:
+    configs['train_config'].batch_size = batch_size
+  return configs
 
 
 def _with_fields(input_config, overrides):
@@ -249,6 +253,10 @@ def _parser():
                       help='Also time SSD MobileNet v2 training steps.')
   parser.add_argument('--train_steps', type=int, default=3,
                       help='Timed training steps (after one warm-up step).')
+  parser.add_argument('--batch', type=int, default=None,
+                      help='Batch size (default: the sample config\'s 24).')
+  parser.add_argument('--json', action='store_true',
+                      help='End with a RESULT line for bench/run_all.py.')
   parser.add_argument('--data_dir', default=None,
                       help='Where to write the records (default: a temporary '
                       'directory, removed at the end).')
@@ -323,7 +331,7 @@ def run(args):
   directory = args.data_dir or tempfile.mkdtemp(prefix='od_bench_')
   try:
     start = time.perf_counter()
-    configs = _configs(_write_data(args, directory))
+    configs = _configs(_write_data(args, directory), args.batch)
     print('wrote %d %dx%d images in %d shards (%.1f s); %d cores, load '
           'average %s' % (args.num_images, args.image_size, args.image_size,
                           args.num_shards, time.perf_counter() - start,
@@ -343,6 +351,10 @@ def run(args):
         print('  %-10s %8.0f %11.0f' % (label, wall / train,
                                         per_cpu / train_per_cpu))
     print('load average at the end: %s' % _load())
+    if args.json:
+      wall, per_cpu = augmented[SETTINGS[0][0]]
+      print('RESULT ' + json.dumps({'images_per_s': wall,
+                                    'images_per_cpu_s': per_cpu}))
   finally:
     if not args.data_dir:
       shutil.rmtree(directory, ignore_errors=True)

@@ -1,5 +1,6 @@
 """od_estimator: the TF1 Object Detection API's Estimator path, maintained."""
 import importlib
+import importlib.util
 import sys
 
 

@@ -2,6 +2,7 @@
 import os
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
+from od_estimator.utils import config_util
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
@@ -14,6 +15,15 @@ TINY_OVERRIDES = ','.join([
     'model.ssd.image_resizer.fixed_shape_resizer.height=64',
     'model.ssd.image_resizer.fixed_shape_resizer.width=64',
 ])
+
+
+def model_config(size=64):
+  """The demo config's model at test size (depth x0.25, size x size)."""
+  model = config_util.get_configs_from_pipeline_file(DEMO_CONFIG)['model']
+  model.ssd.feature_extractor.depth_multiplier = 0.25
+  model.ssd.image_resizer.fixed_shape_resizer.height = size
+  model.ssd.image_resizer.fixed_shape_resizer.width = size
+  return model
 
 
 def write_data(directory, num_train=16, num_val=8):

@@ -6,7 +6,8 @@
 
 Supports the `convolutional_box_predictor` and
 `weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
-with the original's variable names). Mask R-CNN and R-FCN predictors belong
+with the original's variable names; with keras_layer_names=True, those of
+its TF2 Keras predictors). Mask R-CNN and R-FCN predictors belong
 to the Faster R-CNN family, not built yet.
 """
 import collections
@@ -38,7 +39,8 @@ def build_convolutional_box_predictor(is_training,
                                       add_background_class=True,
                                       class_prediction_bias_init=0.0,
                                       use_depthwise=False,
-                                      box_encodings_clip_range=None):
+                                      box_encodings_clip_range=None,
+                                      keras_layer_names=False):
   """Returns a ConvolutionalBoxPredictor with convolutional box/class heads.
 
   Args:
@@ -57,6 +59,7 @@ def build_convolutional_box_predictor(is_training,
     class_prediction_bias_init: initial bias of the class logits.
     use_depthwise: SSDLite depthwise + 1x1 prediction layers.
     box_encodings_clip_range: optional BoxEncodingsClipRange.
+    keras_layer_names: variable names of the original's Keras predictor.
   """
   box_prediction_head = box_head.ConvolutionalBoxHead(
       is_training=is_training,
@@ -82,7 +85,8 @@ def build_convolutional_box_predictor(is_training,
       conv_hyperparams_fn=conv_hyperparams_fn,
       num_layers_before_predictor=num_layers_before_predictor,
       min_depth=min_depth,
-      max_depth=max_depth)
+      max_depth=max_depth,
+      keras_layer_names=keras_layer_names)
 
 
 def build_weight_shared_convolutional_box_predictor(
@@ -102,7 +106,9 @@ def build_weight_shared_convolutional_box_predictor(
     use_depthwise=False,
     score_converter_fn=tf.identity,
     box_encodings_clip_range=None,
-    keyword_args=None):
+    keyword_args=None,
+    keras_layer_names=False,
+    tower_activation_fn=tf.nn.relu6):
   """Returns a WeightSharedConvolutionalBoxPredictor with shared heads.
 
   Args:
@@ -123,6 +129,8 @@ def build_weight_shared_convolutional_box_predictor(
     score_converter_fn: elementwise function applied to the class logits.
     box_encodings_clip_range: optional BoxEncodingsClipRange.
     keyword_args: unused; accepted for the original's signature.
+    keras_layer_names: variable names of the original's Keras predictor.
+    tower_activation_fn: activation of the tower convolutions.
   """
   del keyword_args  # The original ignores it too.
   box_prediction_head = box_head.WeightSharedConvolutionalBoxHead(
@@ -150,7 +158,9 @@ def build_weight_shared_convolutional_box_predictor(
       kernel_size=kernel_size,
       apply_batch_norm=apply_batch_norm,
       share_prediction_tower=share_prediction_tower,
-      use_depthwise=use_depthwise)
+      use_depthwise=use_depthwise,
+      keras_layer_names=keras_layer_names,
+      tower_activation_fn=tower_activation_fn)
 
 
 def build_score_converter(score_converter_config, is_training):
@@ -189,7 +199,7 @@ def _check_depthwise_kernel(oneof, config):
 
 
 def _build_convolutional(argscope_fn, config, is_training, num_classes,
-                         add_background_class):
+                         add_background_class, keras_layer_names):
   _check_depthwise_kernel('convolutional_box_predictor', config)
   return build_convolutional_box_predictor(
       is_training=is_training,
@@ -206,11 +216,18 @@ def _build_convolutional(argscope_fn, config, is_training, num_classes,
       apply_sigmoid_to_scores=config.apply_sigmoid_to_scores,
       class_prediction_bias_init=config.class_prediction_bias_init,
       use_depthwise=config.use_depthwise,
-      box_encodings_clip_range=_clip_range(config))
+      box_encodings_clip_range=_clip_range(config),
+      keras_layer_names=keras_layer_names)
+
+
+def _keras_tower_activation(conv_hyperparams_fn):
+  """The Keras predictor's tower activation: the conv_hyperparams one."""
+  activation_fn = getattr(conv_hyperparams_fn, 'activation_fn', tf.nn.relu6)
+  return activation_fn or tf.identity
 
 
 def _build_weight_shared(argscope_fn, config, is_training, num_classes,
-                         add_background_class):
+                         add_background_class, keras_layer_names):
   oneof = 'weight_shared_convolutional_box_predictor'
   # Both options only change the original's Keras predictor; its slim
   # predictor, which checkpoints come from, has no such layers.
@@ -221,11 +238,12 @@ def _build_weight_shared(argscope_fn, config, is_training, num_classes,
                        'builds tf-slim (TF1) models. Remove it.'
                        % (oneof, field))
   _check_depthwise_kernel(oneof, config)
+  conv_hyperparams_fn = argscope_fn(config.conv_hyperparams, is_training)
   return build_weight_shared_convolutional_box_predictor(
       is_training=is_training,
       num_classes=num_classes,
       add_background_class=add_background_class,
-      conv_hyperparams_fn=argscope_fn(config.conv_hyperparams, is_training),
+      conv_hyperparams_fn=conv_hyperparams_fn,
       depth=config.depth,
       num_layers_before_predictor=config.num_layers_before_predictor,
       box_code_size=config.box_code_size,
@@ -239,7 +257,10 @@ def _build_weight_shared(argscope_fn, config, is_training, num_classes,
       use_depthwise=config.use_depthwise,
       score_converter_fn=build_score_converter(config.score_converter,
                                                is_training),
-      box_encodings_clip_range=_clip_range(config))
+      box_encodings_clip_range=_clip_range(config),
+      keras_layer_names=keras_layer_names,
+      tower_activation_fn=(_keras_tower_activation(conv_hyperparams_fn)
+                           if keras_layer_names else tf.nn.relu6))
 
 
 _BUILDERS = {
@@ -252,7 +273,7 @@ _NOT_YET_SUPPORTED = ('mask_rcnn_box_predictor', 'rfcn_box_predictor')
 
 
 def build(argscope_fn, box_predictor_config, is_training, num_classes,
-          add_background_class=True):
+          add_background_class=True, keras_layer_names=False):
   """Builds a box predictor from its config.
 
   Args:
@@ -262,6 +283,9 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
     is_training: whether the model is built for training.
     num_classes: number of classes, background excluded.
     add_background_class: add an implicit background class slot.
+    keras_layer_names: build the original's Keras predictor instead (the
+      same layers, named as in its TF2 checkpoints); the model builder sets
+      it for feature extractor types ending in '_keras'.
 
   Returns:
     A box_predictor.BoxPredictor.
@@ -282,4 +306,5 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
   if oneof not in _BUILDERS:
     raise ValueError('box_predictor.box_predictor_oneof is not set.')
   return _BUILDERS[oneof](argscope_fn, getattr(box_predictor_config, oneof),
-                          is_training, num_classes, add_background_class)
+                          is_training, num_classes, add_background_class,
+                          keras_layer_names)

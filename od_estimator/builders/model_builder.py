@@ -144,9 +144,12 @@ def _build_ssd_model(ssd_config, is_training, add_summaries):
       matcher_builder.build(ssd_config.matcher),
       box_coder,
       negative_class_weight=ssd_config.negative_class_weight)
+  # The original's '*_keras' types are TF2 models; their predictors' variable
+  # names differ from the slim ones.
   box_predictor = box_predictor_builder.build(
       hyperparams_builder.build, ssd_config.box_predictor, is_training,
-      num_classes, ssd_config.add_background_class)
+      num_classes, ssd_config.add_background_class,
+      keras_layer_names=ssd_config.feature_extractor.type.endswith('_keras'))
   non_max_suppression_fn, score_conversion_fn = post_processing_builder.build(
       ssd_config.post_processing)
   (classification_loss, localization_loss, classification_weight,

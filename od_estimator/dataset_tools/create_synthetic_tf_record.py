@@ -8,8 +8,9 @@ is the demo's data and the tests' data.
   python -m od_estimator.dataset_tools.create_synthetic_tf_record \
       --output_dir=demo_out/data --num_train=800 --num_val=200
 
-writes shapes_train.record-0000K-of-0000N, shapes_val.record-..., and
-shapes_label_map.pbtxt in --output_dir.
+writes shapes_train.record-0000K-of-0000N, shapes_val.record-...,
+shapes_label_map.pbtxt and, with --num_sample_images=N, images/shapes_<k>.png
+in --output_dir.
 """
 import argparse
 import hashlib
@@ -137,13 +138,27 @@ def write_split(output_prefix, num_examples, num_shards, seed, image_size,
   return dataset_util.sharded_filenames(output_prefix, num_shards)
 
 
+def write_sample_images(directory, count, seed, image_size, max_shapes):
+  """Writes `count` unlabelled images, shapes_<k>.png, to try a model on."""
+  tf.io.gfile.makedirs(directory)
+  rng = np.random.default_rng(seed)
+  paths = []
+  for index in range(count):
+    image = make_image(rng, image_size, image_size, max_shapes)[0]
+    paths.append(os.path.join(directory, 'shapes_%d.png' % index))
+    with tf.io.gfile.GFile(paths[-1], 'wb') as f:
+      f.write(_png(image))
+  return paths
+
+
 def create_dataset(output_dir, num_train=800, num_val=200, image_size=128,
                    num_train_shards=2, num_val_shards=1, max_shapes=3,
-                   seed=0):
-  """Writes both splits and the label map into output_dir.
+                   seed=0, num_sample_images=0):
+  """Writes both splits, the label map and sample images into output_dir.
 
   Returns:
-    {'train': [files], 'val': [files], 'label_map': path}.
+    {'train': [files], 'val': [files], 'label_map': path,
+    'images': [sample image files in output_dir/images]}.
   """
   tf.io.gfile.makedirs(output_dir)
   label_map_path = os.path.join(output_dir, LABEL_MAP_NAME)
@@ -156,7 +171,11 @@ def create_dataset(output_dir, num_train=800, num_val=200, image_size=128,
   val = write_split(os.path.join(output_dir, 'shapes_val.record'), num_val,
                     num_val_shards, seed + 1, image_size, max_shapes,
                     first_id=num_train)
-  return {'train': train, 'val': val, 'label_map': label_map_path}
+  images = write_sample_images(os.path.join(output_dir, 'images'),
+                               num_sample_images, seed + 2, image_size,
+                               max_shapes)
+  return {'train': train, 'val': val, 'label_map': label_map_path,
+          'images': images}
 
 
 def _parser():
@@ -172,14 +191,18 @@ def _parser():
   parser.add_argument('--max_shapes', type=int, default=3,
                       help='Each image holds 1..max_shapes shapes.')
   parser.add_argument('--seed', type=int, default=0)
+  parser.add_argument('--num_sample_images', type=int, default=0,
+                      help='Also write this many unlabelled images, '
+                      'images/shapes_<k>.png, to run a trained model on.')
   return parser
 
 
 def main(argv=None):
   args = _parser().parse_args(argv)
   written = create_dataset(**vars(args))
-  print('wrote %d train shard(s), %d val shard(s) and %s' % (
-      len(written['train']), len(written['val']), written['label_map']))
+  print('wrote %d train shard(s), %d val shard(s), %d sample image(s) and %s'
+        % (len(written['train']), len(written['val']), len(written['images']),
+           written['label_map']))
   return 0
 
 

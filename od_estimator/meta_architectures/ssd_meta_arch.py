@@ -698,10 +698,10 @@ class SSDMetaArch(model.DetectionModel):
     if fine_tune_checkpoint_type == 'detection':
       variables_to_restore = {}
       for variable in tf.compat.v1.global_variables():
-        name = variable.op.name
         if (load_all_detection_checkpoint_vars or
-            name.startswith(self._extract_features_scope)):
-          variables_to_restore[name] = variable
+            self._feature_extractor.owns_variable(
+                variable, self._extract_features_scope)):
+          variables_to_restore[variable.op.name] = variable
       return variables_to_restore
     raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))

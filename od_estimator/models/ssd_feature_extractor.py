@@ -59,6 +59,17 @@ class SSDFeatureExtractor(abc.ABC):
   def extract_features(self, preprocessed_inputs):
     """Returns a list of [batch, h_i, w_i, d_i] feature maps."""
 
+  def owns_variable(self, variable, feature_extractor_scope):
+    """Whether `variable` is the extractor's (restored from detection ones).
+
+    Args:
+      variable: a global variable of the graph.
+      feature_extractor_scope: the scope the extractor was built in,
+        normally 'FeatureExtractor'; slim extractors build all their
+        variables below it.
+    """
+    return variable.op.name.startswith(feature_extractor_scope)
+
   def restore_from_classification_checkpoint_fn(self, feature_extractor_scope):
     """Maps backbone variables to their names in a classification checkpoint.
 

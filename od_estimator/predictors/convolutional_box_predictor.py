@@ -11,18 +11,72 @@ match the TF1 Object Detection API exactly so model-zoo checkpoints restore:
       ClassPredictionTower,PredictionTower}/conv2d_<j>/...,
       .../conv2d_<j>/BatchNorm/feature_<i>/..., ProjectionLayer/conv2d_<i>,
       BoxPredictor, ClassPredictor
+
+With keras_layer_names the variables take the names of the original's TF2
+(Keras) predictors instead, e.g. BoxPredictor/ConvolutionalBoxHead_<i>/
+BoxEncodingPredictor/kernel and WeightSharedConvolutionalBoxPredictor/
+WeightSharedConvolutionalBoxHead/BoxPredictor/kernel.
 """
 import contextlib
+import functools
+import re
 
 import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator.core import box_predictor
+from od_estimator.utils import keras_names
 
 BOX_ENCODINGS = box_predictor.BOX_ENCODINGS
 CLASS_PREDICTIONS_WITH_BACKGROUND = (
     box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND)
 MASK_PREDICTIONS = box_predictor.MASK_PREDICTIONS
+
+
+def _keras_convolutional_name(feature_index, name):
+  """Keras name of a ConvolutionalBoxPredictor variable.
+
+  Args:
+    feature_index: index of the feature map the variable belongs to.
+    name: slim name, e.g. 'BoxPredictor_0/ClassPredictor/weights' (without
+      the BoxPredictor_<i> scope when there is one feature map).
+
+  Raises:
+    ValueError: for a layer the Keras predictor does not have.
+  """
+  name = re.sub(r'^BoxPredictor_\d+/', '', name)
+  layer = name.partition('/')[0]
+  if layer.startswith('BoxEncodingPredictor'):
+    parent, batch_norm_suffix = 'ConvolutionalBoxHead', '_batchnorm'
+  elif layer.startswith('ClassPredictor'):
+    parent, batch_norm_suffix = 'ConvolutionalClassHead', '_batchnorm'
+  elif layer.startswith('Conv2d_'):
+    parent, batch_norm_suffix = 'SharedConvolutions', '_norm'
+  else:
+    raise ValueError('Box predictor layer %r has no Keras name.' % layer)
+  return 'BoxPredictor/%s_%d/%s' % (
+      parent, feature_index,
+      keras_names.keras_layer_variable(name,
+                                       batch_norm_suffix=batch_norm_suffix))
+
+
+# Keras layers of the weight shared heads, by slim head scope.
+_KERAS_WEIGHT_SHARED_HEADS = {
+    'BoxPredictor': 'WeightSharedConvolutionalBoxHead/BoxPredictor',
+    'ClassPredictor': 'WeightSharedConvolutionalClassHead/ClassPredictor',
+}
+
+
+def _keras_weight_shared_name(name):
+  """Keras name of a WeightSharedConvolutionalBoxPredictor variable.
+
+  Towers and projections keep their slim layer names (per-map batch norms
+  included); only the heads gain a parent and weights become kernels.
+  """
+  root, _, name = name.partition('/')
+  layer, weight = keras_names.split_variable(name)
+  layer = _KERAS_WEIGHT_SHARED_HEADS.get(layer, layer)
+  return '%s/%s/%s' % (root, layer, weight)
 
 
 def _channels(image_feature):
@@ -49,7 +103,8 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
                conv_hyperparams_fn,
                num_layers_before_predictor,
                min_depth,
-               max_depth):
+               max_depth,
+               keras_layer_names=False):
     """Constructor.
 
     Args:
@@ -66,6 +121,8 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
       min_depth: minimum depth of those inserted convolutions.
       max_depth: maximum depth of those inserted convolutions; with 0 (and
         min_depth 0) no convolution is inserted.
+      keras_layer_names: name the variables as the original's Keras
+        predictor (for its TF2 checkpoints).
     """
     super().__init__(is_training, num_classes)
     self._box_prediction_head = box_prediction_head
@@ -75,6 +132,13 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
     self._num_layers_before_predictor = num_layers_before_predictor
     self._min_depth = min_depth
     self._max_depth = max_depth
+    self._keras_layer_names = keras_layer_names
+
+  def _variable_naming(self, feature_index):
+    if self._keras_layer_names:
+      return keras_names.renamed_variables(
+          functools.partial(_keras_convolutional_name, feature_index))
+    return contextlib.nullcontext()
 
   def _predict(self, image_features, num_predictions_per_location_list):
     """Runs the heads on every feature map.
@@ -103,7 +167,8 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
         zip(image_features, num_predictions_per_location_list)):
       scope = (tf.compat.v1.variable_scope('BoxPredictor_%d' % index)
                if use_index_scopes else contextlib.nullcontext())
-      with scope, slim.arg_scope(self._conv_hyperparams_fn()), \
+      with self._variable_naming(index), scope, \
+          slim.arg_scope(self._conv_hyperparams_fn()), \
           slim.arg_scope([slim.dropout], is_training=self._is_training):
         net = image_feature
         depth = max(min(_channels(image_feature), self._max_depth),
@@ -141,7 +206,9 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
                kernel_size=3,
                apply_batch_norm=False,
                share_prediction_tower=False,
-               use_depthwise=False):
+               use_depthwise=False,
+               keras_layer_names=False,
+               tower_activation_fn=tf.nn.relu6):
     """Constructor.
 
     Args:
@@ -161,6 +228,11 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
       share_prediction_tower: one 'PredictionTower' feeds all heads instead
         of one tower per head.
       use_depthwise: use depthwise separable tower convolutions.
+      keras_layer_names: name the variables as the original's Keras
+        predictor (for its TF2 checkpoints).
+      tower_activation_fn: activation after each tower convolution (the
+        original's slim predictor has ReLU6, its Keras one the
+        conv_hyperparams activation).
     """
     super().__init__(is_training, num_classes)
     self._box_prediction_head = box_prediction_head
@@ -173,6 +245,13 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
     self._apply_batch_norm = apply_batch_norm
     self._share_prediction_tower = share_prediction_tower
     self._use_depthwise = use_depthwise
+    self._keras_layer_names = keras_layer_names
+    self._tower_activation_fn = tower_activation_fn
+
+  def _variable_naming(self):
+    if self._keras_layer_names:
+      return keras_names.renamed_variables(_keras_weight_shared_name)
+    return contextlib.nullcontext()
 
   def _normalizer_fn(self):
     # tf.identity stands in for batch norm so slim drops the conv biases;
@@ -205,7 +284,7 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
       if self._apply_batch_norm:
         net = slim.batch_norm(net, scope='%s/conv2d_%d/BatchNorm/feature_%d' %
                               (tower_scope, layer, feature_index))
-      net = tf.nn.relu6(net)
+      net = self._tower_activation_fn(net)
     return net
 
   def _predict(self, image_features, num_predictions_per_location_list):
@@ -242,8 +321,9 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
                        else 'BoxPredictionTower')
     for index, (image_feature, num_predictions) in enumerate(
         zip(image_features, num_predictions_per_location_list)):
-      with tf.compat.v1.variable_scope('WeightSharedConvolutionalBoxPredictor',
-                                       reuse=tf.compat.v1.AUTO_REUSE), \
+      with self._variable_naming(), \
+          tf.compat.v1.variable_scope('WeightSharedConvolutionalBoxPredictor',
+                                      reuse=tf.compat.v1.AUTO_REUSE), \
           slim.arg_scope(self._conv_hyperparams_fn()), \
           slim.arg_scope([slim.dropout], is_training=self._is_training):
         if project:

@@ -9,6 +9,9 @@ from absl import logging
 import tensorflow as tf
 # PartitionedVariable has no public TF2 symbol.
 from tensorflow.python.ops import variables as tf_variables
+# Neither has the name -> key table of object-based (TF2) checkpoints.
+from tensorflow.python.trackable import base as trackable_base
+from tensorflow.python.training import saver as saver_lib
 
 
 def _variable_name(variable):
@@ -112,6 +115,19 @@ def _resolve_checkpoint_path(checkpoint_path):
   return checkpoint_path
 
 
+def _object_based_keys(reader, checkpoint_path):
+  """{variable name when saved: key} of a TF2 object-based checkpoint.
+
+  tf.train.Checkpoint stores variables under object paths
+  (`model/_feature_extractor/.../kernel/.ATTRIBUTES/VARIABLE_VALUE`) and
+  records each one's name in the object graph; name-based checkpoints
+  have no object graph and give {}.
+  """
+  if not reader.has_tensor(trackable_base.OBJECT_GRAPH_PROTO_KEY):
+    return {}
+  return saver_lib.object_graph_key_mapping(checkpoint_path)
+
+
 def _variable_shape(variable):
   if isinstance(variable, (list, tuple)):
     raise ValueError('Expected a variable, got a list for one name; pass '
@@ -123,6 +139,11 @@ def get_variables_available_in_checkpoint_with_report(
     variables, checkpoint_path, include_global_step=True):
   """Splits variables into restorable, missing and shape-mismatched ones.
 
+  Names absent from the checkpoint are looked up in the object graph of a
+  TF2 object-based checkpoint (tf.train.Checkpoint, as the original's TF2
+  models write), by the name each variable had when saved; restoring those
+  needs the dict form, whose result is keyed by checkpoint key.
+
   Args:
     variables: list of variables (looked up by their op name), or dict from
       checkpoint name to variable.
@@ -133,7 +154,9 @@ def get_variables_available_in_checkpoint_with_report(
 
   Returns:
     available: variables present in the checkpoint with the same shape; a
-      list (input order) if `variables` is a list, else a dict name -> var.
+      list (input order) if `variables` is a list, else a dict from
+      checkpoint key (the name, or the object-based key it was found under)
+      to variable, ready for init_from_checkpoint.
     missing: sorted list of names not found in the checkpoint.
     mismatched: sorted list of (name, checkpoint_shape, variable_shape)
       tuples, shapes as lists of ints.
@@ -149,33 +172,35 @@ def get_variables_available_in_checkpoint_with_report(
   else:
     raise ValueError('`variables` is expected to be a list or dict, got %s.'
                      % type(variables).__name__)
-  reader = tf.compat.v1.train.NewCheckpointReader(
-      _resolve_checkpoint_path(checkpoint_path))
+  checkpoint_path = _resolve_checkpoint_path(checkpoint_path)
+  reader = tf.compat.v1.train.NewCheckpointReader(checkpoint_path)
   checkpoint_shapes = reader.get_variable_to_shape_map()
+  object_keys = _object_based_keys(reader, checkpoint_path)
   global_step_name = tf.compat.v1.GraphKeys.GLOBAL_STEP
 
-  available_names = set()
+  available_keys = {}
   missing = []
   mismatched = []
   for name, variable in names_to_variables.items():
     if not include_global_step and name == global_step_name:
       continue
-    if name not in checkpoint_shapes:
+    key = name if name in checkpoint_shapes else object_keys.get(name)
+    if key not in checkpoint_shapes:
       missing.append(name)
       continue
-    checkpoint_shape = list(checkpoint_shapes[name])
+    checkpoint_shape = list(checkpoint_shapes[key])
     variable_shape = _variable_shape(variable)
     if checkpoint_shape == variable_shape:
-      available_names.add(name)
+      available_keys[name] = key
     else:
       mismatched.append((name, checkpoint_shape, variable_shape))
 
   if isinstance(variables, dict):
-    available = {name: var for name, var in variables.items()
-                 if name in available_names}
+    available = {available_keys[name]: var for name, var in variables.items()
+                 if name in available_keys}
   else:
     available = [var for var in variables
-                 if _variable_name(var) in available_names]
+                 if _variable_name(var) in available_keys]
   return available, sorted(missing), sorted(mismatched)
 
 

@@ -179,11 +179,11 @@ def test_use_hardswish_the_extractor_lacks_is_an_error():
 
 def test_unknown_extractor_lists_the_available_ones():
   config = _config()
-  config.ssd.feature_extractor.type = 'ssd_resnet50_v1_fpn'
+  config.ssd.feature_extractor.type = 'ssd_not_a_backbone'
   with pytest.raises(ValueError) as error:
     model_builder.build(config, is_training=True)
   message = str(error.value)
-  assert 'ssd_resnet50_v1_fpn' in message
+  assert 'ssd_not_a_backbone' in message
   assert 'fake_ssd' in message and 'ssd_mobilenet_v2' in message
 
 

@@ -66,3 +66,16 @@ def test_same_seed_same_data(tmp_path):
                            image_size=32, num_train_shards=1, seed=7)
   with open(a['train'][0], 'rb') as fa, open(b['train'][0], 'rb') as fb:
     assert fa.read() == fb.read()
+
+
+def test_sample_images_are_png_files_of_the_image_size(tmp_path):
+  assert synth.create_dataset(str(tmp_path / 'none'), num_train=1,
+                              num_val=1)['images'] == []
+  assert synth.main(['--output_dir=%s' % tmp_path, '--num_train=1',
+                     '--num_val=1', '--image_size=40',
+                     '--num_sample_images=2']) == 0
+  paths = sorted((tmp_path / 'images').iterdir())
+  assert [p.name for p in paths] == ['shapes_0.png', 'shapes_1.png']
+  pixels = [np.array(Image.open(p)) for p in paths]
+  assert all(p.shape == (40, 40, 3) and p.dtype == np.uint8 for p in pixels)
+  assert not np.array_equal(pixels[0], pixels[1])

@@ -10,11 +10,13 @@ import tensorflow as tf
 import tf_slim as slim
 from google.protobuf import text_format
 
+from od_estimator.builders import box_predictor_builder
 from od_estimator.builders import hyperparams_builder
 from od_estimator.core import box_predictor
 from od_estimator.predictors import convolutional_box_predictor as cbp
 from od_estimator.predictors.heads import box_head
 from od_estimator.predictors.heads import class_head
+from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
 
 BOXES = box_predictor.BOX_ENCODINGS
@@ -505,5 +507,117 @@ def test_weight_shared_static_anchor_count_with_unknown_batch():
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       boxes = sess.run(out[BOXES][0],
-                       {feature: np.zeros([0, 4, 4, 16], np.float32)})
-  assert boxes.shape == (0, 96, 4)
+                       {feature: np.zeros([3, 4, 4, 16], np.float32)})
+  assert boxes.shape == (3, 96, 4)
+
+
+# With keras_layer_names: the names of the original's TF2 Keras predictors
+# (read from its convolutional_keras_box_predictor and keras heads, and
+# checked against a TF2 model of the original).
+
+
+def _keras_predictor(text):
+  config = text_format.Parse(text, box_predictor_pb2.BoxPredictor())
+  return box_predictor_builder.build(hyperparams_builder.build, config,
+                                     is_training=True,
+                                     num_classes=NUM_CLASSES,
+                                     keras_layer_names=True)
+
+
+def _keras_conv_config(extra=''):
+  return ('convolutional_box_predictor { box_code_size: 4 %s '
+          'conv_hyperparams { %s } }' % (extra, SSD_HYPERPARAMS))
+
+
+def test_keras_conv_predictor_names():
+  variables, shapes = _build(lambda: _keras_predictor(_keras_conv_config(
+      'kernel_size: 1')), TWO_MAPS, TWO_ANCHORS)
+  assert shapes == CONV_SHAPES
+  assert variables == {
+      'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/kernel':
+          [1, 1, 16, 12],
+      'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/bias': [12],
+      'BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/kernel':
+          [1, 1, 16, 18],
+      'BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/bias': [18],
+      'BoxPredictor/ConvolutionalBoxHead_1/BoxEncodingPredictor/kernel':
+          [1, 1, 32, 24],
+      'BoxPredictor/ConvolutionalBoxHead_1/BoxEncodingPredictor/bias': [24],
+      'BoxPredictor/ConvolutionalClassHead_1/ClassPredictor/kernel':
+          [1, 1, 32, 36],
+      'BoxPredictor/ConvolutionalClassHead_1/ClassPredictor/bias': [36],
+  }
+
+
+def test_keras_conv_predictor_single_map_keeps_head_index():
+  variables, _ = _build(lambda: _keras_predictor(_keras_conv_config(
+      'kernel_size: 1')), [[2, 8, 8, 16]], [3])
+  assert sorted(variables) == [
+      'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/bias',
+      'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/kernel',
+      'BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/bias',
+      'BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/kernel']
+
+
+def test_keras_conv_predictor_shared_convs_and_depthwise_names():
+  variables, _ = _build(lambda: _keras_predictor(_keras_conv_config(
+      'kernel_size: 3 use_depthwise: true min_depth: 8 max_depth: 16 '
+      'num_layers_before_predictor: 1')), [[2, 8, 8, 16]], [3])
+  expected = {
+      'BoxPredictor/SharedConvolutions_0/Conv2d_0_1x1_16/kernel':
+          [1, 1, 16, 16],
+  }
+  expected.update(_bn('BoxPredictor/SharedConvolutions_0/'
+                      'Conv2d_0_1x1_16_norm', 16))
+  for head, layer, slots in (('ConvolutionalBoxHead_0',
+                              'BoxEncodingPredictor', 4),
+                             ('ConvolutionalClassHead_0', 'ClassPredictor',
+                              6)):
+    prefix = 'BoxPredictor/%s/%s' % (head, layer)
+    expected[prefix + '_depthwise/depthwise_kernel'] = [3, 3, 16, 1]
+    expected.update(_bn(prefix + '_depthwise_batchnorm', 16))
+    expected[prefix + '/kernel'] = [1, 1, 16, 3 * slots]
+    expected[prefix + '/bias'] = [3 * slots]
+  assert variables == expected
+
+
+def _keras_shared_config(activation='RELU_6'):
+  hyperparams = FPN_HYPERPARAMS.replace('RELU_6', activation)
+  return ('weight_shared_convolutional_box_predictor { depth: 8 '
+          'num_layers_before_predictor: 1 kernel_size: 3 box_code_size: 4 '
+          'conv_hyperparams { %s } }' % hyperparams)
+
+
+def test_keras_weight_shared_names():
+  variables, shapes = _build(
+      lambda: _keras_predictor(_keras_shared_config()), SHARED_MAPS, [6, 6])
+  assert shapes == SHARED_SHAPES
+  expected = {
+      WS + 'BoxPredictionTower/conv2d_0/kernel': [3, 3, 16, 8],
+      WS + 'ClassPredictionTower/conv2d_0/kernel': [3, 3, 16, 8],
+      WS + 'WeightSharedConvolutionalBoxHead/BoxPredictor/kernel':
+          [3, 3, 8, 24],
+      WS + 'WeightSharedConvolutionalBoxHead/BoxPredictor/bias': [24],
+      WS + 'WeightSharedConvolutionalClassHead/ClassPredictor/kernel':
+          [3, 3, 8, 36],
+      WS + 'WeightSharedConvolutionalClassHead/ClassPredictor/bias': [36],
+  }
+  for tower in ('BoxPredictionTower', 'ClassPredictionTower'):
+    for feature in (0, 1):
+      expected.update(_bn('%s%s/conv2d_0/BatchNorm/feature_%d' %
+                          (WS, tower, feature), 8))
+  assert variables == expected
+
+
+@pytest.mark.parametrize('activation,op_type', [('RELU_6', 'Relu6'),
+                                                ('RELU', 'Relu')])
+def test_keras_weight_shared_tower_takes_hyperparams_activation(activation,
+                                                                op_type):
+  with tf.Graph().as_default() as graph:
+    _keras_predictor(_keras_shared_config(activation)).predict(
+        [tf.zeros(shape) for shape in SHARED_MAPS], [6, 6])
+  # Only the towers have activations in this predictor.
+  tower_activations = {
+      op.type for op in graph.get_operations()
+      if op.name.startswith(WS) and op.type in ('Relu', 'Relu6')}
+  assert tower_activations == {op_type}

@@ -201,3 +201,61 @@ def test_bad_inputs(checkpoint, graph, tmp_path):
   with pytest.raises(ValueError, match='No checkpoint'):
     variables_helper.get_variables_available_in_checkpoint(
         [], str(empty_dir))
+
+
+def write_object_based_checkpoint(directory, values):
+  """Saves {variable name: array} with tf.train.Checkpoint (TF2, eager).
+
+  The variables hang in nested objects as in a Keras model, so their keys
+  are object paths ('model/backbone/0/.ATTRIBUTES/VARIABLE_VALUE') and only
+  the object graph records their names.
+  """
+  model = tf.Module()
+  model.backbone = [tf.Variable(value, name=name)
+                    for name, value in values.items()]
+  return tf.train.Checkpoint(model=model).save(str(directory / 'ckpt'))
+
+
+@pytest.fixture
+def object_based_checkpoint(tmp_path):
+  return write_object_based_checkpoint(tmp_path, {
+      'Conv1/kernel': np.full([3, 3], 1.0, np.float32),
+      'bn_Conv1/gamma': np.full([3], 2.0, np.float32),
+      'head/kernel': np.full([4, 2], 3.0, np.float32)})
+
+
+def test_object_based_checkpoint_keys(object_based_checkpoint, graph):
+  del graph
+  variables = {'Conv1/kernel': _variable('Conv1/kernel', [3, 3]),
+               'bn_Conv1/gamma': _variable('bn_Conv1/gamma', [3]),
+               'head/kernel': _variable('head/kernel', [4, 3]),
+               'extra/v': _variable('extra/v', [1])}
+  available, missing, mismatched = (
+      variables_helper.get_variables_available_in_checkpoint_with_report(
+          variables, object_based_checkpoint))
+  assert available == {
+      'model/backbone/0/.ATTRIBUTES/VARIABLE_VALUE':
+          variables['Conv1/kernel'],
+      'model/backbone/1/.ATTRIBUTES/VARIABLE_VALUE':
+          variables['bn_Conv1/gamma']}
+  assert missing == ['extra/v']
+  assert mismatched == [('head/kernel', [4, 2], [4, 3])]
+  # The list form finds the same variables.
+  listed = variables_helper.get_variables_available_in_checkpoint(
+      list(variables.values()), object_based_checkpoint)
+  assert _names(listed) == ['Conv1/kernel', 'bn_Conv1/gamma']
+
+
+def test_object_based_checkpoint_restores(object_based_checkpoint, graph):
+  del graph
+  kernel = _variable('Conv1/kernel', [3, 3])
+  gamma = _variable('bn_Conv1/gamma', [3])
+  available = variables_helper.get_variables_available_in_checkpoint(
+      {'Conv1/kernel': kernel, 'bn_Conv1/gamma': gamma},
+      object_based_checkpoint)
+  tf.compat.v1.train.init_from_checkpoint(object_based_checkpoint, available)
+  with tf.compat.v1.Session() as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    kernel_value, gamma_value = sess.run([kernel, gamma])
+  np.testing.assert_allclose(kernel_value, np.ones([3, 3]))
+  np.testing.assert_allclose(gamma_value, np.full([3], 2.0))

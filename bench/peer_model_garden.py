@@ -1,0 +1,93 @@
+r"""Item 7: the TF Model Garden RetinaNet trainer next to ours, same records.
+
+Model Garden (tf-models-official 2.15, Keras, eager/tf.function) lives in
+its own virtual environment, bench/.peer_venv, made here on first use
+(`pip install tf-models-official==2.15.0 tensorflow==2.15.1`; a few minutes
+and ~1.5 GB the first time; never a project dependency). On the same
+synthetic records, same size, batch and classes, it times:
+  peer  bench/model_garden_step.py in the peer environment, and
+  ours  bench/train_step.py --arch=retinanet --mode=estimator (ResNet50 FPN
+        RetinaNet through our Estimator model_fn).
+
+  .venv/bin/python bench/peer_model_garden.py --data_dir=bench/out/data256
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+PEER_VENV = os.path.join(BENCH, '.peer_venv')
+PEER_PY = os.path.join(PEER_VENV, 'bin', 'python')
+PEER_PACKAGES = ['tf-models-official==2.15.0', 'tensorflow==2.15.1']
+
+
+def _result(command):
+  out = subprocess.run(command, capture_output=True, text=True, check=False)
+  lines = [l for l in out.stdout.splitlines() if l.startswith('RESULT ')]
+  if out.returncode or not lines:
+    raise RuntimeError('%s failed: %s' % (
+        os.path.basename(command[1]),
+        ' | '.join(out.stderr.strip().splitlines()[-3:])))
+  return json.loads(lines[-1][len('RESULT '):])
+
+
+def ensure_peer_env():
+  """Creates the peer environment once; raises if it cannot be installed."""
+  check = [PEER_PY, '-c', 'import official.vision, tensorflow']
+  if os.path.exists(PEER_PY) and subprocess.run(
+      check, capture_output=True, check=False).returncode == 0:
+    return
+  print('installing the peer environment (%s) in %s' % (
+      ' '.join(PEER_PACKAGES), PEER_VENV), flush=True)
+  subprocess.run([sys.executable, '-m', 'venv', '--clear', PEER_VENV],
+                 check=True)
+  install = subprocess.run(
+      [PEER_PY, '-m', 'pip', 'install', '-q'] + PEER_PACKAGES,
+      capture_output=True, text=True, check=False)
+  if install.returncode:
+    raise RuntimeError('pip install %s failed: %s' % (
+        ' '.join(PEER_PACKAGES), install.stderr.strip()[-500:]))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--data_dir', required=True)
+  parser.add_argument('--size', type=int, default=256)
+  parser.add_argument('--batch', type=int, default=8)
+  parser.add_argument('--steps', type=int, default=5)
+  parser.add_argument('--json', action='store_true')
+  args = parser.parse_args(argv)
+  common.write_records(args.data_dir, args.size)
+  shape = ['--data_dir=' + args.data_dir, '--size=%d' % args.size,
+           '--batch=%d' % args.batch]
+  result = {}
+  try:
+    ensure_peer_env()
+    peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
+                    '--steps=%d' % args.steps] + shape)
+    ours = _result([sys.executable, os.path.join(BENCH, 'train_step.py'),
+                    '--json', '--arch=retinanet', '--mode=estimator',
+                    '--warmup=2', '--steps=%d' % args.steps] + shape)
+    result = {'peer_images_per_s': peer['images_per_s'],
+              'ours_images_per_s': ours['images_per_s'],
+              'ratio': ours['images_per_s'] / peer['images_per_s'],
+              'peer_peak_rss_mb': peer['peak_rss_mb'],
+              'ours_peak_rss_mb': ours['peak_rss_mb']}
+    result['summary'] = ('ours %.2f vs Model Garden %.2f images/s: %.2fx' %
+                         (result['ours_images_per_s'],
+                          result['peer_images_per_s'], result['ratio']))
+  except (RuntimeError, subprocess.CalledProcessError, OSError) as error:
+    result = {'summary': 'could not run here: %s' % error}
+  print('peer (RetinaNet ResNet50 FPN, %dx%d, batch %d):' % (
+      args.size, args.size, args.batch))
+  common.report(result, args.json)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

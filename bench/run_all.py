@@ -1,0 +1,180 @@
+r"""`make bench`: every benchmark side by side in one run, into RESULTS.md.
+
+Each measurement runs in its own process (`bench/<script>.py --json`), one
+after another, so they share the machine in the same conditions and peak
+memory is per process. Ratios are formed from figures of this one run.
+
+  .venv/bin/python bench/run_all.py [--skip_demo] [--skip_peer]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(BENCH, 'out')
+PY = sys.executable
+
+
+def run(script, *flags):
+  """Runs bench/<script> with --json; returns its RESULT dict (or error)."""
+  command = [PY, os.path.join(BENCH, script), '--json'] + list(flags)
+  print('$ ' + ' '.join(command[1:]), flush=True)
+  start = time.perf_counter()
+  result = subprocess.run(command, capture_output=True, text=True,
+                          check=False)
+  lines = [l for l in result.stdout.splitlines() if l.startswith('RESULT ')]
+  if result.returncode or not lines:
+    tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+    print('  failed (exit %d): %s' % (result.returncode, ' | '.join(tail)))
+    return {'error': ' | '.join(tail) or 'exit %d' % result.returncode}
+  figures = json.loads(lines[-1][len('RESULT '):])
+  print('  %s  (%.0f s)' % (figures, time.perf_counter() - start),
+        flush=True)
+  return figures
+
+
+def _fmt(value, digits=2):
+  if value is None:
+    return 'n/a'
+  if isinstance(value, float):
+    return '%.*f' % (digits, value)
+  return str(value)
+
+
+def _ratio(numerator, denominator, key='images_per_s'):
+  try:
+    return numerator[key] / denominator[key]
+  except (KeyError, TypeError, ZeroDivisionError):
+    return None
+
+
+def _verdict(value, goal):
+  return 'n/a' if value is None else ('met' if value >= goal else 'not met')
+
+
+def measure(args):
+  data = os.path.join(OUT, 'data300')
+  data_small = os.path.join(OUT, 'data160')
+  data_peer = os.path.join(OUT, 'data256')
+  large = ['--data_dir=' + data, '--size=300', '--depth=1.0', '--batch=8']
+  small = ['--data_dir=' + data_small, '--size=160', '--depth=0.35',
+           '--batch=16']
+  r = {}
+  r['train'] = run('train_step.py', '--mode=estimator', *large)
+  r['ceiling'] = run('train_step.py', '--mode=ceiling', *large)
+  r['train_small'] = run('train_step.py', '--mode=estimator', *small)
+  r['ceiling_small'] = run('train_step.py', '--mode=ceiling', *small)
+  r['input'] = run('input_pipeline.py', '--batch=8', '--repeats=2',
+                   '--num_images=200')
+  r['coco'] = run('coco_eval.py')
+  r['export'] = run('export_inference.py', '--data_dir=' + data,
+                    '--size=300', '--depth=1.0')
+  r['eval'] = run('train_step.py', '--mode=eval', *large)
+  r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
+               run('demo_time.py'))
+  r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
+               run('peer_model_garden.py', '--data_dir=' + data_peer))
+  return r
+
+
+def _tf_version():
+  out = subprocess.run([PY, '-c', 'import tensorflow as tf; '
+                        'print(tf.__version__)'], capture_output=True,
+                       text=True, check=False, env=dict(
+                           os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+  return out.stdout.strip()
+
+
+def write_results(r, seconds, command):
+  train_ratio = _ratio(r['train'], r['ceiling'])
+  small_ratio = _ratio(r['train_small'], r['ceiling_small'])
+  input_ratio = _ratio(r['input'], r['train'])
+  coco = r['coco']
+  export = r['export']
+  demo = r['demo']
+  peer = r['peer']
+  rows = [
+      ('1. Training step / backbone ceiling (SSD MobileNetV2 1.0, 300x300, '
+       'batch 8)', '%s / %s images/s = %s' % (
+           _fmt(r['train'].get('images_per_s')),
+           _fmt(r['ceiling'].get('images_per_s')), _fmt(train_ratio)),
+       '>= 0.8', _verdict(train_ratio, 0.8)),
+      ('1b. Same, small config (depth 0.35, 160x160, batch 16)',
+       '%s / %s images/s = %s' % (
+           _fmt(r['train_small'].get('images_per_s')),
+           _fmt(r['ceiling_small'].get('images_per_s')), _fmt(small_ratio)),
+       '>= 0.8', _verdict(small_ratio, 0.8)),
+      ('2. Input pipeline (train_input_fn, SSD augmentations, 300x300, '
+       'batch 8) / training consumption', '%s / %s images/s = %s' % (
+           _fmt(r['input'].get('images_per_s'), 1),
+           _fmt(r['train'].get('images_per_s')), _fmt(input_ratio, 1)),
+       '>= 3', _verdict(input_ratio, 3.0)),
+      ('3. COCO evaluation, 1,500 images x 100 detections, 80 classes: '
+       'pycocotools time / ours', '%s s / %s s = %s, identical numbers: %s'
+       % (_fmt(coco.get('pycocotools_s'), 1), _fmt(coco.get('ours_s'), 1),
+          _fmt(coco.get('speedup'), 1), coco.get('identical')),
+       '>= 5, identical',
+       _verdict(coco.get('speedup') if coco.get('identical') else 0.0,
+                5.0)),
+      ('4. Exported SavedModel / Estimator.predict (300x300, one image at a '
+       'time)', '%s / %s images/s = %s' % (
+           _fmt(export.get('saved_model_images_per_s'), 1),
+           _fmt(export.get('estimator_predict_images_per_s'), 1),
+           _fmt(export.get('ratio'))),
+       '>= 1.0', _verdict(export.get('ratio'), 1.0)),
+      ('5. Peak RSS: training (batch 8, 300x300) / evaluation',
+       '%s MiB / %s MiB' % (_fmt(r['train'].get('peak_rss_mb'), 0),
+                            _fmt(r['eval'].get('peak_rss_mb'), 0)),
+       'reported', 'reported' if 'peak_rss_mb' in r['eval'] else 'n/a'),
+      ('6. `make demo` wall time and mAP@.5',
+       '%s s, mAP@.5 %s' % (_fmt(demo.get('wall_s'), 0),
+                            _fmt(demo.get('mAP@.5'), 3)),
+       'mAP@.5 >= 0.6 within 600 s',
+       'n/a' if demo.get('mAP@.5') is None else (
+           'met' if demo['mAP@.5'] >= 0.6 and demo['wall_s'] <= 600
+           else 'not met')),
+      ('7. Peer: Model Garden RetinaNet trainer / ours (ResNet50 FPN, '
+       '256x256, batch 8)', peer.get('summary', json.dumps(peer)),
+       'side by side', 'reported' if 'ratio' in peer else 'n/a'),
+  ]
+  lines = [
+      '# Benchmarks', '',
+      'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '
+      'whole run %.0f s. Each figure comes from this one run; ratios are '
+      'formed from figures measured side by side.' % (
+          command, datetime.date.today().isoformat(), os.cpu_count(),
+          platform.machine(), _tf_version(), platform.python_version(),
+          seconds), '',
+      '| item | measured | goal | status |', '|---|---|---|---|']
+  lines += ['| %s | %s | %s | %s |' % row for row in rows]
+  lines += ['', '## Raw figures', '', '```',
+            json.dumps(r, indent=1, sort_keys=True), '```', '']
+  notes = os.path.join(BENCH, 'NOTES.md')
+  if os.path.exists(notes):
+    with open(notes) as f:
+      lines += ['', f.read()]
+  with open(os.path.join(BENCH, 'RESULTS.md'), 'w') as f:
+    f.write('\n'.join(lines))
+  print('\n'.join(lines[:len(rows) + 6]))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--skip_demo', action='store_true')
+  parser.add_argument('--skip_peer', action='store_true')
+  args = parser.parse_args(argv)
+  os.makedirs(OUT, exist_ok=True)
+  start = time.perf_counter()
+  results = measure(args)
+  write_results(results, time.perf_counter() - start,
+                ' '.join(['bench/run_all.py'] + (argv or sys.argv[1:])))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,246 @@
+"""SSD FPN on the Keras ResNet v1 layout ('ssd_resnet50_v1_fpn_keras').
+
+The original builds this type only in TF2. Its backbone is the Keras
+ResNet50 application (see nets/resnet_v1_keras.py), not slim's resnet_v1_50,
+and its FPN passes each level's smoothed map (not the raw sum) on to the
+next finer level. We build the same computation with tf-slim layers and the
+Keras variable names, so the original's TF2 checkpoints restore:
+
+  conv1_conv/kernel, conv<s>_block<b>_<k>_{conv,bn}/...   (backbone)
+  ResNet50V1_FPN/FeatureMaps/top_down/projection_<n>/{kernel,bias}
+  ResNet50V1_FPN/FeatureMaps/top_down/smoothing_<n>_{conv,batchnorm}/...
+  ResNet50V1_FPN/bottom_up_block<l>_{conv,batchnorm}/...   (levels 6, 7)
+
+FPN level l (2..5) is built on stage conv<l>; its stride is 2**l.
+"""
+import contextlib
+
+import tensorflow as tf
+import tf_slim as slim
+
+from od_estimator.models import feature_map_generators
+from od_estimator.models import keras_named_feature_extractor
+from od_estimator.models import ssd_feature_extractor
+from od_estimator.nets import resnet_v1_keras
+from od_estimator.utils import keras_names
+
+# Smallest image side accepted, as in the original.
+_MIN_IMAGE_DIM = 129
+# ImageNet RGB means subtracted by preprocess (VGG style).
+_CHANNEL_MEANS = [123.68, 116.779, 103.939]
+# Highest FPN level the backbone provides (stage conv5).
+_BASE_MAX_LEVEL = 5
+# Backbone layers' defaults when conv_hyperparams do not override them.
+_WEIGHT_DECAY = 0.0001
+_BATCH_NORM_DECAY = 0.997
+_BATCH_NORM_EPSILON = 1e-5
+
+
+def _default_backbone_scope():
+  """The original's Keras ResNet defaults (no hyperparams override).
+
+  Keras' l2(0.0001) is sum(w**2) * 0.0001, i.e. slim's l2_regularizer at
+  twice the scale; the initializer is variance scaling with scale 1.
+  """
+  with slim.arg_scope(
+      [slim.conv2d],
+      weights_regularizer=slim.l2_regularizer(2 * _WEIGHT_DECAY),
+      weights_initializer=tf.compat.v1.variance_scaling_initializer()), \
+      slim.arg_scope([slim.batch_norm], decay=_BATCH_NORM_DECAY,
+                     epsilon=_BATCH_NORM_EPSILON, center=True,
+                     scale=True) as scope:
+    return scope
+
+
+def _fpn_variable_name(name):
+  """Keras name of an FPN variable (slim names below the FPN's scope)."""
+  layer = name.split('/')[-2]
+  if layer.startswith('projection_'):
+    return keras_names.keras_layer_variable(name)
+  return keras_names.keras_layer_variable(name, '_conv', '_batchnorm')
+
+
+class SSDResNetV1FpnKerasFeatureExtractor(
+    keras_named_feature_extractor.KerasNamedFeatureExtractorMixin,
+    ssd_feature_extractor.SSDFeatureExtractor):
+  """SSD FPN feature extractor on a Keras-layout ResNet v1."""
+
+  # (resnet_v1_keras model name, Keras name of the extractor); subclasses.
+  _BACKBONE = None
+
+  def __init__(self,
+               is_training,
+               depth_multiplier,
+               min_depth,
+               pad_to_multiple,
+               conv_hyperparams_fn,
+               fpn_min_level=3,
+               fpn_max_level=7,
+               additional_layer_depth=256,
+               reuse_weights=None,
+               use_explicit_padding=False,
+               use_depthwise=False,
+               override_base_feature_extractor_hyperparams=False):
+    """Creates the extractor.
+
+    Args:
+      is_training: whether the network is being trained.
+      depth_multiplier: float multiplier on every layer's channel count.
+      min_depth: the smallest channel count after the multiplier.
+      pad_to_multiple: images are zero-padded so height and width are
+        multiples of this.
+      conv_hyperparams_fn: callable returning the slim arg_scope of the FPN
+        layers (and of the backbone when overriding its hyperparams).
+      fpn_min_level: finest output level, 2..5 (stages conv2..conv5).
+      fpn_max_level: coarsest output level; levels above 5 are stride-2
+        convs on the previous level.
+      additional_layer_depth: nominal depth of every FPN map.
+      reuse_weights: variable reuse for the extractor's scopes.
+      use_explicit_padding: must be False (as the original).
+      use_depthwise: must be False (as the original).
+      override_base_feature_extractor_hyperparams: build the backbone's
+        layers from conv_hyperparams.
+
+    Raises:
+      ValueError: for use_explicit_padding, use_depthwise or FPN levels out
+        of range.
+    """
+    super().__init__(
+        is_training=is_training,
+        depth_multiplier=depth_multiplier,
+        min_depth=min_depth,
+        pad_to_multiple=pad_to_multiple,
+        conv_hyperparams_fn=conv_hyperparams_fn,
+        reuse_weights=reuse_weights,
+        use_explicit_padding=use_explicit_padding,
+        use_depthwise=use_depthwise,
+        override_base_feature_extractor_hyperparams=(
+            override_base_feature_extractor_hyperparams))
+    if use_explicit_padding:
+      raise ValueError('model.ssd.feature_extractor.use_explicit_padding is '
+                       'not supported by the Keras ResNet v1 FPN extractors.')
+    if use_depthwise:
+      raise ValueError('model.ssd.feature_extractor.use_depthwise is not '
+                       'supported by the Keras ResNet v1 FPN extractors.')
+    if not 2 <= fpn_min_level <= min(fpn_max_level, _BASE_MAX_LEVEL):
+      raise ValueError(
+          'model.ssd.feature_extractor.fpn: min_level must be in [2, '
+          'min(max_level, 5)], got min_level=%d, max_level=%d.' % (
+              fpn_min_level, fpn_max_level))
+    self._fpn_min_level = fpn_min_level
+    self._fpn_max_level = fpn_max_level
+    self._additional_layer_depth = additional_layer_depth
+
+  def preprocess(self, resized_inputs):
+    """Subtracts the ImageNet channel means from 3-channel images.
+
+    Args:
+      resized_inputs: [batch, height, width, channels] float32 pixels in
+        [0, 255].
+
+    Returns:
+      Same shape; unchanged when channels != 3, as the original.
+    """
+    if resized_inputs.shape.as_list()[3] == 3:
+      return resized_inputs - [[_CHANNEL_MEANS]]
+    return resized_inputs
+
+  def _backbone_layers(self):
+    """(arg_scope context, activation_fn, use_batch_norm) of the backbone."""
+    if not self._override_base_feature_extractor_hyperparams:
+      return slim.arg_scope(_default_backbone_scope()), tf.nn.relu, True
+    batch_norm_args, activation_fn = (
+        keras_named_feature_extractor.overriding_hyperparams(
+            self._conv_hyperparams_fn))
+    return (slim.arg_scope(self._conv_hyperparams_fn()), activation_fn,
+            batch_norm_args is not None)
+
+  def _top_down(self, features, depth):
+    """The Keras FPN top-down path; features are finest first.
+
+    Each finer level adds its 1x1 projection to the upsampled output of
+    the coarser level (smoothed, unlike the slim FPN) and is smoothed by a
+    3x3 conv + batch norm + activation. The coarsest is the projection.
+
+    Returns:
+      List of [batch, h_i, w_i, depth] tensors, finest first.
+    """
+    def project(net, level):
+      return slim.conv2d(net, depth, [1, 1], activation_fn=None,
+                         normalizer_fn=None, scope='projection_%d' % level)
+
+    outputs = [project(features[-1], len(features))]
+    for level in reversed(range(len(features) - 1)):
+      top_down = feature_map_generators.nearest_neighbor_upsampling(
+          outputs[-1], scale=2)
+      top_down += project(features[level], level + 1)
+      outputs.append(slim.conv2d(top_down, depth, [3, 3],
+                                 scope='smoothing_%d' % (level + 1)))
+    return outputs[::-1]
+
+  def _backbone_features(self, preprocessed_inputs):
+    """ResNet outputs of levels fpn_min_level..min(fpn_max_level, 5)."""
+    model_name, _ = self._BACKBONE
+    hyperparams_scope, activation_fn, use_batch_norm = self._backbone_layers()
+    with hyperparams_scope:
+      end_points = resnet_v1_keras.resnet_v1(
+          feature_map_generators.pad_to_multiple(preprocessed_inputs,
+                                                 self._pad_to_multiple),
+          model_name=model_name,
+          depth_multiplier=self._depth_multiplier,
+          min_depth=self._min_depth,
+          activation_fn=activation_fn,
+          use_batch_norm=use_batch_norm)
+    layer_names = resnet_v1_keras.output_layer_names(model_name)
+    base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
+    return [end_points[layer_names[level - 2]]
+            for level in range(self._fpn_min_level, base_max_level + 1)]
+
+  def _fpn_feature_maps(self, features):
+    """Top-down path, then stride-2 convs up to fpn_max_level."""
+    depth = feature_map_generators.get_depth_fn(
+        self._depth_multiplier, self._min_depth)(self._additional_layer_depth)
+    with tf.compat.v1.variable_scope('FeatureMaps/top_down'):
+      feature_maps = self._top_down(features, depth)
+    net = feature_maps[-1]
+    base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
+    for level in range(base_max_level, self._fpn_max_level):
+      net = slim.conv2d(net, depth, [3, 3], stride=2, padding='SAME',
+                        scope='bottom_up_block%d' % level)
+      feature_maps.append(net)
+    return feature_maps
+
+  def extract_features(self, preprocessed_inputs):
+    """Builds the FPN feature maps.
+
+    Args:
+      preprocessed_inputs: [batch, height, width, 3] float32 output of
+        `preprocess`; height and width must be at least 129.
+
+    Returns:
+      List of fpn_max_level - fpn_min_level + 1 tensors [batch,
+      height / 2**l, width / 2**l, depth], l = fpn_min_level..fpn_max_level,
+      for inputs whose size is a multiple of 2**fpn_max_level.
+
+    Raises:
+      ValueError: if the static image size is below 129.
+    """
+    preprocessed_inputs = feature_map_generators.check_min_image_dim(
+        _MIN_IMAGE_DIM, preprocessed_inputs)
+    # The backbone already has Keras names and the FPN is renamed below;
+    # both then move from the caller's scope to the graph's root.
+    with self._keras_named(lambda name: name), \
+        tf.compat.v1.variable_scope(
+            tf.compat.v1.get_variable_scope(), reuse=self._reuse_weights,
+            auxiliary_name_scope=False):
+      features = self._backbone_features(preprocessed_inputs)
+      with keras_names.renamed_variables(_fpn_variable_name), \
+          slim.arg_scope(self._conv_hyperparams_fn()), \
+          tf.compat.v1.variable_scope(self._BACKBONE[1]):
+        return self._fpn_feature_maps(features)
+
+
+class SSDResNet50V1FpnKerasFeatureExtractor(
+    SSDResNetV1FpnKerasFeatureExtractor):
+  """'ssd_resnet50_v1_fpn_keras'."""
+  _BACKBONE = ('resnet_v1_50', 'ResNet50V1_FPN')
