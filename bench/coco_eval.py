@@ -84,16 +84,17 @@ def reference(images, categories):
   annotations, detections = [], []
   for image_id, (gt_boxes, gt_classes, boxes, scores, classes) in enumerate(
       images, start=1):
-    for box, label in zip(gt_boxes, gt_classes):
+    for box, coco_box, label in zip(
+        gt_boxes, coco_tools.boxes_to_coco(gt_boxes), gt_classes):
       annotations.append({
           'id': len(annotations) + 1, 'image_id': image_id,
-          'category_id': int(label), 'bbox': coco_tools.box_to_coco(box),
+          'category_id': int(label), 'bbox': coco_box,
           'area': float((box[2] - box[0]) * (box[3] - box[1])),
           'iscrowd': 0})
-    for box, score, label in zip(boxes, scores, classes):
+    for box, score, label in zip(coco_tools.boxes_to_coco(boxes), scores,
+                                 classes):
       detections.append({'image_id': image_id, 'category_id': int(label),
-                         'bbox': coco_tools.box_to_coco(box),
-                         'score': float(score)})
+                         'bbox': box, 'score': float(score)})
   with contextlib.redirect_stdout(io.StringIO()):
     groundtruth = COCO()
     groundtruth.dataset = {

@@ -145,11 +145,12 @@ def write_results(r, seconds, command):
   lines = [
       '# Benchmarks', '',
       'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '
-      'whole run %.0f s. Each figure comes from this one run; ratios are '
-      'formed from figures measured side by side.' % (
+      'whole run %.0f s; load average at the end %s (other work on the '
+      'machine slows every figure). Each figure comes from this one run; '
+      'ratios are formed from figures measured side by side.' % (
           command, datetime.date.today().isoformat(), os.cpu_count(),
           platform.machine(), _tf_version(), platform.python_version(),
-          seconds), '',
+          seconds, ' '.join('%.1f' % l for l in os.getloadavg())), '',
       '| item | measured | goal | status |', '|---|---|---|---|']
   lines += ['| %s | %s | %s | %s |' % row for row in rows]
   lines += ['', '## Raw figures', '', '```',

@@ -142,14 +142,6 @@ def _check_config(pipeline_config):
   return [1, fixed.height, fixed.width, channels]
 
 
-def _uses_moving_averages(pipeline_config):
-  """As export_inference_graph: EMA when evaluation or training used it."""
-  optimizer = pipeline_config.train_config.optimizer
-  return (pipeline_config.eval_config.use_moving_averages or
-          (optimizer.WhichOneof('optimizer') is not None and
-           optimizer.use_moving_average))
-
-
 def _build_raw_outputs(pipeline_config, input_shape):
   """Builds placeholder -> predict -> named raw outputs in the default graph."""
   image = tf.compat.v1.placeholder(tf.float32, shape=input_shape,
@@ -230,7 +222,7 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
   ssd = pipeline_config.model.ssd
   with tf.Graph().as_default() as graph:
     _build_raw_outputs(pipeline_config, input_shape)
-    graph_def = _freeze(graph, _uses_moving_averages(pipeline_config),
+    graph_def = _freeze(graph, exporter.uses_moving_averages(pipeline_config),
                         checkpoint)
   if add_postprocessing_op:
     nms = ssd.post_processing.batch_non_max_suppression

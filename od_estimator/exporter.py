@@ -536,12 +536,16 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
                input_type, output_directory)
 
 
-def _uses_moving_averages(pipeline_config):
-  """EMA weights are exported when evaluation or training used them."""
-  optimizer = pipeline_config.train_config.optimizer
-  trained_with_ema = (optimizer.WhichOneof('optimizer') is not None and
-                      optimizer.use_moving_average)
-  return pipeline_config.eval_config.use_moving_averages or trained_with_ema
+def uses_moving_averages(pipeline_config):
+  """EMA weights are exported when evaluation uses them, as in the original.
+
+  Evaluation, Estimator.predict and the Servo export all follow
+  eval_config.use_moving_averages, so the export reproduces their
+  detections. Training's use_moving_average only keeps the averages: with
+  its default decay (0.9999) they stay near the initial weights for
+  thousands of steps.
+  """
+  return pipeline_config.eval_config.use_moving_averages
 
 
 def export_inference_graph(input_type, pipeline_config,
@@ -555,9 +559,8 @@ def export_inference_graph(input_type, pipeline_config,
   """Exports the model of a pipeline config with a checkpoint's weights.
 
   The moving averages of the weights are exported when
-  eval_config.use_moving_averages is set or the training optimizer kept them
-  (train_config.optimizer.use_moving_average); trainable variables without
-  an average in the checkpoint keep their raw values.
+  eval_config.use_moving_averages is set; trainable variables without an
+  average in the checkpoint then keep their raw values.
 
   Args:
     input_type: 'image_tensor', 'encoded_image_string_tensor' or
@@ -594,7 +597,7 @@ def export_inference_graph(input_type, pipeline_config,
                                           is_training=False,
                                           add_summaries=False)
     _export_inference_graph(
-        input_type, detection_model, _uses_moving_averages(pipeline_config),
+        input_type, detection_model, uses_moving_averages(pipeline_config),
         checkpoint, output_directory,
         additional_output_tensor_names=additional_output_tensor_names,
         input_shape=input_shape,

@@ -473,11 +473,41 @@ def eval_input(eval_config, eval_input_config, model_config, model=None,
       transform_input_data_fn=transform_and_pad, input_context=input_context)
 
 
+def worker_input_context(run_config):
+  """The InputContext of one training task of a TF_CONFIG cluster, or None.
+
+  In between-graph replication (chief and workers, each running its own
+  graph) task i of the n training tasks reads every n-th input file, with
+  the full train_config.batch_size: the Estimator gives such tasks no
+  InputContext of its own. None outside a cluster, on parameter servers,
+  the evaluator, and under TPUEstimator (which feeds its hosts itself).
+
+  Args:
+    run_config: the Estimator's tf.estimator.RunConfig, or None.
+  """
+  if run_config is None or getattr(run_config, 'tpu_config', None):
+    return None
+  if (run_config.num_worker_replicas <= 1 or
+      run_config.task_type not in ('chief', 'master', 'worker')):
+    return None
+  return tf.distribute.InputContext(
+      num_input_pipelines=run_config.num_worker_replicas,
+      input_pipeline_id=run_config.global_id_in_cluster,
+      num_replicas_in_sync=1)
+
+
 def create_train_input_fn(train_config, train_input_config, model_config):
-  """Returns input_fn(params) for Estimator TRAIN mode."""
-  def _train_input_fn(params=None):
-    return train_input(train_config, train_input_config, model_config,
-                       params=params)
+  """Returns input_fn(params, config, input_context) for TRAIN mode.
+
+  The Estimator passes `input_context` under a distribution strategy
+  (batch_size is then split across its replicas) and `config` always; a
+  TF_CONFIG cluster's training tasks each read their share of the files
+  (see worker_input_context).
+  """
+  def _train_input_fn(params=None, config=None, input_context=None):
+    return train_input(
+        train_config, train_input_config, model_config, params=params,
+        input_context=input_context or worker_input_context(config))
   return _train_input_fn
 
 

@@ -28,6 +28,8 @@ _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
 _ModeKeys = tf.estimator.ModeKeys
 LABEL_ID_OFFSET = 1
+# In the error of a training step whose loss was NaN or Inf.
+NON_FINITE_LOSS = 'Loss/total_loss is NaN or Inf'
 
 # Estimator inputs/exports keep the original's names (see COMPAT.md).
 MODEL_BUILD_UTIL_MAP = {
@@ -102,13 +104,25 @@ def _groundtruth_for_eval(model, max_boxes):
 # ---------------------------------------------------------------------------
 # Losses, train op, restore.
 
+def _replica_id():
+  """This replica's index within a distribution strategy's replicas (0)."""
+  context = tf.distribute.get_replica_context()
+  if context is None:
+    return 0
+  return int(tf.get_static_value(context.replica_id_in_sync_group) or 0)
+
+
 def scalar_summary(tag, tensor):
   """A scalar summary whose tag is exactly `tag`.
 
   tf.summary.scalar derives the tag from a uniquified op name, so a tag
   equal to an existing op's name (e.g. the model's 'Loss/total_loss')
-  would come out as 'Loss/total_loss_1'.
+  would come out as 'Loss/total_loss_1'. Under a distribution strategy
+  only the first replica writes it (as tf.compat.v1.summary does), since
+  merged summaries may not repeat a tag; returns None on the others.
   """
+  if _replica_id() > 0:
+    return None
   summary = tf.raw_ops.ScalarSummary(tags=tf.constant(tag),
                                      values=tf.cast(tensor, tf.float32))
   tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES, summary)
@@ -116,7 +130,12 @@ def scalar_summary(tag, tensor):
 
 
 def _build_losses(model, prediction_dict, true_image_shapes, train_config):
-  """Returns ({'Loss/...': scalar}, total_loss) with the four standard keys."""
+  """Returns ({'Loss/...': scalar}, loss to minimize); see below.
+
+  The dict has the four standard keys. The loss to minimize is
+  Loss/total_loss except under a distribution strategy (see
+  _replica_training_loss).
+  """
   losses = dict(model.loss(prediction_dict, true_image_shapes))
   regularization = model.regularization_losses()
   if train_config.add_regularization_loss and regularization:
@@ -128,7 +147,25 @@ def _build_losses(model, prediction_dict, true_image_shapes, train_config):
         0.0, name='regularization_loss')
   total = tf.add_n(list(losses.values()), name='total_loss')
   losses['Loss/total_loss'] = total
-  return losses, total
+  return losses, _replica_training_loss(total,
+                                        losses['Loss/regularization_loss'])
+
+
+def _replica_training_loss(total_loss, regularization_loss):
+  """The loss this replica minimizes (total_loss without a strategy).
+
+  Under MirroredStrategy the regularization losses exist once, built from
+  the first replica's variables when it created them, so the other
+  replicas' gradients miss them. The first replica counts them
+  num_replicas times and the others not at all: the mean loss and the
+  summed gradients then equal one device's.
+  """
+  context = tf.distribute.get_replica_context()
+  replicas = context.num_replicas_in_sync if context else 1
+  if replicas == 1:
+    return total_loss
+  weight = replicas - 1 if _replica_id() == 0 else -1
+  return total_loss + weight * regularization_loss
 
 
 def _trainable_variables(train_config):
@@ -145,13 +182,20 @@ def _trainable_variables(train_config):
   return variables
 
 
-def _build_train_op(total_loss, model, train_config, use_tpu):
-  """Returns the train op: gradients, clipping, update ops, apply."""
+def _build_train_op(total_loss, model, train_config, use_tpu,
+                    check_finite_loss=False):
+  """Returns the train op: gradients, clipping, update ops, apply.
+
+  With `check_finite_loss` a NaN or Inf loss fails the step (an
+  InvalidArgumentError naming NON_FINITE_LOSS) before the weights change.
+  """
   global_step = tf.compat.v1.train.get_or_create_global_step()
   optimizer, summary_vars = optimizer_builder.build(train_config.optimizer,
                                                     global_step)
-  for variable in summary_vars:
-    scalar_summary(variable.op.name, variable)
+  # XLA compiles no summary op, so a TPU step writes none (as the original).
+  if not use_tpu:
+    for variable in summary_vars:
+      scalar_summary(variable.op.name, variable)
   if use_tpu:
     optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
   grads_and_vars = optimizer.compute_gradients(
@@ -169,8 +213,24 @@ def _build_train_op(total_loss, model, train_config, use_tpu):
     for gradient, variable in grads_and_vars:
       tf.compat.v1.summary.histogram('gradients/' + variable.op.name,
                                      gradient)
-  with tf.control_dependencies(model.updates()):
+  checks = ([_assert_finite_loss(total_loss, global_step)]
+            if check_finite_loss else [])
+  # One grouped dependency: every op apply_gradients makes gets one control
+  # input, not one per batch-norm update (a 30 MB graph on a tiny SSD).
+  with tf.control_dependencies([tf.group(checks + model.updates())]):
     return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
+
+
+def _assert_finite_loss(total_loss, global_step):
+  """Op failing the training step, before any update, on a NaN or Inf loss.
+
+  The Estimator's NanTensorHook looks only after the update and only for
+  NaN: by then a checkpoint of the broken weights may have been written.
+  """
+  return tf.debugging.Assert(
+      tf.math.is_finite(total_loss),
+      [NON_FINITE_LOSS, 'at step', global_step, 'loss', total_loss],
+      name='assert_finite_loss')
 
 
 def fine_tune_checkpoint_type(train_config):
@@ -192,14 +252,32 @@ def _restore_map(model, train_config):
       fine_tune_checkpoint_type=kind,
       load_all_detection_checkpoint_vars=(
           train_config.load_all_detection_checkpoint_vars))
-  available, missing, mismatched = (
-      variables_helper.get_variables_available_in_checkpoint_with_report(
-          wanted, checkpoint, include_global_step=False))
-  logging.info('Fine-tuning from %s (%s): restoring %d variables, skipping '
-               '%d not in the checkpoint and %d of another shape.',
-               checkpoint, kind, len(available), len(missing),
-               len(mismatched))
+  try:
+    available, missing, mismatched = (
+        variables_helper.get_variables_available_in_checkpoint_with_report(
+            wanted, checkpoint, include_global_step=False))
+  except tf.errors.NotFoundError:
+    raise ValueError(
+        'train_config.fine_tune_checkpoint %r: no checkpoint found there. '
+        'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
+        'from scratch with --hparams_overrides=load_pretrained=false.' %
+        checkpoint) from None
+  _log_restore_report(checkpoint, kind, available, missing, mismatched)
   return available
+
+
+def _log_restore_report(checkpoint, kind, available, missing, mismatched):
+  """Logs the names restored from and skipped in fine_tune_checkpoint."""
+  logging.info('Fine-tuning from %s (%s): restoring %d variables: %s',
+               checkpoint, kind, len(available), ', '.join(sorted(available)))
+  if missing:
+    logging.warning('Fine-tuning: skipping %d variables not in the '
+                    'checkpoint: %s', len(missing), ', '.join(missing))
+  if mismatched:
+    logging.warning(
+        'Fine-tuning: skipping %d variables of another shape (checkpoint vs '
+        'model): %s', len(mismatched),
+        ', '.join('%s %s vs %s' % entry for entry in mismatched))
 
 
 def _build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True):
@@ -216,18 +294,34 @@ def _build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True):
       tf.compat.v1.train.init_from_checkpoint(
           train_config.fine_tune_checkpoint, available)
 
-  def scaffold_fn():
-    if use_tpu and available:
-      tf.compat.v1.train.init_from_checkpoint(
-          train_config.fine_tune_checkpoint, available)
+  def make_saver():
     saver = tf.compat.v1.train.Saver(
         sharded=True,
         keep_checkpoint_every_n_hours=(
             train_config.keep_checkpoint_every_n_hours),
         save_relative_paths=True)
     tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS, saver)
-    return tf.compat.v1.train.Scaffold(saver=saver)
+    return saver
+
+  def scaffold_fn():
+    if use_tpu and available:
+      tf.compat.v1.train.init_from_checkpoint(
+          train_config.fine_tune_checkpoint, available)
+    return tf.compat.v1.train.Scaffold(saver=_once_across_replicas(
+        make_saver))
   return scaffold_fn
+
+
+def _once_across_replicas(fn):
+  """fn() built once, in cross-replica context, under a strategy's replicas.
+
+  A Saver of mirrored variables (MirroredStrategy) must be built outside
+  the replicas; every replica then gets the same object.
+  """
+  if not tf.distribute.has_strategy() or (
+      tf.distribute.in_cross_replica_context()):
+    return fn()
+  return tf.distribute.get_replica_context().merge_call(lambda _: fn())
 
 
 # ---------------------------------------------------------------------------
@@ -350,7 +444,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                        isinstance(hparams, dict) else
                        getattr(hparams, 'load_pretrained', True))
 
-  def model_fn(features, labels, mode, params=None):
+  def build_spec(features, labels, mode, params):
     tpu_spec = use_tpu or _called_by_tpu_estimator(params)
     is_training = mode == _ModeKeys.TRAIN
     model = detection_model_fn(is_training=is_training,
@@ -374,11 +468,15 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       losses, total_loss = _build_losses(model, prediction_dict,
                                          features[_IN.true_image_shape],
                                          train_config)
-      for name, loss in losses.items():
-        scalar_summary(name, loss)
+      if not use_tpu:
+        for name, loss in losses.items():
+          scalar_summary(name, loss)
       scaffold_fn = _build_scaffold_fn(model, train_config, use_tpu,
                                        load_pretrained)
-      train_op = _build_train_op(total_loss, model, train_config, use_tpu)
+      # TPU training loops cannot run the Assert; TPUEstimator (also off
+      # TPU) keeps only its NanTensorHook.
+      train_op = _build_train_op(total_loss, model, train_config, use_tpu,
+                                 check_finite_loss=not tpu_spec)
       if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=total_loss, train_op=train_op,
@@ -398,11 +496,15 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
 
     if mode == _ModeKeys.PREDICT:
       predictions, export_outputs = _build_export_outputs(detections)
+      # The weights evaluation and exporter use, so all three agree.
+      averages = eval_config.use_moving_averages
       if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
-            mode=mode, predictions=predictions, export_outputs=export_outputs)
-      return tf.estimator.EstimatorSpec(mode=mode, predictions=predictions,
-                                        export_outputs=export_outputs)
+            mode=mode, predictions=predictions, export_outputs=export_outputs,
+            scaffold_fn=_ema_scaffold if averages else None)
+      return tf.estimator.EstimatorSpec(
+          mode=mode, predictions=predictions, export_outputs=export_outputs,
+          scaffold=_ema_scaffold() if averages else None)
 
     losses, total_loss = _build_losses(model, prediction_dict,
                                        features[_IN.true_image_shape],
@@ -419,11 +521,66 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     return tf.estimator.EstimatorSpec(
         mode=mode, loss=total_loss, scaffold=scaffold,
         eval_metric_ops=_build_eval_metric_ops(eval_dict, losses, configs))
+  # Under a distribution strategy the Estimator calls model_fn through
+  # call_for_each_replica, whose AutoGraph conversion would rewrite (and
+  # break on) the model's plain graph-building Python.
+  unconverted = tf.autograph.experimental.do_not_convert(build_spec)
+
+  def model_fn(features, labels, mode, params=None):
+    return unconverted(features, labels, mode, params)
   return model_fn
 
 
 # ---------------------------------------------------------------------------
 # Estimator, inputs and specs.
+
+def mirrored_run_config_kwargs(num_devices, device_type='GPU'):
+  """RunConfig keyword arguments for MirroredStrategy training on this machine.
+
+  `tf.estimator.RunConfig(model_dir=..., **mirrored_run_config_kwargs(2))`
+  trains on 2 GPUs: each replica gets 1/num_devices of
+  train_config.batch_size, and gradients are averaged across replicas.
+  Evaluation stays on one device.
+
+  Args:
+    num_devices: number of replicas.
+    device_type: 'GPU'; or 'CPU' to split the CPU into `num_devices`
+      session devices, which runs the same distributed graph on a machine
+      without GPUs (for tests and debugging; no faster).
+
+  Returns:
+    {'train_distribute': MirroredStrategy} (plus, for CPU, a session_config
+    creating the CPU devices).
+
+  Raises:
+    ValueError: for a device type other than GPU or CPU, or when this
+      machine has fewer GPUs than asked for.
+  """
+  if device_type not in ('GPU', 'CPU'):
+    raise ValueError('device_type must be GPU or CPU, got %r' % device_type)
+  if num_devices < 1:
+    raise ValueError('--num_gpus must be positive, got %d' % num_devices)
+  kwargs = {}
+  if device_type == 'GPU':
+    found = len(tf.config.list_physical_devices('GPU'))
+    if found < num_devices:
+      raise ValueError(
+          '--num_gpus=%d asks for %d GPUs but TensorFlow sees %d (a CPU-only '
+          'TensorFlow, or CUDA_VISIBLE_DEVICES hides them).' %
+          (num_devices, num_devices, found))
+  else:
+    # Graph-mode sessions ignore tf.config's logical devices: the session
+    # itself must create the CPU devices the replicas are placed on.
+    kwargs['session_config'] = tf.compat.v1.ConfigProto(
+        allow_soft_placement=True, device_count={'CPU': num_devices})
+  # Built in graph mode, like the Estimator graphs it serves: built eagerly
+  # it would choose eager collectives and make a variable on each device.
+  with tf.Graph().as_default():
+    kwargs['train_distribute'] = tf.compat.v1.distribute.MirroredStrategy(
+        devices=['/%s:%d' % (device_type.lower(), index)
+                 for index in range(num_devices)])
+  return kwargs
+
 
 def create_estimator_and_inputs(run_config, hparams=None,
                                 pipeline_config_path=None,
@@ -532,11 +689,14 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                                 eval_on_train_input_fn, predict_input_fn,
                                 train_steps, eval_on_train_data=False,
                                 final_exporter_name='Servo',
-                                eval_spec_names=None, hooks=None):
+                                eval_spec_names=None, hooks=None,
+                                throttle_secs=0):
   """Returns (TrainSpec, [EvalSpec, ...]) for train_and_evaluate.
 
   The first EvalSpec carries a FinalExporter (`final_exporter_name`) that
-  exports a SavedModel fed serialized tf.Examples.
+  exports a SavedModel fed serialized tf.Examples. `throttle_secs` is the
+  least time between two evaluations: 0 evaluates every checkpoint of a
+  local run, but makes a cluster's evaluator task poll without pause.
   """
   train_spec = tf.estimator.TrainSpec(input_fn=train_input_fn,
                                       max_steps=train_steps, hooks=hooks)
@@ -551,11 +711,11 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                 if index == 0 else None)
     eval_specs.append(tf.estimator.EvalSpec(
         name=name, input_fn=input_fn, steps=None, exporters=exporter,
-        throttle_secs=0, start_delay_secs=0))
+        throttle_secs=throttle_secs, start_delay_secs=0))
   if eval_on_train_data:
     eval_specs.append(tf.estimator.EvalSpec(
         name='eval_on_train', input_fn=eval_on_train_input_fn, steps=None,
-        throttle_secs=0, start_delay_secs=0))
+        throttle_secs=throttle_secs, start_delay_secs=0))
   return train_spec, eval_specs
 
 
@@ -572,14 +732,18 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     max_retries: evaluations to retry after an error before giving up.
     timeout_secs: give up when no new checkpoint arrives for this long
       (default: wait forever, as the original).
+
+  Returns:
+    The metrics of the last evaluation, or None when none was made.
   """
   retries = 0
+  metrics = None
   for checkpoint in tf.train.checkpoints_iterator(
       model_dir, min_interval_secs=0, timeout=timeout_secs):
     logging.info('Evaluating %s', checkpoint)
     try:
-      estimator.evaluate(input_fn=input_fn, steps=None,
-                         checkpoint_path=checkpoint, name=name)
+      metrics = estimator.evaluate(input_fn=input_fn, steps=None,
+                                   checkpoint_path=checkpoint, name=name)
     except tf.errors.NotFoundError:
       logging.info('Checkpoint %s disappeared before it could be evaluated.',
                    checkpoint)
@@ -594,7 +758,20 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     step = int(os.path.basename(checkpoint).split('-')[-1])
     if train_steps and step >= train_steps:
       logging.info('Evaluated the final checkpoint (step %d).', step)
-      return
-  logging.warning('No new checkpoint in %s for %s s; stopping evaluation.',
-                  model_dir, timeout_secs)
+      return metrics
+  _log_eval_timeout(model_dir, timeout_secs, metrics, train_steps)
+  return metrics
 
+
+def _log_eval_timeout(model_dir, timeout_secs, metrics, train_steps):
+  """Says why continuous evaluation stopped before the final checkpoint."""
+  if metrics is None:
+    logging.warning(
+        'Stopping evaluation: no checkpoint appeared in %s within %s s, so '
+        'nothing was evaluated; check that it is the training model_dir.',
+        model_dir, timeout_secs)
+  else:
+    logging.warning(
+        'Stopping evaluation: no new checkpoint in %s for %s s after step '
+        '%s; the final step (%s) was not reached.', model_dir, timeout_secs,
+        metrics.get('global_step'), train_steps or 'not set')

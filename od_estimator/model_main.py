@@ -13,7 +13,13 @@ Evaluate only, each new checkpoint (or once with --run_once):
 
 Relaunching the same command after a crash resumes from the last
 checkpoint in --model_dir.
+
+Clusters: run the train-and-evaluate command on every machine with its
+TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
+share of the input files. Parameter servers serve until stopped. Several
+GPUs of one machine: add --num_gpus=N (MirroredStrategy).
 """
+import re
 import sys
 
 from absl import app
@@ -24,6 +30,9 @@ import tensorflow as tf
 from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator.utils import config_util
+
+# An evaluator task polls for new checkpoints this often by default.
+_EVALUATOR_THROTTLE_SECS = 30
 
 flags.DEFINE_string('model_dir', None, 'Path to output model directory where '
                     'event and checkpoint files will be written.')
@@ -61,6 +70,14 @@ flags.DEFINE_integer('log_every_n_steps', 100, 'Log step, loss, steps/s and '
                      'ETA every N training steps.')
 flags.DEFINE_integer('eval_timeout_secs', None, 'In continuous eval, stop '
                      'when no new checkpoint arrives for this many seconds.')
+flags.DEFINE_integer('eval_throttle_secs', None, 'Least seconds between two '
+                     'evaluations, and how often an evaluator task of a '
+                     'TF_CONFIG cluster looks for a new checkpoint (default '
+                     '%d there; 0, i.e. every checkpoint, in a local run).' %
+                     _EVALUATOR_THROTTLE_SECS)
+flags.DEFINE_integer('num_gpus', 0, 'Train with tf.distribute.'
+                     'MirroredStrategy on this many GPUs of this machine; '
+                     'train_config.batch_size is split across them.')
 FLAGS = flags.FLAGS
 
 
@@ -68,7 +85,18 @@ def _run_config():
   kwargs = {'model_dir': FLAGS.model_dir}
   if FLAGS.save_checkpoints_steps:
     kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
+  if FLAGS.num_gpus:
+    kwargs.update(model_lib.mirrored_run_config_kwargs(FLAGS.num_gpus))
   return tf.estimator.RunConfig(**kwargs)
+
+
+def _throttle_secs(run_config):
+  """--eval_throttle_secs, else a polling pause on an evaluator task only."""
+  if FLAGS.eval_throttle_secs is not None:
+    return FLAGS.eval_throttle_secs
+  if run_config.task_type == 'evaluator':
+    return _EVALUATOR_THROTTLE_SECS
+  return 0
 
 
 def _evaluate_only(parts):
@@ -95,7 +123,8 @@ def _train_and_evaluate(parts):
   train_spec, eval_specs = model_lib.create_train_and_eval_specs(
       parts['train_input_fn'], parts['eval_input_fns'],
       parts['eval_on_train_input_fn'], parts['predict_input_fn'],
-      parts['train_steps'], eval_on_train_data=False, hooks=hooks)
+      parts['train_steps'], eval_on_train_data=False, hooks=hooks,
+      throttle_secs=_throttle_secs(parts['estimator'].config))
   return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
                                          eval_specs[0])
 
@@ -137,13 +166,25 @@ def run():
   except (config_util.ConfigError, ValueError, TypeError) as error:
     print('error: %s' % error, file=sys.stderr)
     sys.exit(1)
-  except tf.compat.v1.train.NanLossDuringTrainingError:
-    checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
-    print('error: training stopped because the loss became NaN or Inf. The '
-          'last good checkpoint is %s. Lower the learning rate, check the '
-          'data for invalid boxes, or set gradient_clipping_by_norm.' %
-          (checkpoint or '(none was written)'), file=sys.stderr)
-    sys.exit(1)
+  except tf.compat.v1.train.NanLossDuringTrainingError as error:
+    _exit_non_finite_loss(error)
+  except tf.errors.InvalidArgumentError as error:
+    if model_lib.NON_FINITE_LOSS not in str(error):
+      raise
+    _exit_non_finite_loss(error)
+
+
+def _exit_non_finite_loss(error):
+  """Exits with one line naming the failing step and last good checkpoint."""
+  # The training step's Assert prints its data as `[at step] [N]`.
+  step = re.search(r'\[at step\] \[(\d+)\]', str(error))
+  checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
+  print('error: training stopped because the loss became NaN or Inf%s. The '
+        'last good checkpoint is %s. Lower the learning rate, check the '
+        'data for invalid boxes, or set gradient_clipping_by_norm.' %
+        (' at step %s' % step.group(1) if step else '',
+         checkpoint or '(none was written)'), file=sys.stderr)
+  sys.exit(1)
 
 
 if __name__ == '__main__':

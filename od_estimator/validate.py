@@ -2,10 +2,13 @@
 
 Usage:
   od-estimator validate --pipeline_config_path=PATH [--config_override=TEXT]
+      [--check_tpu [--num_shards=8] [--model_dir=gs://...]
+       [--allow_local_paths]]
   python -m od_estimator.validate --pipeline_config_path=PATH
 
 Reports every problem it finds (file, line and field where it knows them)
 and exits 0 when the config is ready to train, 1 when it is not.
+--check_tpu also builds the TPU training step on CPU (see tpu_check).
 """
 import argparse
 import os
@@ -13,6 +16,7 @@ import sys
 
 import tensorflow as tf
 
+from od_estimator import tpu_check
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
 
@@ -203,8 +207,15 @@ def _check_eval_config(eval_config, report):
                    hint='one of %s' % ', '.join(KNOWN_METRICS_SETS))
 
 
-def validate(pipeline_config_path, config_override=None):
-  """Checks a pipeline config; returns a Report (no exception on bad input)."""
+def validate(pipeline_config_path, config_override=None, tpu_options=None):
+  """Checks a pipeline config; returns a Report (no exception on bad input).
+
+  Args:
+    pipeline_config_path: the pipeline.config file.
+    config_override: text proto merged on top of it.
+    tpu_options: a tpu_check.TpuOptions to also check the TPU training
+      step, or None.
+  """
   report = Report(pipeline_config_path)
   dropped = []
   try:
@@ -227,6 +238,8 @@ def validate(pipeline_config_path, config_override=None):
     _check_input_reader(eval_input, 'eval_input_reader[%d]' % index,
                         num_classes, report)
   _check_eval_config(configs['eval_config'], report)
+  if tpu_options is not None:
+    tpu_check.check(configs, tpu_options, report)
   return report
 
 
@@ -235,18 +248,57 @@ def _parser():
       prog='od-estimator validate',
       description='Check a pipeline.config before launch: syntax, referenced '
       'files, label map against num_classes, sizes, and options this '
-      'version does not support. Exit code 0 when valid, 1 when not.')
+      'version does not support. With --check_tpu, also build the TPU '
+      'training step on CPU, as model_tpu_main would on each TPU core, and '
+      'report what would fail on a Cloud TPU. Exit code 0 when valid, 1 '
+      'when not.')
   parser.add_argument('--pipeline_config_path', required=True,
                       help='Path to a pipeline.config text proto.')
   parser.add_argument('--config_override', default='',
                       help='pipeline_pb2.TrainEvalPipelineConfig text proto '
                       'merged on top of the file.')
+  tpu = parser.add_argument_group(
+      'TPU', 'With --check_tpu the training step is built on CPU (per-shard '
+      'batch, static shapes, CrossShardOptimizer) and converted by XLA; it '
+      'takes as long as building the model for training. Each problem is '
+      'a line: a tensor of unknown shape (infeed or step), an op XLA cannot '
+      'compile, a batch size not divisible by --num_shards, a path that is '
+      'not gs://, a fine_tune_checkpoint scaffold_fn cannot restore.')
+  tpu.add_argument('--check_tpu', action='store_true',
+                   help='Check that the config would train on a Cloud TPU.')
+  tpu.add_argument('--num_shards', type=int, default=None,
+                   help='TPU cores the train batch is split over (default '
+                   '%d, as model_tpu_main).' % tpu_check.DEFAULT_NUM_SHARDS)
+  tpu.add_argument('--model_dir', default=None,
+                   help="The TPU job's --model_dir, checked to be gs://.")
+  tpu.add_argument('--allow_local_paths', action='store_true',
+                   help='Accept paths that are not gs:// (a dry run on local '
+                   'files); each is then listed in a note.')
   return parser
 
 
+def _tpu_options(args, parser):
+  """TpuOptions from the flags, or None without --check_tpu."""
+  given = [flag for flag, value in (
+      ('--num_shards', args.num_shards), ('--model_dir', args.model_dir),
+      ('--allow_local_paths', args.allow_local_paths or None))
+           if value is not None]
+  if not args.check_tpu:
+    if given:
+      parser.error('%s only applies with --check_tpu' % ', '.join(given))
+    return None
+  return tpu_check.TpuOptions(
+      num_shards=(tpu_check.DEFAULT_NUM_SHARDS if args.num_shards is None
+                  else args.num_shards),
+      model_dir=args.model_dir or '',
+      allow_local_paths=args.allow_local_paths)
+
+
 def main(argv=None):
-  args = _parser().parse_args(argv)
-  report = validate(args.pipeline_config_path, args.config_override)
+  parser = _parser()
+  args = parser.parse_args(argv)
+  report = validate(args.pipeline_config_path, args.config_override,
+                    _tpu_options(args, parser))
   print(report.text())
   return 1 if report.errors else 0
 

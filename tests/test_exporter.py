@@ -7,7 +7,6 @@ three times here). Checkpoints come from freshly initialized graphs; the
 reference detections are the model graph run directly on the same images.
 The exports are loaded back in a fresh interpreter, as a server would.
 """
-import io
 import json
 import os
 import shutil
@@ -16,7 +15,6 @@ import sys
 import textwrap
 
 import numpy as np
-from PIL import Image
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
@@ -27,6 +25,7 @@ from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
 from tests import fakes
+from tests import image_inputs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
@@ -94,29 +93,6 @@ def fake_registry():
     yield
 
 
-def _images():
-  """Two distinct 48x40 images (not the model's 64x64: the export resizes)."""
-  rng = np.random.RandomState(7)
-  return rng.randint(0, 256, size=[2, 48, 40, 3]).astype(np.uint8)
-
-
-def _png(image):
-  buffer = io.BytesIO()
-  Image.fromarray(image).save(buffer, format='PNG')  # lossless
-  return buffer.getvalue()
-
-
-def _tf_example(image):
-  feature = {
-      'image/encoded': tf.train.Feature(
-          bytes_list=tf.train.BytesList(value=[_png(image)])),
-      'image/format': tf.train.Feature(
-          bytes_list=tf.train.BytesList(value=[b'png'])),
-  }
-  return tf.train.Example(features=tf.train.Features(
-      feature=feature)).SerializeToString()
-
-
 def _write_checkpoint(directory, pipeline_config, images, ema_value=None):
   """Saves a freshly initialized model; returns (prefix, detections).
 
@@ -153,7 +129,7 @@ def exports(tmp_path_factory, fake_registry):
   root = tmp_path_factory.mktemp('export')
   pipeline_config = _pipeline()
   prefix, expected = _write_checkpoint(root / 'train', pipeline_config,
-                                       _images())
+                                       image_inputs.images())
   directories = {}
   for input_type in INPUT_TYPES:
     directories[input_type] = str(root / input_type)
@@ -203,12 +179,12 @@ LOADER = textwrap.dedent('''
 def served(exports):
   """Runs LOADER on the exports; returns its arrays."""
   root = exports['root']
-  images = _images()
+  images = image_inputs.images()
   np.save(str(root / 'images.npy'), images)
   request = {
       'dirs': exports['dirs'], 'images': str(root / 'images.npy'),
-      'pngs': [_png(image).hex() for image in images],
-      'examples': [_tf_example(image).hex() for image in images],
+      'pngs': [image_inputs.png(image).hex() for image in images],
+      'examples': [image_inputs.tf_example(image).hex() for image in images],
       'out': str(root / 'served.npz')}
   with open(str(root / 'request.json'), 'w') as f:
     json.dump(request, f)
@@ -319,15 +295,15 @@ def _exported_values(directory):
           for name in reader.get_variable_to_shape_map()}
 
 
-def test_moving_averages_are_exported_when_training_kept_them(
+def test_moving_averages_are_exported_when_evaluation_uses_them(
     tmp_path, fake_registry):
   del fake_registry
   pipeline_config = _pipeline()
   prefix, _ = _write_checkpoint(tmp_path / 'train', pipeline_config,
-                                _images(), ema_value=0.25)
+                                image_inputs.images(), ema_value=0.25)
   raw = tf.compat.v1.train.NewCheckpointReader(prefix)
   weights = 'BoxPredictor_0/ClassPredictor/weights'
-  # use_moving_average defaults to true in the optimizer config.
+  pipeline_config.eval_config.use_moving_averages = True
   with tf.Graph().as_default():
     exporter.export_inference_graph('image_tensor', pipeline_config, prefix,
                                     str(tmp_path / 'ema'))
@@ -342,7 +318,9 @@ def test_moving_averages_are_exported_when_training_kept_them(
       str(tmp_path / 'ema' / 'pipeline.config'))
   assert not saved.eval_config.use_moving_averages
 
-  pipeline_config.train_config.optimizer.use_moving_average = False
+  # Raw weights otherwise, though training kept averages (the optimizer's
+  # use_moving_average defaults to true), as Estimator.predict uses them.
+  pipeline_config.eval_config.use_moving_averages = False
   with tf.Graph().as_default():
     exporter.export_inference_graph('image_tensor', pipeline_config, prefix,
                                     str(tmp_path / 'raw'))

@@ -42,7 +42,10 @@ def test_good_config_passes(data_dir, capsys):
 
 
 def _break(old, new):
-  return lambda text: text.replace(old, new, 1)
+  def broken(text):
+    assert old in text, old  # the demo config changed: update the case
+    return text.replace(old, new, 1)
+  return broken
 
 
 def _truncate(text):
@@ -55,7 +58,7 @@ BAD_CASES = {
     'unknown_field': (_break('batch_size: 16', 'batchsize: 16'),
                       ['train_config.batchsize', 'no field named',
                        '`batch_size`']),
-    'wrong_type': (_break('num_steps: 1500', 'num_steps: "many"'),
+    'wrong_type': (_break('num_steps: 1000', 'num_steps: "many"'),
                    ['train_config.num_steps']),
     'bad_enum': (_break('score_converter: SIGMOID', 'score_converter: SIGMA'),
                  ['score_converter', 'SIGMA', 'accepted values']),

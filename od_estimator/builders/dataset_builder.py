@@ -131,6 +131,9 @@ def _read_dataset_internal(file_read_func, input_files, num_readers, config,
   # where an unseeded per-worker shuffle would make the shards overlap.
   if filename_shard_fn:
     filename_dataset = filename_shard_fn(filename_dataset)
+    index = getattr(filename_shard_fn, 'index', 0)
+    _logging.info('Input pipeline %d of %d reads %d of these files.', index,
+                  num_shards, len(filenames[index::num_shards]))
   if config.shuffle:
     filename_dataset = filename_dataset.shuffle(
         config.filenames_shuffle_buffer_size)

@@ -68,6 +68,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
                 len(is_crowd) == 0 else np.asarray(is_crowd).astype(bool))
     areas = groundtruth_dict.get(_IN.groundtruth_area)
     self._images[image_id] = len(self._images) + 1
+    coco_boxes = coco_tools.boxes_to_coco(boxes)
     for index, (box, label) in enumerate(zip(boxes, classes)):
       if label not in self._category_ids:
         continue
@@ -78,7 +79,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
           'id': len(self._annotations) + 1,
           'image_id': self._images[image_id],
           'category_id': int(label),
-          'bbox': coco_tools.box_to_coco(box),
+          'bbox': coco_boxes[index],
           'area': area,
           'iscrowd': int(is_crowd[index]),
       })
@@ -101,18 +102,17 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
                       image_id)
       return
     self._with_detections.add(image_id)
-    boxes = detections_dict[_DET.detection_boxes]
-    scores = detections_dict[_DET.detection_scores]
-    classes = np.asarray(detections_dict[_DET.detection_classes]).astype(int)
-    for box, score, label in zip(boxes, scores, classes):
-      if label not in self._category_ids:
-        continue
-      self._detections.append({
-          'image_id': self._images[image_id],
-          'category_id': int(label),
-          'bbox': coco_tools.box_to_coco(box),
-          'score': float(score),
-      })
+    boxes = coco_tools.boxes_to_coco(detections_dict[_DET.detection_boxes])
+    scores = np.asarray(detections_dict[_DET.detection_scores],
+                        np.float64).tolist()
+    classes = np.asarray(detections_dict[_DET.detection_classes]).astype(
+        int).tolist()
+    coco_id = self._images[image_id]
+    self._detections.extend(
+        {'image_id': coco_id, 'category_id': label, 'bbox': box,
+         'score': score}
+        for box, score, label in zip(boxes, scores, classes)
+        if label in self._category_ids)
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict."""

@@ -1,0 +1,91 @@
+r"""Where an SSD training step spends its time, by top-level name scope.
+
+Runs model_fn's train op on one fixed batch (as bench/input_pipeline.py
+does) with full tracing for a few steps, and sums the ops' compute times by
+the first component of their names (FeatureExtractor, BoxPredictor, Loss,
+gradients/FeatureExtractor, ...): the profile behind RESULTS.md's item 1.
+
+  .venv/bin/python bench/profile_train_step.py --data_dir=bench/out/data300
+"""
+import argparse
+import collections
+import functools
+import os
+import sys
+import tempfile
+
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+from od_estimator import inputs  # pylint: disable=g-import-not-at-top
+from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+from od_estimator.builders import model_builder  # pylint: disable=g-import-not-at-top
+from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+
+
+def _scope(node_name):
+  """'gradients/FeatureExtractor/...' -> 'gradients/FeatureExtractor'.
+
+  Loss is split one level further (target assignment, hard example mining,
+  the losses themselves).
+  """
+  parts = node_name.split('/')
+  if parts[0].startswith(('gradients', 'Loss')) and len(parts) > 1:
+    return parts[0] + '/' + parts[1]
+  return parts[0]
+
+
+def profile(args, directory):
+  configs = config_util.get_configs_from_pipeline_file(
+      common.ssd_config_path(args, directory))
+  model_fn = model_lib.create_model_fn(
+      functools.partial(model_builder.build, model_config=configs['model']),
+      configs, hparams={'load_pretrained': False})
+  with tf.Graph().as_default():
+    features, labels = tf.compat.v1.data.make_one_shot_iterator(
+        inputs.train_input(configs['train_config'],
+                           configs['train_input_config'],
+                           configs['model']).take(1).cache().repeat()
+    ).get_next()
+    spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN)
+    totals = collections.Counter()
+    with tf.compat.v1.Session() as sess:
+      sess.run([tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.tables_initializer()])
+      for _ in range(args.warmup):
+        sess.run(spec.train_op)
+      options = tf.compat.v1.RunOptions(
+          trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+      for _ in range(args.steps):
+        metadata = tf.compat.v1.RunMetadata()
+        sess.run(spec.train_op, options=options, run_metadata=metadata)
+        for device in metadata.step_stats.dev_stats:
+          for node in device.node_stats:
+            totals[_scope(node.node_name)] += (
+                node.op_end_rel_micros - node.op_start_rel_micros)
+  return totals
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--warmup', type=int, default=2)
+  parser.add_argument('--steps', type=int, default=3)
+  parser.add_argument('--top', type=int, default=12)
+  common.add_model_args(parser)
+  args = parser.parse_args(argv)
+  common.quiet()
+  with tempfile.TemporaryDirectory() as directory:
+    totals = profile(args, directory)
+  everything = sum(totals.values())
+  print('op time by scope, %s depth %g, %dx%d, batch %d (%d traced steps, '
+        'summed over threads):' % (args.arch, args.depth, args.size,
+                                   args.size, args.batch, args.steps))
+  for scope, micros in totals.most_common(args.top):
+    print('  %-40s %6.1f%%' % (scope, 100.0 * micros / everything))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

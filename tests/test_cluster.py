@@ -1,0 +1,188 @@
+"""A real TF_CONFIG cluster on localhost runs model_main's train_and_evaluate.
+
+Chief, worker, parameter server and evaluator are separate processes, as on
+a real cluster. All but the parameter server exit on their own; parameter
+servers serve until they are stopped (Estimator's design), so the test
+stops it once the others are done, as a cluster manager would.
+"""
+import contextlib
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+from od_estimator import inputs
+from tests import tiny_ssd
+
+TRAIN_STEPS = 4
+# Generous: on a 2-core machine also busy with other work, a run took 6 min.
+DEADLINE_SECS = 600
+FINISHING_TASKS = ('chief', 'worker', 'evaluator')
+# Only parsed, never connected to.
+CLUSTER = {'chief': ['host0:1'], 'worker': ['host1:1', 'host2:1'],
+           'ps': ['host3:1']}
+
+
+@pytest.mark.parametrize('task_type, index, expected', [
+    ('chief', 0, (3, 0)), ('worker', 0, (3, 1)), ('worker', 1, (3, 2)),
+    ('ps', 0, None), ('evaluator', 0, None)])
+def test_worker_input_context(monkeypatch, task_type, index, expected):
+  monkeypatch.setenv('TF_CONFIG', json.dumps({
+      'cluster': CLUSTER, 'task': {'type': task_type, 'index': index}}))
+  context = inputs.worker_input_context(tf.estimator.RunConfig())
+  if expected is None:
+    assert context is None
+  else:
+    assert (context.num_input_pipelines,
+            context.input_pipeline_id) == expected
+    # Between-graph replication: every task keeps the full batch size.
+    assert context.get_per_replica_batch_size(8) == 8
+
+
+def test_no_input_context_outside_a_cluster(monkeypatch):
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  assert inputs.worker_input_context(tf.estimator.RunConfig()) is None
+  assert inputs.worker_input_context(None) is None
+
+
+def _free_ports(count):
+  """`count` distinct free localhost ports (held open until all are found)."""
+  with contextlib.ExitStack() as stack:
+    sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+    for sock in sockets:
+      sock.bind(('localhost', 0))
+    return [sock.getsockname()[1] for sock in sockets]
+
+
+def _launch(task_type, cluster, args, log_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps({
+      'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
+  with open(log_path, 'w') as log:
+    return subprocess.Popen(
+        [sys.executable, '-m', 'od_estimator.model_main'] + args, env=env,
+        stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
+
+
+def _read(path):
+  with open(path) as f:
+    return f.read()
+
+
+def _final_step(model_dir):
+  """The step of the newest checkpoint in model_dir (None without one)."""
+  steps = [int(path.split('-')[-1][:-len('.index')]) for path in
+           glob.glob(os.path.join(model_dir, 'model.ckpt-*.index'))]
+  return max(steps) if steps else None
+
+
+def _scalars(directory, tag):
+  """[(step, value)] of a scalar summary in a directory's event files."""
+  points = []
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    accumulator = event_accumulator.EventAccumulator(path)
+    accumulator.Reload()
+    if tag in accumulator.Tags()['scalars']:
+      points += [(e.step, e.value) for e in accumulator.Scalars(tag)]
+  return sorted(points)
+
+
+@pytest.fixture(scope='module')
+def cluster_run(tmp_path_factory):
+  """Runs the cluster.
+
+  Returns:
+    (model_dir, {task: log text}, tasks killed at the deadline,
+    {finishing task: exit code}, whether the ps still served at the end).
+  """
+  root = tmp_path_factory.mktemp('cluster')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  chief, worker, ps = ['localhost:%d' % port for port in _free_ports(3)]
+  cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
+  args = ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+          '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
+          '--eval_throttle_secs=2',
+          '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES]
+  logs = {task: str(root / ('%s.log' % task))
+          for task in ('ps',) + FINISHING_TASKS}
+  processes = {task: _launch(task, cluster, args, logs[task])
+               for task in logs}
+  deadline = time.time() + DEADLINE_SECS
+  try:
+    while time.time() < deadline and any(
+        processes[task].poll() is None for task in FINISHING_TASKS):
+      time.sleep(1)
+  finally:
+    stragglers = [task for task in FINISHING_TASKS
+                  if processes[task].poll() is None]
+    ps_served = processes['ps'].poll() is None
+    # The parameter server never returns on its own: stopping it is the
+    # normal end of a cluster run, not a failure.
+    for process in processes.values():
+      if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    for process in processes.values():
+      try:
+        process.wait(timeout=30)
+      except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+  texts = {task: _read(path) for task, path in logs.items()}
+  codes = {task: processes[task].returncode for task in FINISHING_TASKS}
+  return model_dir, texts, stragglers, codes, ps_served
+
+
+def _tail(text):
+  return text[-3000:]
+
+
+def test_every_task_but_ps_exits_on_its_own(cluster_run):
+  _, logs, stragglers, codes, ps_served = cluster_run
+  assert ps_served, _tail(logs['ps'])  # serves until stopped, by design
+  assert not stragglers, 'killed after %d s: %s\n%s' % (
+      DEADLINE_SECS, stragglers,
+      '\n'.join(_tail(logs[task]) for task in stragglers))
+  for task, code in codes.items():
+    assert code == 0, (task, _tail(logs[task]))
+
+
+def test_chief_writes_the_final_checkpoint(cluster_run):
+  model_dir, logs = cluster_run[:2]
+  # Chief and worker update the parameters asynchronously, so the last step
+  # may pass num_train_steps by the steps already under way.
+  final_step = _final_step(model_dir)
+  assert final_step and final_step >= TRAIN_STEPS, _tail(logs['chief'])
+  assert os.path.exists(os.path.join(model_dir, 'pipeline.config'))
+  assert 'Loss for final step' in logs['chief']
+  assert 'Loss for final step' in logs['worker']
+
+
+def test_training_tasks_read_their_own_file_shard(cluster_run):
+  logs = cluster_run[1]
+  # Two training tasks and two train files: each reads one.
+  for task, index in (('chief', 0), ('worker', 1)):
+    assert 'Input pipeline %d of 2 reads 1 of these' % index in logs[task], (
+        _tail(logs[task]))
+  assert 'Input pipeline' not in logs['evaluator']
+
+
+def test_evaluator_writes_metrics_of_the_final_checkpoint(cluster_run):
+  model_dir, logs = cluster_run[:2]
+  points = _scalars(os.path.join(model_dir, 'eval_0'),
+                    'DetectionBoxes_Precision/mAP')
+  # The evaluator stops after a checkpoint whose global step reached
+  # num_train_steps. That may be the chief's first one: it is named after
+  # the step when the chief began saving, while the worker, already
+  # training, can finish every step before the save does.
+  assert points and points[-1][0] >= TRAIN_STEPS, (
+      points, _tail(logs['evaluator']))
+  assert glob.glob(os.path.join(model_dir, 'export', 'Servo', '*',
+                                'saved_model.pb'))

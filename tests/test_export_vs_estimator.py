@@ -1,0 +1,280 @@
+"""Exports reproduce the Estimator's detections (tiny real SSD, end to end).
+
+The tiny MobileNet v2 SSD of tests/tiny_ssd.py trains two steps through
+model_lib's Estimator, so a real training checkpoint (with the optimizer's
+moving averages) exists. It is exported with exporter for each input type
+(the CLI for tf_example) and with Estimator.export_saved_model and the Servo
+exporter's tf.Example receiver. A fresh interpreter serves every SavedModel;
+each must give Estimator.predict's outputs on the same images. Estimator
+predictions and exports both carry 1-based float detection_classes (label
+map ids), so they are compared as they are.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator import exporter
+from od_estimator import inputs
+from od_estimator import model_lib
+from od_estimator.builders import model_builder
+from od_estimator.core import standard_fields as fields
+from od_estimator.utils import config_util
+from tests import image_inputs
+from tests import tiny_ssd
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
+REQUIRED_KEYS = {'detection_boxes', 'detection_scores', 'detection_classes',
+                 'num_detections'}
+NUM_CLASSES = 3
+TRAIN_STEPS = 2
+TOLERANCE = 1e-4
+_IN = fields.InputDataFields
+# The test's own optimizer (whatever the demo's): two Adam steps move every
+# weight by about the learning rate, far from the moving averages.
+OPTIMIZER = """
+train_config { optimizer {
+  adam_optimizer { learning_rate {
+    constant_learning_rate { learning_rate: 0.01 } } }
+  use_moving_average: true moving_average_decay: 0.9999
+} }
+"""
+
+
+def _start(args, **kwargs):
+  return subprocess.Popen(
+      args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), **kwargs)
+
+
+def _wait(process):
+  """The process's stdout, once it has succeeded."""
+  stdout, stderr = process.communicate(timeout=300)
+  assert process.returncode == 0, stderr[-3000:]
+  return stdout
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory):
+  return tmp_path_factory.mktemp('export_vs_estimator')
+
+
+@pytest.fixture(scope='module')
+def trained(root):
+  """Trains TRAIN_STEPS steps; returns create_estimator_and_inputs' dict.
+
+  Added keys: `config` (the as-run pipeline.config) and `checkpoint`.
+  """
+  model_dir = str(root / 'model')
+  parts = model_lib.create_estimator_and_inputs(
+      tf.estimator.RunConfig(model_dir=model_dir),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES),
+      pipeline_config_path=tiny_ssd.write_config(root, root / 'data'),
+      config_override=OPTIMIZER,
+      save_final_config=True)
+  parts['estimator'].train(parts['train_input_fn'], max_steps=TRAIN_STEPS)
+  parts['config'] = os.path.join(model_dir, 'pipeline.config')
+  parts['checkpoint'] = tf.train.latest_checkpoint(model_dir)
+  return parts
+
+
+def _predict_input_fn(model_config, images):
+  """The features PREDICT mode reads: preprocessed images and true shapes."""
+  def input_fn():
+    model = model_builder.build(model_config, is_training=False)
+    preprocessed, true_image_shape = model.preprocess(
+        tf.cast(tf.constant(images), tf.float32))
+    return tf.data.Dataset.from_tensors({
+        _IN.image: preprocessed, _IN.true_image_shape: true_image_shape})
+  return input_fn
+
+
+def _predict(parts, checkpoint):
+  """Estimator.predict on image_inputs.images(): one batch of numpy predictions."""
+  batches = list(parts['estimator'].predict(
+      _predict_input_fn(parts['configs']['model'], image_inputs.images()),
+      checkpoint_path=checkpoint, yield_single_examples=False))
+  assert len(batches) == 1
+  return batches[0]
+
+
+def _export_servo(parts, directory, checkpoint):
+  """Estimator.export_saved_model with the Servo exporter's receiver."""
+  path = parts['estimator'].export_saved_model(
+      directory, parts['predict_input_fn'], checkpoint_path=checkpoint)
+  return path.decode() if isinstance(path, bytes) else path
+
+
+@pytest.fixture(scope='module')
+def predicted(trained):
+  return _predict(trained, trained['checkpoint'])
+
+
+@pytest.fixture(scope='module')
+def exports(root, trained):
+  """[(name, input type or 'servo', SavedModel directory)] of the checkpoint.
+
+  The tf_example export goes through the export_inference_graph CLI.
+  """
+  directories = {t: str(root / t) for t in INPUT_TYPES}
+  # The CLI runs while this process exports the other two.
+  cli = _start([sys.executable, '-m', 'od_estimator.export_inference_graph',
+                '--input_type=tf_example',
+                '--pipeline_config_path=' + trained['config'],
+                '--trained_checkpoint_prefix=' + trained['checkpoint'],
+                '--output_directory=' + directories['tf_example']], cwd=REPO)
+  pipeline_config = config_util.read_pipeline_config(trained['config'])
+  for input_type in ('image_tensor', 'encoded_image_string_tensor'):
+    exporter.export_inference_graph(input_type, pipeline_config,
+                                    trained['checkpoint'],
+                                    directories[input_type])
+  servo = _export_servo(trained, str(root / 'servo'), trained['checkpoint'])
+  _wait(cli)
+  return ([(t, t, os.path.join(d, 'saved_model'))
+           for t, d in directories.items()] + [('servo', 'servo', servo)])
+
+
+@pytest.fixture(scope='module')
+def averaged(root, trained):
+  """Estimator.predict and Servo export with eval_config.use_moving_averages.
+
+  The exporter's side of this switch is tested in test_exporter.py.
+
+  Returns:
+    (Estimator.predict's outputs, [(name, 'servo', SavedModel directory)]).
+  """
+  parts = model_lib.create_estimator_and_inputs(
+      tf.estimator.RunConfig(model_dir=str(root / 'model')),
+      hparams={'eval_with_moving_averages': True},
+      pipeline_config_path=trained['config'])
+  assert parts['configs']['eval_config'].use_moving_averages
+  servo = _export_servo(parts, str(root / 'averaged_servo'),
+                        trained['checkpoint'])
+  return (_predict(parts, trained['checkpoint']),
+          [('averaged_servo', 'servo', servo)])
+
+
+# Serving in an interpreter that never imported od_estimator.
+LOADER = textwrap.dedent('''
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    request = json.load(open(sys.argv[1]))
+    examples = [bytes.fromhex(s) for s in request['examples']]
+    feeds = {
+        'image_tensor': np.load(request['images']),
+        'encoded_image_string_tensor': [bytes.fromhex(s)
+                                        for s in request['pngs']],
+        'tf_example': examples,
+    }
+    results = {}
+    for name, kind, directory in request['saved_models']:
+      serve = tf.saved_model.load(directory).signatures['serving_default']
+      if kind == 'servo':
+        # The Servo receiver takes one serialized tf.Example per call.
+        outputs = [serve(**{request['servo_key']: tf.constant(example)})
+                   for example in examples]
+      else:
+        outputs = [serve(inputs=tf.constant(feeds[kind]))]
+      for key in outputs[0]:
+        results[name + '/' + key] = np.concatenate(
+            [output[key].numpy() for output in outputs])
+        results[name + '/dtype/' + key] = np.array(outputs[0][key].dtype.name)
+    np.savez(request['out'], **results)
+''')
+
+
+@pytest.fixture(scope='module')
+def served(root, exports, averaged):
+  """Runs LOADER on every SavedModel; returns {name: {key: array}}."""
+  images = image_inputs.images()
+  np.save(str(root / 'images.npy'), images)
+  request = {
+      'saved_models': exports + averaged[1],
+      'images': str(root / 'images.npy'),
+      'servo_key': inputs.SERVING_FED_EXAMPLE_KEY,
+      'pngs': [image_inputs.png(image).hex() for image in images],
+      'examples': [image_inputs.tf_example(image).hex() for image in images],
+      'out': str(root / 'served.npz')}
+  with open(str(root / 'request.json'), 'w') as f:
+    json.dump(request, f)
+  _wait(_start([sys.executable, '-c', LOADER,
+               str(root / 'request.json')]))
+  arrays = {}
+  for name, value in np.load(request['out']).items():
+    source, key = name.split('/', 1)
+    arrays.setdefault(source, {})[key] = value
+  return arrays
+
+
+def _outputs(served, name):
+  """One SavedModel's served outputs, without their dtype names."""
+  return {k: v for k, v in served[name].items() if not k.startswith('dtype/')}
+
+
+def _assert_same_outputs(outputs, expected):
+  """Same keys, each within TOLERANCE (raw per-anchor outputs included)."""
+  assert set(outputs) == set(expected)
+  for key, value in expected.items():
+    np.testing.assert_allclose(outputs[key], value, atol=TOLERANCE,
+                               rtol=0, err_msg=key)
+
+
+def test_estimator_predicts_one_based_classes(trained, predicted):
+  assert trained['checkpoint'].endswith('model.ckpt-%d' % TRAIN_STEPS)
+  assert REQUIRED_KEYS <= set(predicted)
+  assert predicted['detection_boxes'].shape[:1] == (2,)
+  assert predicted['detection_classes'].dtype == np.float32
+  counts = predicted['num_detections'].astype(int)
+  assert counts.min() > 0
+  # Label map ids 1..NUM_CLASSES, not the model's 0-based classes.
+  for image, count in enumerate(counts):
+    classes = predicted['detection_classes'][image, :count]
+    assert set(np.unique(classes)) <= set(range(1, NUM_CLASSES + 1))
+
+
+@pytest.mark.parametrize('name', INPUT_TYPES + ('servo',))
+def test_export_serves_the_estimators_detections(served, predicted, name):
+  _assert_same_outputs(_outputs(served, name), predicted)
+  for key in REQUIRED_KEYS:
+    assert str(served[name]['dtype/' + key]) == 'float32', key
+
+
+def test_servo_export_matches_the_exporters_tf_example_export(served):
+  _assert_same_outputs(_outputs(served, 'servo'),
+                       _outputs(served, 'tf_example'))
+
+
+def test_moving_averages_reach_predict_and_the_servo_export(
+    served, predicted, averaged):
+  averaged_predictions, _ = averaged
+  # The averages (decay 0.9999, two steps) differ from the trained weights
+  # by far more than the tolerance, so the comparisons tell them apart.
+  assert np.abs(averaged_predictions['raw_detection_scores'] -
+                predicted['raw_detection_scores']).max() > 10 * TOLERANCE
+  _assert_same_outputs(_outputs(served, 'averaged_servo'),
+                       averaged_predictions)
+
+
+def test_saved_model_cli_shows_the_serving_signature(exports):
+  cli = os.path.join(os.path.dirname(sys.executable), 'saved_model_cli')
+  directory = dict((name, d) for name, _, d in exports)['image_tensor']
+  text = _wait(_start([cli, 'show', '--all', '--dir', directory]))
+  start = text.index("signature_def['serving_default']:")
+  signature = text[start:]
+  end = signature.find("signature_def['", 1)
+  signature = signature if end < 0 else signature[:end]
+  inputs_part, outputs_part = signature.split('output(s):', 1)
+  assert inputs_part.count('tensor_info:') == 1
+  assert "inputs['inputs'] tensor_info:" in inputs_part
+  assert 'name: image_tensor:0' in inputs_part
+  for key in REQUIRED_KEYS:
+    assert "outputs['%s'] tensor_info:" % key in outputs_part
+    assert 'name: %s:0' % key in outputs_part
+  assert 'Method name is: tensorflow/serving/predict' in signature

@@ -1,0 +1,320 @@
+"""model_main when things go wrong, on the original's own config.
+
+The upstream SSD MobileNet v2 COCO config, pointed at synthetic records and
+shrunk by overrides, trains in a model_main subprocess that is killed with
+SIGKILL after its first checkpoint and relaunched with the same command.
+Alongside it (both cores) the tiny SSD trains with a learning rate that
+makes the loss Inf. Continuous evaluation runs in-process while the
+relaunch trains, as an evaluator job would.
+"""
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator import model_lib
+from od_estimator.utils import config_util
+from tests import log_capture
+from tests import tiny_ssd
+
+MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+UPSTREAM_CONFIG = os.path.join(
+    os.environ.get('OD_UPSTREAM_CONFIGS', os.path.join(
+        tiny_ssd.REPO, '..', 'shared', 'upstream_configs')),
+    'ssd_mobilenet_v2_coco.config')
+TRAIN_STEPS = 4
+CHECKPOINT_EVERY = 2
+EXPLODING_RATE = 1e30
+# Evaluations read one of the 8 validation images.
+EVAL_SAMPLING = '--sample_1_of_n_eval_examples=8'
+TIMEOUT = 900
+
+
+class _Background:
+  """A model_main subprocess started now; result() waits for it."""
+
+  def __init__(self, args, log_prefix):
+    self._stdout = open(log_prefix + '.stdout', 'w+')
+    self._stderr = open(log_prefix + '.stderr', 'w+')
+    self._process = subprocess.Popen(
+        MODEL_MAIN + args, stdout=self._stdout, stderr=self._stderr,
+        text=True, cwd=tiny_ssd.REPO)
+
+  def result(self):
+    """subprocess.CompletedProcess with the output as text."""
+    self._process.wait(timeout=TIMEOUT)
+    outputs = []
+    for stream in (self._stdout, self._stderr):
+      stream.seek(0)
+      outputs.append(stream.read())
+    return subprocess.CompletedProcess(self._process.args,
+                                       self._process.returncode, *outputs)
+
+  def running(self):
+    return self._process.poll() is None
+
+  def kill(self):
+    """SIGKILLs the process; returns its exit status."""
+    self._process.send_signal(signal.SIGKILL)
+    return self._process.wait()
+
+  def stop(self):
+    if self.running():
+      self._process.kill()
+      self._process.wait()
+    self._stdout.close()
+    self._stderr.close()
+
+
+@contextlib.contextmanager
+def _started(args, log_prefix):
+  run = _Background(args, log_prefix)
+  try:
+    yield run
+  finally:
+    run.stop()
+
+
+def _step(checkpoint):
+  return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory):
+  return tmp_path_factory.mktemp('robustness')
+
+
+@pytest.fixture(scope='module')
+def config(root):
+  """The tiny SSD's config; its synthetic records are in root/data."""
+  return tiny_ssd.write_config(root, root / 'data')
+
+
+def _upstream_overrides(data):
+  """Points the upstream config at the synthetic records, small and fast."""
+  return ','.join([
+      'load_pretrained=false',  # fine_tune_checkpoint: PATH_TO_BE_CONFIGURED
+      'train_input_path=%s' % os.path.join(data, 'shapes_train.record-*'),
+      'eval_input_path=%s' % os.path.join(data, 'shapes_val.record-*'),
+      'label_map_path=%s' % os.path.join(data, 'shapes_label_map.pbtxt'),
+      'num_classes=3', 'batch_size=2',
+      'model.ssd.image_resizer.fixed_shape_resizer.height=64',
+      'model.ssd.image_resizer.fixed_shape_resizer.width=64',
+      'model.ssd.feature_extractor.depth_multiplier=0.25'])
+
+
+def _train_command(config, model_dir, overrides):
+  return ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+          '--num_train_steps=%d' % TRAIN_STEPS,
+          '--save_checkpoints_steps=%d' % CHECKPOINT_EVERY,
+          '--log_every_n_steps=1', EVAL_SAMPLING,
+          '--hparams_overrides=%s' % overrides]
+
+
+def _kill_after_first_checkpoint(command, model_dir, log_prefix):
+  """Starts model_main, SIGKILLs it once a step > 0 checkpoint exists.
+
+  Returns:
+    The step of the last checkpoint when the process was killed.
+  """
+  with _started(command, log_prefix) as run:
+    deadline = time.time() + TIMEOUT
+    while not _step(tf.train.latest_checkpoint(model_dir)):
+      assert run.running(), run.result().stderr[-3000:]
+      assert time.time() < deadline, 'no checkpoint after step 0'
+      time.sleep(0.2)
+    assert run.kill() == -signal.SIGKILL
+  return _step(tf.train.latest_checkpoint(model_dir))
+
+
+def _copy_checkpoint(source_dir, step, target_dir):
+  """Publishes a checkpoint in target_dir as a trainer's saver would."""
+  prefix = os.path.join(source_dir, 'model.ckpt-%d' % step)
+  for path in tf.io.gfile.glob(prefix + '.*'):
+    shutil.copy(path, target_dir)
+  tf.compat.v1.train.update_checkpoint_state(
+      target_dir, os.path.join(target_dir, 'model.ckpt-%d' % step))
+
+
+@pytest.fixture(scope='module')
+def exploding(root, config):
+  """The tiny SSD with a learning rate that blows the weights up.
+
+  Step 0's loss is finite; its update makes step 1's loss Inf (NaN a step
+  later). Yields the background run and its model_dir.
+  """
+  model_dir = str(root / 'exploding')
+  overrides = '%s,learning_rate=%g' % (tiny_ssd.TINY_OVERRIDES,
+                                       EXPLODING_RATE)
+  with _started(_train_command(config, model_dir, overrides),
+                str(root / 'exploding')) as run:
+    yield run, model_dir
+
+
+@pytest.fixture(scope='module')
+def resumed(root, config, exploding):
+  """The upstream config killed after its first checkpoint and relaunched.
+
+  The exploding run is requested only to start it first, alongside.
+
+  Yields:
+    (model_dir, step of the last checkpoint at the kill, a copy of that
+    checkpoint's directory, the relaunch running in the background).
+  """
+  del config, exploding  # See above.
+  model_dir = str(root / 'resumed')
+  command = _train_command(UPSTREAM_CONFIG, model_dir,
+                           _upstream_overrides(str(root / 'data')))
+  killed_at = _kill_after_first_checkpoint(command, model_dir,
+                                           str(root / 'killed'))
+  # The relaunch saves that step again as it starts.
+  snapshot = str(root / 'killed_checkpoint')
+  os.makedirs(snapshot)
+  _copy_checkpoint(model_dir, killed_at, snapshot)
+  with _started(command, str(root / 'relaunch')) as relaunch:
+    yield model_dir, killed_at, snapshot, relaunch
+
+
+def _eval_parts(root, model_dir):
+  """Estimator and inputs of the upstream run, evaluating one image."""
+  return model_lib.create_estimator_and_inputs(
+      tf.estimator.RunConfig(model_dir=model_dir),
+      hparams=config_util.parse_hparams_overrides(
+          _upstream_overrides(str(root / 'data'))),
+      pipeline_config_path=UPSTREAM_CONFIG, sample_1_of_n_eval_examples=8)
+
+
+def _wait_for_checkpoint(model_dir, step, run):
+  """Waits until the background run's latest checkpoint is at `step`."""
+  while (_step(tf.train.latest_checkpoint(model_dir)) != step and
+         run.running()):
+    time.sleep(0.5)
+  assert _step(tf.train.latest_checkpoint(model_dir)) == step, (
+      run.result().stderr[-3000:])
+
+
+class _TrainerAhead:
+  """The Estimator; once its first evaluation is done, publish_next runs."""
+
+  def __init__(self, estimator, publish_next):
+    self._estimator = estimator
+    self._publish_next = publish_next
+    self.evaluated = []
+
+  def evaluate(self, **kwargs):
+    self.evaluated.append(_step(kwargs['checkpoint_path']))
+    metrics = self._estimator.evaluate(**kwargs)
+    if self._publish_next:
+      self._publish_next()
+      self._publish_next = None
+    return metrics
+
+
+# Runs while the relaunch trains (first here for that): it evaluates the
+# killed run's checkpoint, then the relaunch's final one, in a directory
+# where each appears only when the previous evaluation is done.
+def test_continuous_eval_stops_after_the_final_checkpoint(root, resumed,
+                                                          tmp_path):
+  model_dir, killed_at, snapshot, relaunch = resumed
+  watched = str(tmp_path / 'train')
+  os.makedirs(watched)
+  _copy_checkpoint(snapshot, killed_at, watched)
+
+  def publish_final():
+    _wait_for_checkpoint(model_dir, TRAIN_STEPS, relaunch)
+    _copy_checkpoint(model_dir, TRAIN_STEPS, watched)
+  parts = _eval_parts(root, str(tmp_path / 'eval'))
+  estimator = _TrainerAhead(parts['estimator'], publish_final)
+  with log_capture.absl_messages() as messages:
+    metrics = model_lib.continuous_eval(
+        estimator, watched, parts['eval_input_fns'][0], TRAIN_STEPS,
+        'validation_data', timeout_secs=TIMEOUT)
+  assert estimator.evaluated == [killed_at, TRAIN_STEPS]
+  assert metrics['global_step'] == TRAIN_STEPS
+  assert 'DetectionBoxes_Precision/mAP' in metrics
+  assert 'Evaluated the final checkpoint (step %d).' % TRAIN_STEPS in messages
+  assert not any('Stopping evaluation' in line for line in messages)
+
+
+def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
+  model_dir, killed_at, _, relaunch = resumed
+  relaunch = relaunch.result()
+  assert killed_at == CHECKPOINT_EVERY
+  assert relaunch.returncode == 0, relaunch.stderr[-3000:]
+  log = relaunch.stderr
+  assert 'Restoring parameters from %s' % os.path.join(
+      model_dir, 'model.ckpt-%d' % killed_at) in log
+  # The first step run is the checkpoint's: nothing is trained twice.
+  steps = [int(step) for step in re.findall(r'loss = \S+, step = (\d+)', log)]
+  assert steps and steps[0] == killed_at, steps
+  saved = [int(step) for step in
+           re.findall(r'Saving checkpoints for (\d+) into', log)]
+  assert saved[0] == killed_at and saved[-1] == TRAIN_STEPS, saved
+  assert 'step %d/%d' % (TRAIN_STEPS, TRAIN_STEPS) in log
+  assert _step(tf.train.latest_checkpoint(model_dir)) == TRAIN_STEPS
+
+
+def test_upstream_ssd_mobilenet_v2_coco_config_trains(resumed):
+  model_dir, _, _, relaunch = resumed
+  relaunch = relaunch.result()
+  assert relaunch.returncode == 0, relaunch.stderr[-3000:]
+  assert 'Evaluation at step %d:' % TRAIN_STEPS in relaunch.stdout
+  as_run = config_util.get_configs_from_pipeline_file(
+      os.path.join(model_dir, 'pipeline.config'))
+  ssd = as_run['model'].ssd
+  assert ssd.feature_extractor.type == 'ssd_mobilenet_v2'
+  assert ssd.num_classes == 3
+  assert ssd.image_resizer.fixed_shape_resizer.height == 64
+  assert ssd.loss.hard_example_miner.num_hard_examples == 3000
+  assert as_run['train_config'].batch_size == 2
+  assert [option.WhichOneof('preprocessing_step') for option in
+          as_run['train_config'].data_augmentation_options] == [
+              'random_horizontal_flip', 'ssd_random_crop']
+  assert tf.io.gfile.glob(os.path.join(model_dir, 'export', 'Servo', '*',
+                                       'saved_model.pb'))
+
+
+def test_non_finite_loss_stops_with_the_last_good_checkpoint(exploding):
+  run, model_dir = exploding
+  result = run.result()
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert 'Traceback' not in result.stderr
+  last = result.stderr.strip().splitlines()[-1]
+  good = os.path.join(model_dir, 'model.ckpt-0')
+  assert last.startswith('error: training stopped because the loss became '
+                         'NaN or Inf at step 1. The last good checkpoint is '
+                         '%s. ' % good), last
+  # The broken update was never applied, so never saved: without the check
+  # step 1 would run and the step-2 checkpoint hold NaN weights.
+  assert tf.train.latest_checkpoint(model_dir) == good
+  reader = tf.train.load_checkpoint(good)
+  for name in reader.get_variable_to_shape_map():
+    value = reader.get_tensor(name)
+    if np.issubdtype(value.dtype, np.floating):
+      assert np.all(np.isfinite(value)), name
+
+
+def test_continuous_eval_timeout_without_checkpoints_says_so(root, config,
+                                                             tmp_path):
+  del config  # Only for the records it wrote.
+  parts = _eval_parts(root, str(tmp_path / 'eval'))
+  empty = str(tmp_path / 'train')
+  os.makedirs(empty)
+  start = time.time()
+  with log_capture.absl_messages() as messages:
+    metrics = model_lib.continuous_eval(
+        parts['estimator'], empty, parts['eval_input_fns'][0], TRAIN_STEPS,
+        'validation_data', timeout_secs=1)
+  assert metrics is None
+  assert time.time() - start < 30
+  assert ('Stopping evaluation: no checkpoint appeared in %s within 1 s, so '
+          'nothing was evaluated; check that it is the training model_dir.'
+          % empty) in messages
