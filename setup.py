@@ -74,7 +74,7 @@ setup(
         'faster-coco-eval',
     ],
     extras_require={
-        'test': ['pytest', 'grpcio-tools>=1.62,<1.63'],
+        'test': ['pytest', 'pytest-xdist', 'grpcio-tools>=1.62,<1.63'],
     },
     entry_points={
         'console_scripts': [

@@ -7,7 +7,10 @@ Usage:
   python -m od_estimator.validate --pipeline_config_path=PATH
 
 Reports every problem it finds (file, line and field where it knows them)
-and exits 0 when the config is ready to train, 1 when it is not.
+and exits 0 when the config is ready to train, 1 when it is not. Besides
+syntax, files and sizes, it builds the model, optimizer, augmentation steps
+and input decoders (no training graph), so options this version cannot
+honour are named before launch.
 --check_tpu also builds the TPU training step on CPU (see tpu_check).
 """
 import argparse
@@ -16,21 +19,17 @@ import sys
 
 import tensorflow as tf
 
+from od_estimator import eval_util
 from od_estimator import tpu_check
+from od_estimator.builders import decoder_builder
+from od_estimator.builders import model_builder
+from od_estimator.builders import optimizer_builder
+from od_estimator.builders import preprocessor_builder
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
 
 # Meta-architectures that builders/model_builder can build today.
 SUPPORTED_META_ARCHITECTURES = ('ssd',)
-# eval_config.metrics_set values the evaluator registry accepts.
-KNOWN_METRICS_SETS = (
-    'coco_detection_metrics', 'coco_mask_metrics',
-    'pascal_voc_detection_metrics', 'weighted_pascal_voc_detection_metrics',
-    'pascal_voc_instance_segmentation_metrics',
-    'weighted_pascal_voc_instance_segmentation_metrics',
-    'precision_at_recall_detection_metrics', 'oid_V2_detection_metrics',
-    'oid_challenge_detection_metrics', 'oid_challenge_segmentation_metrics',
-    'coco_keypoint_metrics', 'lvis_mask_metrics')
 FINE_TUNE_CHECKPOINT_TYPES = ('', 'classification', 'detection')
 _PLACEHOLDER = 'PATH_TO_BE_CONFIGURED'
 _REMOTE_PREFIXES = ('gs://', 's3://', 'hdfs://', 'http://', 'https://')
@@ -66,11 +65,16 @@ def _is_remote(path):
   return path.startswith(_REMOTE_PREFIXES)
 
 
-def _placeholder_hint(path):
+def _placeholder_hint(path, report):
   if _PLACEHOLDER in path:
     return 'replace %s with the real path' % _PLACEHOLDER
-  return 'paths are relative to the directory you launch from (%s)' % (
+  launch_dir = 'paths are relative to the directory you launch from (%s)' % (
       os.getcwd())
+  beside_config = os.path.join(os.path.dirname(report.path), path)
+  if not os.path.isabs(path) and tf.io.gfile.glob(beside_config):
+    return '%s exists next to the config, but %s: write %s' % (
+        path, launch_dir, os.path.abspath(beside_config))
+  return launch_dir
 
 
 def _check_model(configs, report):
@@ -125,12 +129,16 @@ def _check_label_map(input_config, field, num_classes, report):
     return
   if not tf.io.gfile.exists(path):
     report.error(field + '.label_map_path', 'label map %s not found' % path,
-                 hint=_placeholder_hint(path))
+                 hint=_placeholder_hint(path, report))
     return
   try:
     label_map = label_map_util.load_labelmap(path)
   except label_map_util.LabelMapError as error:
     report.error(field + '.label_map_path', str(error))
+    return
+  if not label_map.item:
+    report.error(field + '.label_map_path', 'label map %s has no items' % path,
+                 hint="add item { id: 1 name: '...' } per class")
     return
   if num_classes:
     too_big = [item for item in label_map.item if item.id > num_classes]
@@ -143,6 +151,18 @@ def _check_label_map(input_config, field, num_classes, report):
                   for i in too_big[:5])),
           hint='raise num_classes to %d or renumber the label map' %
           max(i.id for i in too_big))
+
+
+def _check_input_pattern(pattern, field, report):
+  matches = tf.io.gfile.glob(pattern)
+  field += '.tf_record_input_reader.input_path'
+  if not matches:
+    report.error(field, 'no file matches %s' % pattern,
+                 hint=_placeholder_hint(pattern, report))
+  elif all(tf.io.gfile.isdir(match) for match in matches):
+    report.error(field, '%s matches only directories, no TFRecord files' %
+                 pattern, hint='give a file pattern such as %s' %
+                 os.path.join(matches[0], '*.record*'))
 
 
 def _check_input_reader(input_config, field, num_classes, report):
@@ -162,10 +182,9 @@ def _check_input_reader(input_config, field, num_classes, report):
       if _is_remote(pattern):
         report.note('%s input %s is remote; not checked here.' %
                     (field, pattern))
-      elif not tf.io.gfile.glob(pattern):
-        report.error(field + '.tf_record_input_reader.input_path',
-                     'no file matches %s' % pattern,
-                     hint=_placeholder_hint(pattern))
+      else:
+        _check_input_pattern(pattern, field, report)
+    _check_decoder_builds(input_config, field, report)
   if input_config.max_number_of_boxes < 1:
     report.error(field + '.max_number_of_boxes',
                  'must be at least 1, got %d' %
@@ -177,6 +196,7 @@ def _check_train_config(train_config, report):
   if train_config.batch_size < 1:
     report.error('train_config.batch_size',
                  'must be at least 1, got %d' % train_config.batch_size)
+  _check_train_builds(train_config, report)
   checkpoint = train_config.fine_tune_checkpoint
   kind = train_config.fine_tune_checkpoint_type
   if kind not in FINE_TUNE_CHECKPOINT_TYPES:
@@ -189,7 +209,7 @@ def _check_train_config(train_config, report):
     report.note('fine_tune_checkpoint %s is remote; not checked here.' %
                 checkpoint)
   elif not tf.io.gfile.exists(checkpoint + '.index'):
-    hint = _placeholder_hint(checkpoint)
+    hint = _placeholder_hint(checkpoint, report)
     if tf.io.gfile.isdir(checkpoint):
       hint = ('give the checkpoint prefix, e.g. %s' %
               os.path.join(checkpoint, 'model.ckpt'))
@@ -200,11 +220,58 @@ def _check_train_config(train_config, report):
                  (checkpoint, checkpoint), hint=hint)
 
 
+# What builders raise for an option they cannot honour.
+_BUILD_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
+
+
+def _check_builds(field, build, report):
+  """Reports, under `field`, the error `build()` raises, if any."""
+  try:
+    with tf.Graph().as_default():
+      build()
+  except _BUILD_ERRORS as error:
+    report.error(field, 'cannot be built: %s' % error)
+
+
+def _check_model_builds(model_config, report):
+  """Builds the detection model object, naming unsupported options."""
+  _check_builds('model', lambda: model_builder.build(
+      model_config, is_training=True), report)
+
+
+def _check_train_builds(train_config, report):
+  """Builds the optimizer and augmentation steps of a TrainConfig."""
+  if train_config.HasField('optimizer'):
+    _check_builds('train_config.optimizer', lambda: optimizer_builder.build(
+        train_config.optimizer), report)
+  for index, step in enumerate(train_config.data_augmentation_options):
+    _check_builds('train_config.data_augmentation_options[%d]' % index,
+                  lambda step=step: preprocessor_builder.build(step), report)
+
+
+def _check_decoder_builds(input_config, field, report):
+  """Builds an input's tf.Example decoder (the label map is checked apart)."""
+  without_label_map = type(input_config)()
+  without_label_map.CopyFrom(input_config)
+  without_label_map.ClearField('label_map_path')
+  _check_builds(field, lambda: decoder_builder.build(without_label_map),
+                report)
+
+
 def _check_eval_config(eval_config, report):
+  if eval_config.batch_size < 1:
+    report.error('eval_config.batch_size',
+                 'must be at least 1, got %d' % eval_config.batch_size)
+  supported = sorted(eval_util.EVAL_METRICS_CLASS_DICT)
   for name in eval_config.metrics_set:
-    if name not in KNOWN_METRICS_SETS:
-      report.error('eval_config.metrics_set', 'unknown metrics set %r' % name,
-                   hint='one of %s' % ', '.join(KNOWN_METRICS_SETS))
+    if name in eval_util.EVAL_METRICS_CLASS_DICT:
+      continue
+    if name in eval_util.NOT_YET_SUPPORTED_METRICS:
+      problem = 'metrics set %r is not supported yet' % name
+    else:
+      problem = 'unknown metrics set %r' % name
+    report.error('eval_config.metrics_set', problem,
+                 hint='supported: %s' % ', '.join(supported))
 
 
 def validate(pipeline_config_path, config_override=None, tpu_options=None):
@@ -219,15 +286,24 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
   report = Report(pipeline_config_path)
   dropped = []
   try:
-    configs = config_util.create_configs_from_pipeline_proto(
-        config_util.read_pipeline_config(pipeline_config_path,
-                                         config_override, dropped))
+    pipeline_config = config_util.read_pipeline_config(
+        pipeline_config_path, config_override, dropped)
   except config_util.ConfigError as error:
     report.errors.append(error)
     return report
+  if not pipeline_config.ListFields():
+    report.error(None, 'the config sets no fields (the file is empty or '
+                 'holds only comments)',
+                 hint='a pipeline.config needs at least model, '
+                 'train_config and train_input_reader')
+    return report
+  configs = config_util.create_configs_from_pipeline_proto(pipeline_config)
   for warning in dropped:
     report.note(warning)
+  errors_before = len(report.errors)
   num_classes = _check_model(configs, report)
+  if len(report.errors) == errors_before and num_classes is not None:
+    _check_model_builds(configs['model'], report)
   _check_train_config(configs['train_config'], report)
   _check_input_reader(configs['train_input_config'], 'train_input_reader',
                       num_classes, report)
@@ -297,8 +373,16 @@ def _tpu_options(args, parser):
 def main(argv=None):
   parser = _parser()
   args = parser.parse_args(argv)
-  report = validate(args.pipeline_config_path, args.config_override,
-                    _tpu_options(args, parser))
+  tpu_options = _tpu_options(args, parser)
+  try:
+    report = validate(args.pipeline_config_path, args.config_override,
+                      tpu_options)
+  except Exception as error:  # pylint: disable=broad-except
+    # A check that failed in an unforeseen way: still a report, not a
+    # traceback, naming the file and the error.
+    report = Report(args.pipeline_config_path)
+    report.error(None, 'checking stopped on %s: %s' % (
+        type(error).__name__, error))
   print(report.text())
   return 1 if report.errors else 0
 

@@ -81,11 +81,46 @@ BAD_CASES = {
                         ['train_config.batch_size', 'at least 1']),
     'unknown_metrics_set': (_break('"coco_detection_metrics"', '"coco_map"'),
                             ["unknown metrics set 'coco_map'"]),
+    'metrics_set_not_supported_yet': (
+        _break('"coco_detection_metrics"', '"coco_mask_metrics"'),
+        ["metrics set 'coco_mask_metrics' is not supported yet",
+         'supported: coco_detection_metrics']),
+    'zero_eval_batch_size': (_break('num_examples: 200',
+                                    'num_examples: 200 batch_size: 0'),
+                             ['eval_config.batch_size', 'at least 1']),
     'unsupported_meta_architecture': (
         lambda t: 'model { faster_rcnn { num_classes: 3 image_resizer { '
         'fixed_shape_resizer { height: 8 width: 8 } } } }' +
         t[t.index('train_config'):],
         ["meta-architecture 'faster_rcnn' is not supported"]),
+    'missing_closing_brace_at_end': (
+        lambda t: t.rstrip()[:-1],
+        ['`eval_input_reader` is closed', 'truncated', 'add 1 closing `}`']),
+    'unmatched_closing_brace': (
+        _break('max_number_of_boxes: 8\n}', 'max_number_of_boxes: 8\n}}'),
+        ['no matching opening brace', 'remove it']),
+    'missing_closing_brace_mid_file': (
+        _break('max_number_of_boxes: 8\n}\n', 'max_number_of_boxes: 8\n'),
+        ['train_config.train_input_reader',
+         '`train_input_reader` belongs at the top level']),
+    'input_path_is_a_directory': (
+        _break('/shapes_train.record-?????-of-00002', ''),
+        ['train_input_reader.tf_record_input_reader.input_path',
+         'matches only directories']),
+    'label_map_is_a_directory': (
+        _break('/shapes_label_map.pbtxt', ''),
+        ['train_input_reader.label_map_path', 'is a directory']),
+    'unsupported_feature_extractor': (
+        _break('type: "ssd_mobilenet_v2"', 'type: "ssd_mobilenet_v9"'),
+        ["feature_extractor.type 'ssd_mobilenet_v9' is not supported",
+         'ssd_mobilenet_v2']),
+    'unsupported_augmentation': (
+        _break('random_horizontal_flip {}', 'autoaugment_image {}'),
+        ['train_config.data_augmentation_options[0]',
+         'autoaugment_image is not supported']),
+    'unsupported_decoder_option': (
+        _break('num_readers: 1', 'num_readers: 1 load_dense_pose: true'),
+        ['eval_input_reader[0]', 'load_dense_pose is not supported']),
 }
 
 
@@ -124,3 +159,74 @@ def test_cli_usage(capsys):
   assert cli.main([]) == 0
   assert 'validate' in capsys.readouterr().out
   assert cli.main(['frobnicate']) == 2
+
+
+def _validate_file(path, capsys):
+  code = cli.main(['validate', '--pipeline_config_path=%s' % path])
+  out = capsys.readouterr().out
+  assert 'Traceback' not in out
+  return code, out
+
+
+def test_empty_file(tmp_path, capsys):
+  path = tmp_path / 'empty.config'
+  path.write_text('# nothing yet\n')
+  code, out = _validate_file(path, capsys)
+  assert code == 1
+  assert out.startswith('error: %s: the config sets no fields' % path)
+
+
+def test_directory_instead_of_file(data_dir, capsys):
+  code, out = _validate_file(data_dir, capsys)
+  assert code == 1
+  assert 'error: %s: is a directory, not a config file' % data_dir in out
+
+
+def test_non_utf8_file(data_dir, capsys):
+  path = data_dir / 'latin1.config'
+  path.write_bytes(_good_config(data_dir).encode() + b'# caf\xe9\n')
+  code, out = _validate_file(path, capsys)
+  assert code == 1
+  line = _good_config(data_dir).count('\n') + 1
+  assert out.startswith('error: %s:%d:6: not UTF-8 text' % (path, line))
+
+
+def test_byte_order_mark_is_accepted(data_dir, capsys):
+  path = data_dir / 'bom.config'
+  path.write_bytes(b'\xef\xbb\xbf' + _good_config(data_dir).encode())
+  assert _validate_file(path, capsys)[0] == 0
+
+
+def test_only_the_missing_glob_of_several_is_reported(data_dir, capsys):
+  text = _break('shapes_train.record-?????-of-00002"',
+                'shapes_train.record-?????-of-00002" '
+                'input_path: "nowhere-*.record"')(_good_config(data_dir))
+  code, out, _ = _run(data_dir, text, capsys, name='globs.config')
+  assert code == 1
+  assert out.count('error:') == 1
+  assert 'no file matches nowhere-*.record' in out
+
+
+def test_empty_label_map(data_dir, capsys):
+  (data_dir / 'empty.pbtxt').write_text('# no items\n')
+  text = _good_config(data_dir).replace(
+      str(data_dir / 'data' / 'shapes_label_map.pbtxt'),
+      str(data_dir / 'empty.pbtxt'))
+  code, out, _ = _run(data_dir, text, capsys, name='empty_map.config')
+  assert code == 1
+  assert 'empty.pbtxt has no items' in out
+
+
+def test_relative_paths_are_read_from_the_launch_directory(
+    data_dir, capsys, monkeypatch):
+  (data_dir / 'relative.config').write_text(
+      _good_config(data_dir).replace(str(data_dir) + '/', ''))
+  monkeypatch.chdir(data_dir)
+  code, out = _validate_file('relative.config', capsys)
+  assert code == 0, out
+  # From elsewhere the same config fails, and the hint says why.
+  monkeypatch.chdir(data_dir / 'data')
+  code, out = _validate_file('../relative.config', capsys)
+  assert code == 1
+  assert 'exists next to the config' in out
+  assert str(data_dir / 'data' / 'shapes_label_map.pbtxt') in out

@@ -56,7 +56,7 @@ def _build_non_max_suppressor(nms_config):
   Raises:
     ValueError: naming the offending field for an iou_threshold outside
       [0, 1], more detections per class than in total, a negative
-      soft_nms_sigma or combined NMS with class-agnostic NMS.
+      soft_nms_sigma or a combination of options NMS cannot run.
   """
   if not 0.0 <= nms_config.iou_threshold <= 1.0:
     raise ValueError('batch_non_max_suppression.iou_threshold must be in '
@@ -69,9 +69,7 @@ def _build_non_max_suppressor(nms_config):
   if nms_config.soft_nms_sigma < 0.0:
     raise ValueError('batch_non_max_suppression.soft_nms_sigma must be '
                      'non-negative, got %s' % nms_config.soft_nms_sigma)
-  if nms_config.use_combined_nms and nms_config.use_class_agnostic_nms:
-    raise ValueError('batch_non_max_suppression.use_combined_nms does not '
-                     'support use_class_agnostic_nms')
+  _check_option_combinations(nms_config)
   return functools.partial(
       post_processing.batch_multiclass_non_max_suppression,
       score_thresh=nms_config.score_threshold,
@@ -87,6 +85,28 @@ def _build_non_max_suppressor(nms_config):
       change_coordinate_frame=nms_config.change_coordinate_frame,
       use_hard_nms=nms_config.use_hard_nms,
       use_cpu_nms=nms_config.use_cpu_nms)
+
+
+def _check_option_combinations(nms_config):
+  """Rejects option combinations NMS cannot honour, naming the fields.
+
+  The NMS function would fail on most of these only when the graph is built,
+  under its own argument names; max_classes_per_detection > 1 it would
+  silently ignore outside class-agnostic mode.
+  """
+  field = 'batch_non_max_suppression.'
+  if nms_config.use_combined_nms and nms_config.use_class_agnostic_nms:
+    raise ValueError(field + 'use_combined_nms does not support '
+                     'use_class_agnostic_nms')
+  if nms_config.max_classes_per_detection > 1:
+    raise ValueError(field + 'max_classes_per_detection must be 1 (one class '
+                     'per detection), got %d' %
+                     nms_config.max_classes_per_detection)
+  if nms_config.soft_nms_sigma > 0.0:
+    for other in ('use_static_shapes', 'use_hard_nms', 'use_combined_nms'):
+      if getattr(nms_config, other):
+        raise ValueError(field + 'soft_nms_sigma (%s) cannot be used with '
+                         '%s: true' % (nms_config.soft_nms_sigma, other))
 
 
 def _build_score_converter(score_converter, logit_scale):

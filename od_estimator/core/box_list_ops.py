@@ -403,10 +403,10 @@ def filter_greater_than(boxlist, thresh, scope=None):
   """Keeps boxes whose 'scores' field ([N] or [N, 1]) exceeds thresh."""
   with tf.name_scope(scope or 'FilterGreaterThan'):
     scores = boxlist.get_field('scores')
+    if scores.shape.ndims not in (1, 2) or (
+        scores.shape.ndims == 2 and scores.shape[1] != 1):
+      raise ValueError('scores must be [N] or [N, 1], got %s' % scores.shape)
     if scores.shape.ndims == 2:
-      if scores.shape[1] != 1:
-        raise ValueError('scores must be [N] or [N, 1], got %s' %
-                         scores.shape)
       scores = tf.squeeze(scores, [1])
     keep = tf.reshape(tf.where(scores > thresh), [-1])
     return gather(boxlist, keep)

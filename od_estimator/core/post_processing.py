@@ -302,6 +302,8 @@ def class_agnostic_non_max_suppression(boxes,
                                        use_partitioned_nms=False,
                                        additional_fields=None,
                                        soft_nms_sigma=0.0,
+                                       use_hard_nms=False,
+                                       use_cpu_nms=False,
                                        scope=None):
   """Greedy NMS over all classes at once, each box scored by its best class.
 
@@ -350,9 +352,10 @@ def class_agnostic_non_max_suppression(boxes,
       candidates.add_field(key, tensor)
     max_selection_size = (max_total_size if max_total_size > 0
                           else candidates.num_boxes())
-    selected, valid = _run_nms(
-        candidates, max_selection_size, iou_thresh, score_thresh,
-        pad_to_max_output_size, soft_nms_sigma, use_hard_nms=False)
+    with _nms_device(use_cpu_nms):
+      selected, valid = _run_nms(
+          candidates, max_selection_size, iou_thresh, score_thresh,
+          pad_to_max_output_size, soft_nms_sigma, use_hard_nms)
     return _finalize(selected, valid, clip_window, change_coordinate_frame,
                      max_total_size, pad_to_max_output_size)
 
@@ -535,7 +538,9 @@ def batch_multiclass_non_max_suppression(boxes,
           pad_to_max_output_size=use_static_shapes,
           use_partitioned_nms=use_partitioned_nms,
           additional_fields=image_fields,
-          soft_nms_sigma=soft_nms_sigma)
+          soft_nms_sigma=soft_nms_sigma,
+          use_hard_nms=use_hard_nms,
+          use_cpu_nms=use_cpu_nms)
       if use_class_agnostic_nms:
         nmsed, num_detections = class_agnostic_non_max_suppression(
             image_boxes, image_scores, score_thresh, iou_thresh,
@@ -543,8 +548,7 @@ def batch_multiclass_non_max_suppression(boxes,
       else:
         nmsed, num_detections = multiclass_non_max_suppression(
             image_boxes, image_scores, score_thresh, iou_thresh,
-            max_size_per_class, max_total_size, use_hard_nms=use_hard_nms,
-            use_cpu_nms=use_cpu_nms, **common)
+            max_size_per_class, max_total_size, **common)
       nmsed = box_list_ops.pad_or_clip_box_list(nmsed, output_size)
       # Padded NMS leaves -1 scores in unused slots: zero every output there.
       valid = tf.range(output_size) < num_detections

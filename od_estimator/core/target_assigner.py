@@ -14,6 +14,7 @@ each anchor to at most one groundtruth box (matcher), then
 import tensorflow as tf
 
 from od_estimator.core import box_list
+from od_estimator.core import standard_fields as fields
 from od_estimator.utils import shape_utils
 
 
@@ -48,6 +49,8 @@ class TargetAssigner:
       groundtruth_boxes: BoxList of num_gt boxes (may be empty).
       groundtruth_labels: [num_gt, d_1, ..., d_k] float32 class targets
         (typically one-hot [num_gt, num_classes + 1]); default ones [num_gt, 1].
+        For rank-2 labels, 1 - labels[:, 0] is the groundtruth score that
+        ThresholdedIouSimilarity reads.
       unmatched_class_label: [d_1, ..., d_k] target of unmatched anchors;
         default zeros.
       groundtruth_weights: [num_gt] float32; boxes of weight 0 are never
@@ -81,7 +84,9 @@ class TargetAssigner:
           [static_num_gt] if static_num_gt is not None else
           tf.expand_dims(num_gt, 0), tf.float32)
 
-    similarity = self._similarity_calc.compare(groundtruth_boxes, anchors)
+    similarity = self._similarity_calc.compare(
+        _with_foreground_scores(groundtruth_boxes, groundtruth_labels),
+        anchors)
     match = self._matcher.match(similarity,
                                 valid_rows=tf.greater(groundtruth_weights, 0))
     reg_targets = self._create_regression_targets(anchors, groundtruth_boxes,
@@ -121,6 +126,22 @@ class TargetAssigner:
     return tf.where(
         tf.broadcast_to(tf.expand_dims(match.matched_column_indicator(), 1),
                         tf.shape(encoded)), encoded, default)
+
+
+def _with_foreground_scores(boxes, labels):
+  """Returns a copy of `boxes` scored 1 - labels[:, 0].
+
+  Score-aware similarity calculators (ThresholdedIouSimilarity) read this
+  foreground probability, as in the original; column 0 is background. Only
+  rank-2 labels have such a column, so other labels leave `boxes` as it is.
+  """
+  if labels.shape.ndims != 2:
+    return boxes
+  scored = box_list.BoxList(boxes.get())
+  for field in boxes.get_extra_fields():
+    scored.add_field(field, boxes.get_field(field))
+  scored.add_field(fields.BoxListFields.scores, 1.0 - labels[:, 0])
+  return scored
 
 
 def _as_list(value, batch_size):

@@ -6,238 +6,21 @@ original's keys: `model`, `train_config`, `train_input_config`, `eval_config`,
 `graph_rewriter_config` when present. Functions here never modify the dict or
 protos they are given: overrides return a new dict.
 """
-import difflib
 import os
-import re
 
 from absl import logging
-from google.protobuf import descriptor as descriptor_lib
 from google.protobuf import text_format
 import tensorflow as tf
 
 from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import config_overrides
+from od_estimator.utils import config_text
 
-class ConfigError(ValueError):
-  """A config that cannot be used, with where and why.
-
-  Attributes:
-    path: the config file, or None for text given directly.
-    line: 1-based line of the problem, or None.
-    column: 1-based column of the problem, or None.
-    field: dotted path of the field concerned, or None.
-    problem: what is wrong, in a sentence.
-    hint: what would fix it, or None.
-  """
-
-  def __init__(self, problem, path=None, line=None, column=None, field=None,
-               hint=None):
-    self.path, self.line, self.column = path, line, column
-    self.field, self.problem, self.hint = field, problem, hint
-    super().__init__(self._format())
-
-  def _format(self):
-    where = self.path or '<config text>'
-    if self.line is not None:
-      where += ':%d' % self.line
-      if self.column is not None:
-        where += ':%d' % self.column
-    text = where + ': '
-    if self.field:
-      text += 'field `%s`: ' % self.field
-    text += self.problem
-    if self.hint:
-      text += ' (hint: %s)' % self.hint
-    return text
-
-
-# ---------------------------------------------------------------------------
-# Parsing text protos with readable errors.
-
-_TOKEN = re.compile(r'''
-    (?P<comment>\#[^\n]*)
-  | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
-  | (?P<open>[{<])
-  | (?P<close>[}>])
-  | (?P<name>\[[\w.]+\]|[A-Za-z_][\w.]*)
-  | (?P<colon>:)
-  | (?P<newline>\n)
-''', re.VERBOSE)
-
-
-def _field_path_at(text, line, column, blocks_only=False):
-  """Returns the dotted path of the field being parsed at (line, column).
-
-  A light scan of the text-format nesting (names followed by `{` or `<`),
-  used only to say where an error is; it tolerates malformed text. With
-  `blocks_only`, returns just the enclosing open messages.
-  """
-  stack, last_name, current = [], None, None
-  row, row_start, after_colon = 1, 0, False
-  for match in _TOKEN.finditer(text):
-    col = match.start() - row_start + 1
-    if row > line or (row == line and col > column):
-      break
-    kind = match.lastgroup
-    if kind == 'newline':
-      row, row_start = row + 1, match.end()
-    elif kind == 'colon':
-      after_colon = True
-      continue
-    elif kind == 'name' and not after_colon:  # a field name, not an enum value
-      last_name = current = match.group()
-    elif kind == 'open':
-      stack.append(last_name or '?')
-      last_name = current = None
-    elif kind == 'close':
-      if stack:
-        stack.pop()
-      last_name = current = None
-    elif kind == 'string':
-      last_name = None
-    after_colon = False
-  parts = stack + ([current] if current and not blocks_only else [])
-  return '.'.join(parts) or None
-
-
-_UNKNOWN_FIELD = re.compile(
-    r'Message type "([\w.]+)" has no field named "(\w+)"')
-_BAD_ENUM = re.compile(
-    r'Enum type "([\w.]+)" has no value (?:named|with number) (\S+?)\.?$')
-
-
-def _hint_for(problem):
-  """Suggests a fix for common text-format errors, or returns None."""
-  pool = pipeline_pb2.DESCRIPTOR.pool
-  unknown = _UNKNOWN_FIELD.search(problem)
-  if unknown:
-    try:
-      message = pool.FindMessageTypeByName(unknown.group(1))
-    except KeyError:
-      return None
-    names = [f.name for f in message.fields]
-    close = difflib.get_close_matches(unknown.group(2), names, n=3)
-    if close:
-      return 'did you mean %s?' % ' or '.join('`%s`' % c for c in close)
-    return '%s accepts: %s' % (message.name, ', '.join(sorted(names)))
-  bad_enum = _BAD_ENUM.search(problem)
-  if bad_enum:
-    try:
-      enum = pool.FindEnumTypeByName(bad_enum.group(1))
-    except KeyError:
-      return None
-    return 'accepted values: %s' % ', '.join(v.name for v in enum.values)
-  if 'Couldn\'t parse' in problem or 'Expected' in problem:
-    return ('check the value\'s type and the braces around this line; '
-            'strings need quotes, numbers must not have them')
-  return None
-
-
-# Fields that appear in the original's own sample configs although its schema
-# lacks them (they were removed from, or never made it into, the .proto files),
-# so the original rejects those configs. We drop them with a warning when their
-# value is what od_estimator does anyway, and refuse them otherwise.
-# (message, field) -> (values we can honour or None for any, explanation).
-LEGACY_FIELDS = {
-    ('SsdFeatureExtractor', 'batch_norm_trainable'): (
-        None, 'removed from the schema; use `model.ssd.freeze_batchnorm` '
-        'to stop batch norm updates'),
-    ('TrainConfig', 'load_all_optimizer_checkpoint_vars'): (
-        ('false', 'False', '0'), 'not in the schema; optimizer slots are '
-        'never restored from fine_tune_checkpoint'),
-    ('TrainConfig', 'load_all_moving_average_checkpoint_vars'): (
-        ('false', 'False', '0'), 'not in the schema; moving averages are '
-        'never restored from fine_tune_checkpoint'),
-    ('TrainConfig', 'include_global_step'): (
-        ('false', 'False', '0'), 'not in the schema; global_step is never '
-        'restored from fine_tune_checkpoint'),
-}
-_SCALAR_FIELD = re.compile(r'(\w+)\s*:\s*("[^"\n]*"|\'[^\'\n]*\'|[^\s,;{}#]+)\s*[,;]?')
-
-
-def _drop_legacy_field(text, error, path, dropped):
-  """Removes a LEGACY_FIELDS field at the error position; None if not one."""
-  unknown = _UNKNOWN_FIELD.search(str(error))
-  if not unknown or not error.GetLine():
-    return None
-  key = (unknown.group(1).rsplit('.', 1)[-1], unknown.group(2))
-  if key not in LEGACY_FIELDS:
-    return None
-  lines = text.split('\n')
-  row, col = error.GetLine() - 1, error.GetColumn() - 1
-  match = _SCALAR_FIELD.match(lines[row], col)
-  if not match or match.group(1) != key[1]:
-    return None
-  accepted, why = LEGACY_FIELDS[key]
-  field = _field_path_at(text, row + 1, col + 1)
-  if accepted is not None and match.group(2) not in accepted:
-    raise ConfigError('`%s: %s` cannot be honoured: %s' % (
-        key[1], match.group(2), why), path=path, line=row + 1, column=col + 1,
-                      field=field, hint='remove the line')
-  message = '%s:%d: ignoring `%s` (%s)' % (path or '<config text>', row + 1,
-                                          field, why)
-  logging.warning(message)
-  dropped.append(message)
-  lines[row] = lines[row][:col] + lines[row][match.end():]
-  return '\n'.join(lines)
-
-
-_TRUNCATED = re.compile(r'Expected "[}>]"')
-
-
-def _offset(text, line, column):
-  """Character offset just past the token at 1-based (line, column)."""
-  lines = text.split('\n')
-  start = sum(len(l) + 1 for l in lines[:line - 1]) + column - 1
-  token = re.match(r'\S*', text[start:])
-  return start + token.end()
-
-
-def parse_pipeline_text(text, path=None, message=None, dropped=None):
-  """Parses text-format TrainEvalPipelineConfig, merging into `message`.
-
-  Args:
-    text: the config text.
-    path: file name for error messages.
-    message: a pipeline_pb2.TrainEvalPipelineConfig to merge into (a new one
-      when None). Merging, as the original does, lets a later value of a
-      singular field replace an earlier one, which overrides rely on.
-    dropped: optional list; a warning is appended for each LEGACY_FIELDS
-      field that was dropped.
-
-  Returns:
-    The TrainEvalPipelineConfig.
-
-  Raises:
-    ConfigError: naming the file, line, column and field on a parse error.
-  """
-  dropped = [] if dropped is None else dropped
-  while True:
-    parsed = pipeline_pb2.TrainEvalPipelineConfig()
-    if message is not None:
-      parsed.CopyFrom(message)
-    try:
-      text_format.Merge(text, parsed)
-      break
-    except text_format.ParseError as error:
-      retry = _drop_legacy_field(text, error, path, dropped)
-      if retry is not None:
-        text = retry
-        continue
-      line, column = error.GetLine(), error.GetColumn()
-      # ParseError's text starts with "line:column : "; keep the message only.
-      problem = re.sub(r'^\d+:\d+ : ', '', str(error))
-      field = _field_path_at(text, line, column) if line else None
-      rest = text[_offset(text, line, column):] if line else 'x'
-      if _TRUNCATED.search(problem) and not rest.strip(' \t\n};,'):
-        field = _field_path_at(text, line, column, blocks_only=True)
-        problem = ('the file ends before `%s` is closed; it may be truncated '
-                   '(%s)' % (field, problem))
-      raise ConfigError(problem, path=path, line=line, column=column,
-                        field=field, hint=_hint_for(problem)) from None
-  if message is None:
-    return parsed
-  message.CopyFrom(parsed)
-  return message
+# Part of this module's interface, as in the original's config_util.
+ConfigError = config_text.ConfigError
+LEGACY_FIELDS = config_text.LEGACY_FIELDS
+parse_pipeline_text = config_text.parse_pipeline_text
+parse_hparams_overrides = config_overrides.parse_hparams_overrides
 
 
 def read_pipeline_config(pipeline_config_path, config_override=None,
@@ -257,15 +40,7 @@ def read_pipeline_config(pipeline_config_path, config_override=None,
   Raises:
     ConfigError: when the file is missing, unreadable or malformed.
   """
-  if not tf.io.gfile.exists(pipeline_config_path):
-    raise ConfigError('file not found', path=pipeline_config_path,
-                      hint='pass --pipeline_config_path=PATH/pipeline.config')
-  try:
-    with tf.io.gfile.GFile(pipeline_config_path, 'r') as f:
-      text = f.read()
-  except (tf.errors.OpError, UnicodeDecodeError) as error:
-    raise ConfigError('cannot read the file: %s' % error,
-                      path=pipeline_config_path) from None
+  text = config_text.read_config_text(pipeline_config_path)
   pipeline_config = parse_pipeline_text(text, path=pipeline_config_path,
                                         dropped=dropped)
   if config_override:
@@ -400,39 +175,6 @@ def get_learning_rate_type(optimizer_config):
 # ---------------------------------------------------------------------------
 # Overrides.
 
-def parse_hparams_overrides(text):
-  """Parses "key=value,key2=value2" (the --hparams_overrides syntax).
-
-  Values become bool ("true"/"false"), int, float or str, in that order of
-  preference; generic overrides convert them to the field's type later.
-
-  Returns:
-    A dict from key to value.
-
-  Raises:
-    ValueError: on an entry without "=".
-  """
-  overrides = {}
-  for entry in filter(None, (e.strip() for e in (text or '').split(','))):
-    if '=' not in entry:
-      raise ValueError('Override %r is not of the form key=value.' % entry)
-    key, value = (part.strip() for part in entry.split('=', 1))
-    overrides[key] = _parse_scalar(value)
-  return overrides
-
-
-def _parse_scalar(value):
-  if value.lower() in ('true', 'false'):
-    return value.lower() == 'true'
-  for kind in (int, float):
-    try:
-      return kind(value)
-    except ValueError:
-      pass
-  if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
-    return value[1:-1]
-  return value
-
 
 def _update_initial_learning_rate(configs, learning_rate):
   optimizer_type = get_optimizer_type(configs['train_config'])
@@ -531,6 +273,47 @@ def _update_num_classes(configs, num_classes):
   _meta_architecture_config(configs['model']).num_classes = int(num_classes)
 
 
+def _update_sample_from_datasets_weights(configs, weights):
+  container = configs['train_input_config'].sample_from_datasets_weights
+  weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
+  if len(weights) != len(container):
+    raise ValueError(
+        'sample_from_datasets_weights override has %d values but the train '
+        'input has %d dataset weights.' % (len(weights), len(container)))
+  del container[:]
+  container.extend(float(w) for w in weights)
+
+
+# The original's accepted keypoint candidate ranking modes.
+_CANDIDATE_RANKING_MODES = ('min_distance', 'score_distance_ratio',
+                            'score_scaled_distance_ratio', 'gaussian_weighted')
+
+
+def _set_keypoint_task(field):
+  """Updater of a field of a CenterNet model's only keypoint task."""
+  def update(configs, value):
+    meta_architecture = configs['model'].WhichOneof('model')
+    if meta_architecture != 'center_net':
+      raise ValueError('Override %s applies to a center_net keypoint '
+                       'estimation task; the model is %s.' %
+                       (field, meta_architecture))
+    if field == 'candidate_ranking_mode' and (
+        value not in _CANDIDATE_RANKING_MODES):
+      raise ValueError('Override candidate_ranking_mode=%r: one of %s.' %
+                       (value, ', '.join(_CANDIDATE_RANKING_MODES)))
+    if field == 'rescore_instances' and isinstance(value, str):
+      value = value == 'True'
+    tasks = configs['model'].center_net.keypoint_estimation_task
+    if len(tasks) != 1:
+      # As the original: the key cannot say which task is meant.
+      logging.warning('Ignoring config override %s: the model has %d '
+                      'keypoint estimation tasks, not one.', field,
+                      len(tasks))
+      return
+    config_overrides.set_field(tasks[0], field, value, key=field)
+  return update
+
+
 def _set_eval_config(field):
   def update(configs, value):
     setattr(configs['eval_config'], field, value)
@@ -569,7 +352,17 @@ _STRATEGY_UPDATERS = {
     'retain_original_images_in_eval': _set_eval_config(
         'retain_original_images'),
     'use_bfloat16': _set_train_config('use_bfloat16'),
+    'retain_original_image_additional_channels_in_eval': _set_eval_config(
+        'retain_original_image_additional_channels'),
+    'sample_from_datasets_weights': _update_sample_from_datasets_weights,
 }
+_STRATEGY_UPDATERS.update({
+    field: _set_keypoint_task(field) for field in (
+        'peak_max_pool_kernel_size', 'candidate_search_scale',
+        'candidate_ranking_mode', 'score_distance_offset', 'box_scale',
+        'keypoint_candidate_score_threshold', 'rescore_instances',
+        'unmatched_keypoint_score', 'score_distance_multiplier',
+        'std_dev_multiplier', 'rescoring_threshold')})
 
 # Legacy input keys: (which input config, which InputReader field).
 _LEGACY_INPUT_KEYS = {
@@ -584,6 +377,11 @@ _NAMED_INPUT_FIELDS = ('input_path', 'label_map_path', 'shuffle', 'mask_type',
                        'sample_1_of_n_examples')
 _GENERIC_PREFIXES = ('graph_rewriter_config', 'model', 'train_input_config',
                      'train_config', 'eval_config')
+
+
+def _is_generic_key(key):
+  root = key.split('.')[0].split('[')[0]
+  return '.' in key and root in _GENERIC_PREFIXES + ('eval_input_configs',)
 
 
 def supported_override_keys():
@@ -629,7 +427,7 @@ def _update_input_config(configs, key_name, input_name, field, value,
     if field == 'input_path':
       _set_input_path(target, value, append)
     else:
-      _set_field(target, field, value, key='%s.%s' % (key_name, field))
+      config_overrides.set_field(target, field, value, key='%s.%s' % (key_name, field))
 
 
 def _update_input_key(configs, key, value):
@@ -660,75 +458,6 @@ def _update_input_key(configs, key, value):
   _update_input_config(configs, key_name, input_name, field, value)
   return True
 
-
-def _coerce(field, value, key):
-  """Converts a parsed override value to a proto field's Python type."""
-  fd = descriptor_lib.FieldDescriptor
-  if field.type == fd.TYPE_ENUM and isinstance(value, str):
-    enum_value = field.enum_type.values_by_name.get(value)
-    if enum_value is None:
-      raise ValueError('Override %s=%s: %s accepts %s.' % (
-          key, value, field.name,
-          ', '.join(v.name for v in field.enum_type.values)))
-    return enum_value.number
-  if field.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE) and isinstance(
-      value, (int, float)) and not isinstance(value, bool):
-    return float(value)
-  if field.type == fd.TYPE_BOOL and isinstance(value, int):
-    return bool(value)
-  if field.type == fd.TYPE_STRING and not isinstance(value, str):
-    return str(value)
-  return value
-
-
-def _set_field(message, name, value, key):
-  field = message.DESCRIPTOR.fields_by_name.get(name)
-  if field is None:
-    raise ValueError('Override %r: %s has no field %r (it has %s).' % (
-        key, message.DESCRIPTOR.name, name,
-        ', '.join(sorted(message.DESCRIPTOR.fields_by_name))))
-  if field.label == field.LABEL_REPEATED:
-    values = value if isinstance(value, (list, tuple)) else [value]
-    container = getattr(message, name)
-    del container[:]
-    container.extend(_coerce(field, v, key) for v in values)
-    return
-  if field.message_type is not None:
-    raise ValueError('Override %r names the message %s; name one of its '
-                     'scalar fields instead.' % (key, name))
-  try:
-    setattr(message, name, _coerce(field, value, key))
-  except (TypeError, ValueError) as error:
-    raise TypeError('Override %s=%r does not fit field %s: %s' %
-                    (key, value, name, error)) from None
-
-
-def _update_generic(configs, key, value):
-  """Sets the field at a dotted path such as model.ssd.num_classes.
-
-  Messages missing on the path are created, except that an override never
-  switches a oneof to another member (e.g. model.faster_rcnn.* on an SSD
-  config): that is almost always a typo.
-  """
-  names = key.split('.')
-  message = configs[names[0]]
-  for name in names[1:-1]:
-    field = message.DESCRIPTOR.fields_by_name.get(name)
-    if field is None or field.message_type is None:
-      raise ValueError('Override %r: %s has no message field %r.' %
-                       (key, message.DESCRIPTOR.name, name))
-    if field.label == field.LABEL_REPEATED:
-      raise ValueError('Override %r: %s.%s is a repeated field; give the whole '
-                       'message in --config_override instead.' %
-                       (key, message.DESCRIPTOR.name, name))
-    oneof = field.containing_oneof
-    current = oneof and message.WhichOneof(oneof.name)
-    if current and current != name:
-      raise ValueError('Override %r: %s.%s is not set in the config (its oneof '
-                       '`%s` holds `%s`).' % (key, message.DESCRIPTOR.name,
-                                              name, oneof.name, current))
-    message = getattr(message, name)
-  _set_field(message, names[-1], value, key)
 
 
 def merge_external_params_with_configs(configs, hparams=None,
@@ -771,8 +500,8 @@ def merge_external_params_with_configs(configs, hparams=None,
       _STRATEGY_UPDATERS[key](configs, value)
     elif _update_input_key(configs, key, value):
       continue
-    elif key.split('.')[0] in _GENERIC_PREFIXES and '.' in key:
-      _update_generic(configs, key, value)
+    elif _is_generic_key(key):
+      config_overrides.set_path(configs, key, value)
     elif key == 'load_pretrained':
       # The original's model_main always adds this hparam; it is not a
       # config field, and fine-tuning is driven by train_config.
@@ -780,8 +509,8 @@ def merge_external_params_with_configs(configs, hparams=None,
     else:
       raise ValueError(
           'Unknown config override key %r. Accepted: %s; or a dotted path '
-          'starting with one of %s (e.g. model.ssd.num_classes); or '
-          'eval_input_configs:NAME:FIELD.' % (
+          'starting with one of %s (e.g. model.ssd.num_classes) or with '
+          'eval_input_configs[INDEX]; or eval_input_configs:NAME:FIELD.' % (
               key, ', '.join(supported_override_keys()),
               ', '.join(_GENERIC_PREFIXES)))
   if 'eval_input_configs' in configs and configs['eval_input_configs']:

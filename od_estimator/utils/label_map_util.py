@@ -4,9 +4,12 @@ Ids are 1-based (0 is the background class and may only name it). A
 "category" is a dict {'id': int, 'name': str} as the COCO tools expect; a
 "category index" maps id to category.
 """
+import re
+
 from absl import logging
 from google.protobuf import message as message_lib
 from google.protobuf import text_format
+import numpy as np
 import tensorflow as tf
 
 from od_estimator.protos import string_int_label_map_pb2
@@ -68,18 +71,39 @@ def load_labelmap(path):
   """
   if not tf.io.gfile.exists(path):
     raise LabelMapError('%s: label map file not found.' % path)
-  with tf.io.gfile.GFile(path, 'rb') as f:
-    data = f.read()
-  label_map = string_int_label_map_pb2.StringIntLabelMap()
+  if tf.io.gfile.isdir(path):
+    raise LabelMapError('%s: is a directory, not a label map file.' % path)
   try:
-    text_format.Merge(data.decode('utf-8'), label_map)
-  except (text_format.ParseError, UnicodeDecodeError) as text_error:
-    # The original also accepts binary StringIntLabelMap files.
-    if not _parse_binary(data, label_map):
-      raise LabelMapError('%s: not a valid label map: %s' %
-                          (path, text_error)) from None
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      data = f.read()
+  except tf.errors.OpError as error:
+    raise LabelMapError('%s: cannot read the label map: %s' %
+                        (path, error.message)) from None
+  label_map = string_int_label_map_pb2.StringIntLabelMap()
+  problem = _parse_text(data, label_map)
+  # The original also accepts binary StringIntLabelMap files.
+  if problem and not _parse_binary(data, label_map):
+    raise LabelMapError('%s%s' % (path, problem))
   validate_label_map(label_map, path)
   return label_map
+
+
+def _parse_text(data, label_map):
+  """Parses a text label map; returns None, or where and what went wrong."""
+  try:
+    text_format.Merge(data.decode('utf-8').lstrip('\ufeff'), label_map)
+  except UnicodeDecodeError as error:
+    line = data.count(b'\n', 0, error.start) + 1
+    column = error.start - data.rfind(b'\n', 0, error.start)
+    return (':%d:%d: not a valid label map: not UTF-8 text (byte 0x%02x) '
+            'and not a binary StringIntLabelMap.' %
+            (line, column, data[error.start]))
+  except text_format.ParseError as error:
+    where = (':%d:%d' % (error.GetLine(), error.GetColumn())
+             if error.GetLine() else '')
+    problem = re.sub(r'^\d+:\d+ : ', '', str(error))
+    return '%s: not a valid label map: %s' % (where, problem)
+  return None
 
 
 def _parse_binary(data, label_map):
@@ -134,6 +158,54 @@ def get_label_map_dict(label_map_path_or_proto, use_display_name=False,
   return label_map_dict
 
 
+def get_keypoint_label_map_dict(label_map_path_or_proto):
+  """Returns {keypoint label: keypoint id} over all items of a label map.
+
+  Raises:
+    LabelMapError: when a keypoint label or id appears twice.
+  """
+  label_map = _as_label_map(label_map_path_or_proto)
+  keypoints = {}
+  for item in label_map.item:
+    for keypoint in item.keypoints:
+      if keypoint.label in keypoints:
+        raise LabelMapError('keypoint label %r is used twice.' %
+                            keypoint.label)
+      if keypoint.id in keypoints.values():
+        raise LabelMapError('keypoint id %d is used twice.' % keypoint.id)
+      keypoints[keypoint.label] = keypoint.id
+  return keypoints
+
+
+def get_label_map_hierarchy_lut(label_map_path_or_proto,
+                                include_identity=False):
+  """Ancestor and descendant look-up tables of a label map's hierarchy.
+
+  Args:
+    label_map_path_or_proto: a path, or a StringIntLabelMap whose items may
+      list ancestor_ids and descendant_ids.
+    include_identity: also relate every class to itself (ones on the
+      diagonal).
+
+  Returns:
+    (ancestors, descendants): float64 arrays [max_id, max_id] where
+    ancestors[i, j] = 1 when class j + 1 is an ancestor of class i + 1
+    (row and column k stand for id k + 1), and likewise for descendants.
+  """
+  label_map = _as_label_map(label_map_path_or_proto)
+  max_id = get_max_label_map_index(label_map)
+
+  def lut(related_ids):
+    table = np.zeros([max_id, max_id])
+    for item in label_map.item:
+      for related in related_ids(item):
+        table[item.id - 1, related - 1] = 1
+    return table + np.eye(max_id) if include_identity else table
+
+  return (lut(lambda item: item.ancestor_ids),
+          lut(lambda item: item.descendant_ids))
+
+
 def get_max_label_map_index(label_map):
   """Returns the largest id of a StringIntLabelMap (0 when empty)."""
   return max((item.id for item in label_map.item), default=0)
@@ -164,9 +236,34 @@ def convert_label_map_to_categories(label_map, max_num_classes,
       continue
     if item.id not in added:
       added.add(item.id)
-      categories.append({'id': item.id,
-                         'name': _name(item, use_display_name)})
+      categories.append(_category(item, use_display_name))
   return categories
+
+
+# LVIS frequency groups as the category's 'frequency' letter.
+_FREQUENCY_LETTERS = {
+    string_int_label_map_pb2.FREQUENT: 'f',
+    string_int_label_map_pb2.COMMON: 'c',
+    string_int_label_map_pb2.RARE: 'r',
+}
+
+
+def _category(item, use_display_name):
+  """The category dict of a label map item, with its optional extras."""
+  category = {'id': item.id, 'name': _name(item, use_display_name)}
+  if item.HasField('frequency') and item.frequency in _FREQUENCY_LETTERS:
+    category['frequency'] = _FREQUENCY_LETTERS[item.frequency]
+  if item.HasField('instance_count'):
+    category['instance_count'] = item.instance_count
+  if item.keypoints:
+    keypoints = {}
+    for keypoint in item.keypoints:
+      if keypoint.id in keypoints.values():
+        raise LabelMapError('%s: keypoint id %d is used twice.' %
+                            (_item_label(item), keypoint.id))
+      keypoints[keypoint.label] = keypoint.id
+    category['keypoints'] = keypoints
+  return category
 
 
 def create_categories_from_labelmap(label_map_path, use_display_name=True):

@@ -109,6 +109,45 @@ def test_activations_and_flags():
           [0., 2. / (1. + np.exp(-2.))], rtol=1e-6)
 
 
+def test_batch_norm_fields_reach_the_layer():
+  with tf.Graph().as_default():
+    scope_fn = hyperparams_builder.build(_config("""
+      batch_norm { decay: 0.9 center: false scale: true epsilon: 0.01 }
+    """), is_training=True)
+    with slim.arg_scope(scope_fn()):
+      slim.conv2d(tf.ones([1, 2, 2, 2]), 3, [1, 1], scope='Conv')
+    names = {v.op.name for v in tf.compat.v1.global_variables()}
+    # center: false drops beta; scale: true adds gamma.
+    assert 'Conv/BatchNorm/gamma' in names
+    assert 'Conv/BatchNorm/beta' not in names
+    batch_norm = tf.compat.v1.get_default_graph().get_operation_by_name(
+        'Conv/BatchNorm/FusedBatchNormV3')
+    assert batch_norm.get_attr('epsilon') == pytest.approx(0.01)
+    # Training with train: true (the default) updates the moving averages.
+    assert tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+
+
+def test_batch_norm_not_trained_in_eval():
+  with tf.Graph().as_default():
+    scope_fn = hyperparams_builder.build(_config('batch_norm { }'),
+                                         is_training=False)
+    with slim.arg_scope(scope_fn()):
+      slim.conv2d(tf.ones([1, 2, 2, 2]), 3, [1, 1], scope='Conv')
+    assert not tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.UPDATE_OPS)
+
+
+def test_group_norm_replaces_biases():
+  with tf.Graph().as_default():
+    scope_fn = hyperparams_builder.build(_config('group_norm { }'), True)
+    with slim.arg_scope(scope_fn()):
+      # slim.group_norm's default is 32 groups, so 32 output channels.
+      slim.conv2d(tf.ones([1, 2, 2, 2]), 32, [1, 1], scope='Conv')
+    names = {v.op.name for v in tf.compat.v1.global_variables()}
+  assert {'Conv/GroupNorm/gamma', 'Conv/GroupNorm/beta'} <= names
+  assert 'Conv/biases' not in names
+
+
 @pytest.mark.parametrize('text, field', [
     ('force_use_bias: true', 'force_use_bias'),
     ('sync_batch_norm { }', 'sync_batch_norm'),

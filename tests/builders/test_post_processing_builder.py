@@ -31,7 +31,6 @@ def test_non_max_suppressor_parameters():
       iou_threshold: 0.6
       max_detections_per_class: 100
       max_total_detections: 300
-      soft_nms_sigma: 0.4
       use_static_shapes: true
       use_partitioned_nms: true
       use_hard_nms: false
@@ -44,10 +43,13 @@ def test_non_max_suppressor_parameters():
   assert kw['max_total_size'] == 300
   assert kw['score_thresh'] == pytest.approx(0.7)
   assert kw['iou_thresh'] == pytest.approx(0.6)
-  assert kw['soft_nms_sigma'] == pytest.approx(0.4)
   assert kw['use_static_shapes'] and kw['use_partitioned_nms']
   assert not kw['change_coordinate_frame']
   assert not kw['use_class_agnostic_nms'] and not kw['use_combined_nms']
+  nms, _ = post_processing_builder.build(_config(
+      'batch_non_max_suppression { soft_nms_sigma: 0.4 use_cpu_nms: true }'))
+  assert nms.keywords['soft_nms_sigma'] == pytest.approx(0.4)
+  assert nms.keywords['use_cpu_nms']
 
 
 def test_class_agnostic_parameters():
@@ -77,11 +79,14 @@ def test_defaults_follow_the_schema():
   assert converter.__name__ == 'identity_with_logit_scale'
 
 
-def test_built_nms_runs(execute):
+@pytest.mark.parametrize('use_static_shapes', [False, True])
+def test_built_nms_runs(execute, use_static_shapes):
   nms, converter = post_processing_builder.build(_config(
       SSD_POST_PROCESSING.replace('max_detections_per_class: 100',
                                   'max_detections_per_class: 2')
-      .replace('max_total_detections: 100', 'max_total_detections: 3')))
+      .replace('max_total_detections: 100',
+               'max_total_detections: 3 use_static_shapes: %s' %
+               str(use_static_shapes).lower())))
   # Two overlapping boxes (IoU .8 / 1.2 = .667 > .6) and a separate one.
   boxes = np.array([[[[0., 0., 1., 1.]], [[0., .2, 1., 1.2]],
                      [[0., 3., 1., 4.]]]], np.float32)
@@ -90,6 +95,10 @@ def test_built_nms_runs(execute):
   def graph(boxes, logits):
     outputs = nms(boxes, converter(logits),
                   clip_window=tf.constant([[0., 0., 1., 4.]]))
+    # The TPU path needs every output shape known when building the graph.
+    if use_static_shapes:
+      for tensor in (outputs[0], outputs[1], outputs[2], outputs[5]):
+        assert tensor.shape.is_fully_defined(), tensor
     return outputs[0], outputs[1], outputs[2], outputs[5]
   out_boxes, scores, classes, num_detections = execute(graph, [boxes, logits])
   # Sigmoid scores: the second box is suppressed by the first; boxes are
@@ -188,6 +197,15 @@ def test_unsupported_calibration(text, field):
     ('soft_nms_sigma: -1.0', 'soft_nms_sigma'),
     ('use_combined_nms: true use_class_agnostic_nms: true',
      'use_combined_nms'),
+    ('use_class_agnostic_nms: true max_classes_per_detection: 2',
+     'max_classes_per_detection'),
+    ('max_classes_per_detection: 3', 'max_classes_per_detection'),
+    ('soft_nms_sigma: 0.5 use_static_shapes: true',
+     r'soft_nms_sigma.*use_static_shapes'),
+    ('soft_nms_sigma: 0.5 use_hard_nms: true',
+     r'soft_nms_sigma.*use_hard_nms'),
+    ('soft_nms_sigma: 0.5 use_combined_nms: true',
+     r'soft_nms_sigma.*use_combined_nms'),
 ])
 def test_bad_nms_config(nms_text, field):
   with pytest.raises(ValueError, match=field):

@@ -31,6 +31,26 @@ def test_builds_a_working_assigner(execute):
                              atol=1e-4)
 
 
+def test_thresholded_iou_similarity_scores_by_foreground(execute):
+  config = text_format.Parse("""
+    matcher { argmax_matcher { matched_threshold: 0.5
+                               unmatched_threshold: 0.3 } }
+    similarity_calculator { thresholded_iou_similarity { iou_threshold: 0.5 } }
+    box_coder { mean_stddev_box_coder { stddev: 0.1 } }
+  """, target_assigner_pb2.TargetAssigner())
+
+  def graph(anchors, gt, labels):
+    assigner = target_assigner_builder.build(config)
+    return assigner.assign(box_list.BoxList(anchors), box_list.BoxList(gt),
+                           labels)[4].match_results
+  # Both boxes equal their anchor (IoU 1 > 0.5); their similarity is the
+  # foreground score 1 - background label: 0.8 matches, 0.4 is ignored.
+  anchors = np.array([[0., 0., .5, .5], [.5, .5, 1., 1.]], np.float32)
+  labels = np.array([[.2, .8], [.6, .4]], np.float32)
+  np.testing.assert_array_equal(execute(graph, [anchors, anchors, labels]),
+                                [0, -2])
+
+
 def test_missing_part_is_named():
   config = text_format.Parse('similarity_calculator { iou_similarity { } }',
                              target_assigner_pb2.TargetAssigner())

@@ -212,3 +212,57 @@ def test_pad_or_clip_to_a_tensor_length_keeps_the_box_dimension(execute):
     assert padded.get().shape.as_list()[1:] == [4]
     return padded.get()
   np.testing.assert_allclose(execute(graph), [A, B, C, [0] * 4, [0] * 4])
+
+
+@pytest.mark.parametrize('dynamic', [False, True])
+def test_every_op_accepts_an_empty_list(execute, dynamic):
+  def graph(boxes):
+    empty = box_list.BoxList(tf.reshape(boxes, [-1, 4]))
+    empty.add_field('scores', tf.zeros(tf.shape(empty.get())[:1]))
+    one = _boxes([A])
+    window = tf.constant([0., 0., 5., 5.])
+    no_indices = tf.zeros([0], tf.int32)
+    return {
+        'height_width': tf.stack(ops.height_width(empty)),
+        'scale': ops.scale(empty, 2., 3.).get(),
+        'prune_outside': ops.prune_outside_window(empty, window)[0].get(),
+        'prune_completely_outside':
+            ops.prune_completely_outside_window(empty, window)[0].get(),
+        'intersection': ops.intersection(empty, one),
+        'matched_iou': ops.matched_iou(empty, empty),
+        'ioa': ops.ioa(one, empty),
+        'prune_empty': ops.prune_non_overlapping_boxes(empty, one)[0].get(),
+        # A has no box to overlap, so it is pruned too.
+        'prune_against_empty':
+            ops.prune_non_overlapping_boxes(one, empty)[0].get(),
+        'change_frame': ops.change_coordinate_frame(empty, window).get(),
+        'normalized': ops.to_normalized_coordinates(empty, 10, 10).get(),
+        'absolute': ops.to_absolute_coordinates(empty, 10, 10).get(),
+        'gather': ops.gather(empty, no_indices).get_field('scores'),
+        'matmul_gather':
+            ops.gather(empty, no_indices, use_static_shapes=True).get(),
+        'boolean_mask': ops.boolean_mask(
+            empty, tf.zeros(tf.shape(empty.get())[:1], tf.bool)).get(),
+        'concatenate': ops.concatenate([empty, empty]).get(),
+        'sort': ops.sort_by_field(empty, 'scores').get(),
+        'filter': ops.filter_greater_than(empty, 0.).get(),
+    }
+  results = execute(graph, [np.zeros([0, 4], np.float32)], dynamic=dynamic)
+  expected_shapes = {'height_width': (2, 0), 'intersection': (0, 1),
+                     'matched_iou': (0,), 'ioa': (1, 0), 'gather': (0,)}
+  for name, value in results.items():
+    assert value.shape == expected_shapes.get(name, (0, 4)), name
+
+
+def test_filter_greater_than_takes_n_by_1_scores(execute):
+  def graph():
+    boxes = _boxes([A, B, C])
+    boxes.add_field('scores', tf.constant([[.3], [.6], [.5]]))
+    return ops.filter_greater_than(boxes, .4).get()
+  np.testing.assert_allclose(execute(graph), [B, C])
+  with tf.Graph().as_default():
+    for scores in ([[.3, .6]], [[[.3]]]):
+      boxes = _boxes([A] * len(scores))
+      boxes.add_field('scores', tf.constant(scores))
+      with pytest.raises(ValueError, match=r'\[N\] or \[N, 1\]'):
+        ops.filter_greater_than(boxes, .4)

@@ -148,6 +148,15 @@ def test_multiclass_padded_max_total_size(execute):
   _assert_result(execute(graph, [BOXES, SCORES]), SURVIVORS[:3])
 
 
+def test_multiclass_partitioned_nms_keeps_the_same_survivors(execute):
+  def graph(boxes, scores):
+    outputs = _multiclass(boxes, scores, pad_to_max_output_size=True,
+                          use_partitioned_nms=True)
+    assert outputs[0].shape.as_list() == [6, 4]  # 2 classes * 3 per class
+    return outputs
+  _assert_result(execute(graph, [BOXES, SCORES]), SURVIVORS)
+
+
 @pytest.mark.parametrize('pad', [False, True])
 @pytest.mark.parametrize('dynamic', [False, True])
 def test_multiclass_empty_input(execute, pad, dynamic):
@@ -225,15 +234,17 @@ def test_hard_nms_flag_matches_default(execute):
   _assert_result(result, SURVIVORS)
 
 
-@pytest.mark.parametrize('pad', [False, True])
-def test_class_agnostic(execute, pad):
+@pytest.mark.parametrize('pad,use_hard_nms', [(False, False), (True, False),
+                                              (False, True)])
+def test_class_agnostic(execute, pad, use_hard_nms):
   # Best class per box: A .9/0, B .8/0, C .7/0, D .85/1, E .6/1, F .4/1.
   # Greedy over all: A; D; B (IoU .667 with A) goes; C stays; E (.818 with
   # D) goes; F stays.
   def graph(boxes, scores):
     result, num_valid = post_processing.class_agnostic_non_max_suppression(
         boxes, scores, SCORE_THRESH, IOU_THRESH, max_total_size=6,
-        pad_to_max_output_size=pad,
+        pad_to_max_output_size=pad, use_hard_nms=use_hard_nms,
+        use_cpu_nms=use_hard_nms,
         additional_fields={'ids': tf.constant(IDS)})
     return (result.get(), result.get_field('scores'),
             result.get_field('classes'), result.get_field('ids'), num_valid)
@@ -284,6 +295,9 @@ def test_bad_arguments():
       agnostic(boxes, scores, 0., .5, max_classes_per_detection=2)
     with pytest.raises(ValueError, match='max_total_size'):
       agnostic(boxes, scores, 0., .5, pad_to_max_output_size=True)
+    with pytest.raises(ValueError, match='use_hard_nms'):
+      agnostic(boxes, scores, 0., .5, max_total_size=3, use_hard_nms=True,
+               soft_nms_sigma=.5)
 
 
 # Batch of two images with 6 anchors. Image 1 has two real anchors, P and

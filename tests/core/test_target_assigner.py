@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator.box_coders import keypoint_box_coder
 from od_estimator.box_coders import mean_stddev_box_coder
 from od_estimator.core import box_list
 from od_estimator.core import region_similarity_calculator as sim
@@ -66,6 +67,62 @@ def test_zero_weight_groundtruth_is_never_matched(execute):
                               groundtruth_weights=weights)[3]
   reg_w = execute(graph, [ANCHORS, GT, np.array([0., 1.], np.float32)])
   np.testing.assert_allclose(reg_w, [0., 1., 0.])
+
+
+def test_groundtruth_weights_scale_the_matched_weights(execute):
+  def graph(anchors, gt, labels, weights):
+    return _assigner(negative_class_weight=0.5).assign(
+        box_list.BoxList(anchors), box_list.BoxList(gt), labels,
+        groundtruth_weights=weights)[:4]
+  labels = np.array([[0., 1.], [0., 1.]], np.float32)
+  _, cls_w, _, reg_w = execute(
+      graph, [ANCHORS, GT, labels, np.array([.5, .25], np.float32)])
+  # Anchors 0 and 1 take their box's weight; anchor 2 is a negative.
+  np.testing.assert_allclose(reg_w, [.5, .25, 0.])
+  np.testing.assert_allclose(cls_w, [[.5, .5], [.25, .25], [.5, .5]])
+
+
+def test_thresholded_iou_uses_the_foreground_score(execute):
+  # Box 0 has IoU 1 with anchor 0 but foreground score 1 - 0.6 = 0.4, which
+  # lands between the thresholds (0.3 <= 0.4 < 0.5): anchor 0 is ignored.
+  # Box 1 (score 1, IoU 0.64 > 0.5 with anchor 1) matches anchor 1.
+  def graph(anchors, gt, labels):
+    boxes = box_list.BoxList(gt)
+    assigner = ta.TargetAssigner(
+        sim.ThresholdedIouSimilarity(iou_threshold=0.5),
+        argmax_matcher.ArgMaxMatcher(matched_threshold=0.5,
+                                     unmatched_threshold=0.3),
+        mean_stddev_box_coder.MeanStddevBoxCoder(stddev=0.1))
+    outputs = assigner.assign(box_list.BoxList(anchors), boxes, labels)
+    assert not boxes.has_field('scores')  # The caller's list is unchanged.
+    return outputs[:4] + (outputs[4].match_results,)
+  labels = np.array([[.6, .4, 0.], [0., 0., 1.]], np.float32)
+  cls_t, cls_w, _, reg_w, match = execute(graph, [ANCHORS, GT, labels])
+  np.testing.assert_array_equal(match, [-2, 1, -1])
+  np.testing.assert_allclose(cls_t, [[0, 0, 0], [0, 0, 1], [0, 0, 0]])
+  np.testing.assert_allclose(cls_w, [[0] * 3, [1] * 3, [1] * 3])
+  np.testing.assert_allclose(reg_w, [0., 1., 0.])
+
+
+def test_keypoints_are_encoded_with_their_box(execute):
+  def graph(anchors, gt, keypoints):
+    boxes = box_list.BoxList(gt)
+    boxes.add_field('keypoints', keypoints)
+    assigner = ta.TargetAssigner(
+        sim.IouSimilarity(),
+        argmax_matcher.ArgMaxMatcher(matched_threshold=0.5),
+        keypoint_box_coder.KeypointBoxCoder(num_keypoints=1))
+    return assigner.assign(box_list.BoxList(anchors), boxes)[2]
+  keypoints = np.array([[[.5, 0.]], [[.7, .7]]], np.float32)
+  reg_t = execute(graph, [ANCHORS, GT, keypoints])
+  # Anchor 0 = box 0 (centre .25, size .5): box codes 0, keypoint
+  # ((.5 - .25) / .5, (0 - .25) / .5). Anchor 1 (centre .75, size .5) vs
+  # box 1 (centre .7, size .4): -.1, -.1, ln .8, ln .8 and keypoint
+  # (-.1, -.1). Anchor 2 is unmatched: zeros.
+  ln8 = np.log(.8)
+  np.testing.assert_allclose(
+      reg_t, [[0., 0., 0., 0., .5, -.5], [-.1, -.1, ln8, ln8, -.1, -.1],
+              [0.] * 6], atol=1e-5)
 
 
 def test_no_groundtruth_makes_every_anchor_background(execute):

@@ -1,3 +1,4 @@
+
 """Tests for od_estimator.utils.config_util."""
 import os
 
@@ -101,62 +102,11 @@ def test_graph_rewriter_is_kept():
   assert pipeline.graph_rewriter.quantization.delay == 5
 
 
-def test_text_format_corner_cases(tmp_path):
-  text = """
-  # a comment line
-  model { ssd { num_classes: 2; image_resizer < fixed_shape_resizer { height: 8, width: 8 } > } }
-  train_config: {
-    batch_size: 4,  # trailing comment
-    optimizer { adam_optimizer { learning_rate { constant_learning_rate { learning_rate: 1e-3 } } } }
-  }
-  eval_config { metrics_set: ["coco_detection_metrics", "pascal_voc_detection_metrics"] }
-  model { ssd { post_processing { score_converter: SIGMOID } } }
-  """
-  configs = config_util.get_configs_from_pipeline_file(_write(tmp_path, text))
-  assert configs['model'].ssd.num_classes == 2
-  assert configs['model'].ssd.image_resizer.fixed_shape_resizer.width == 8
-  assert configs['train_config'].batch_size == 4
-  assert list(configs['eval_config'].metrics_set) == [
-      'coco_detection_metrics', 'pascal_voc_detection_metrics']
-  # The second `model` block merges into the first, as in the original.
-  assert configs['model'].ssd.post_processing.score_converter == 1
-
-
 def test_configs_are_copies_of_the_proto():
   pipeline = text_format.Parse(_BASE, pipeline_pb2.TrainEvalPipelineConfig())
   configs = config_util.create_configs_from_pipeline_proto(pipeline)
   configs['train_config'].batch_size = 99
   assert pipeline.train_config.batch_size == 8
-
-
-@pytest.mark.parametrize('text, line, field, words', [
-    ('train_config {\n  batchsize: 3\n}\n', 2, 'train_config.batchsize',
-     ['no field named "batchsize"', '`batch_size`']),
-    ('model {\n  ssd {\n    num_classes: "three"\n  }\n}\n', 3,
-     'model.ssd.num_classes', ['num_classes']),
-    ('model { ssd { post_processing {\n score_converter: SIGMOD } } }\n', 2,
-     'model.ssd.post_processing.score_converter',
-     ['SIGMOD', 'accepted values', 'SIGMOID']),
-    ('train_config {\n  batch_size: 3\n', 2, 'train_config', ['Expected']),
-])
-def test_parse_errors_name_file_line_and_field(tmp_path, text, line, field,
-                                               words):
-  path = _write(tmp_path, text)
-  with pytest.raises(config_util.ConfigError) as raised:
-    config_util.get_configs_from_pipeline_file(path)
-  error = raised.value
-  assert error.path == path
-  assert error.line == line
-  assert error.field == field
-  message = str(error)
-  assert message.startswith('%s:%d:' % (path, line))
-  for word in words:
-    assert word in message
-
-
-def test_missing_file_is_a_config_error(tmp_path):
-  with pytest.raises(config_util.ConfigError, match='file not found'):
-    config_util.get_configs_from_pipeline_file(str(tmp_path / 'nope.config'))
 
 
 def test_queries():
@@ -386,25 +336,189 @@ def test_upstream_config_parses_and_round_trips(tmp_path, name):
   assert config_util.read_pipeline_config(path) == pipeline
 
 
-def test_legacy_fields_of_the_original_samples_are_dropped_with_a_warning():
-  text = ('model { ssd { feature_extractor { type: "x"\n'
-          '  batch_norm_trainable: true } } }\n'
-          'train_config { include_global_step: False batch_size: 3 }\n')
-  dropped = []
-  config = config_util.parse_pipeline_text(text, path='p.config',
-                                           dropped=dropped)
-  assert config.train_config.batch_size == 3
-  assert config.model.ssd.feature_extractor.type == 'x'
-  assert len(dropped) == 2
-  assert 'p.config:2' in dropped[0] and 'freeze_batchnorm' in dropped[0]
-  assert 'train_config.include_global_step' in dropped[1]
+# --- every override key of the original -------------------------------------
+
+# The keys the original's merge_external_params_with_configs understands
+# besides generic dotted paths and KEY_NAME:INPUT_NAME:FIELD.
+_ORIGINAL_OVERRIDE_KEYS = {
+    'learning_rate', 'batch_size', 'momentum_optimizer_value',
+    'classification_localization_weight_ratio', 'focal_loss_gamma',
+    'focal_loss_alpha', 'train_steps', 'label_map_path', 'mask_type',
+    'sample_1_of_n_eval_examples', 'eval_num_epochs',
+    'eval_with_moving_averages', 'retain_original_images_in_eval',
+    'use_bfloat16', 'retain_original_image_additional_channels_in_eval',
+    'num_classes', 'sample_from_datasets_weights',
+    'peak_max_pool_kernel_size', 'candidate_search_scale',
+    'candidate_ranking_mode', 'score_distance_offset', 'box_scale',
+    'keypoint_candidate_score_threshold', 'rescore_instances',
+    'unmatched_keypoint_score', 'score_distance_multiplier',
+    'std_dev_multiplier', 'rescoring_threshold', 'train_shuffle',
+    'eval_shuffle', 'train_input_path', 'eval_input_path',
+    'append_train_input_path', 'append_eval_input_path',
+}
 
 
-def test_legacy_field_with_a_value_we_cannot_honour_is_an_error():
-  with pytest.raises(config_util.ConfigError) as raised:
-    config_util.parse_pipeline_text(
-        'train_config {\n  load_all_optimizer_checkpoint_vars: true\n}\n',
-        path='p.config')
-  assert raised.value.line == 2
-  assert raised.value.field == 'train_config.load_all_optimizer_checkpoint_vars'
-  assert 'cannot be honoured' in str(raised.value)
+def test_every_override_key_of_the_original_is_supported():
+  assert set(config_util.supported_override_keys()) == _ORIGINAL_OVERRIDE_KEYS
+
+
+def test_retain_additional_channels_and_append_eval_path():
+  merged = _merge(retain_original_image_additional_channels_in_eval=True,
+                  append_eval_input_path='a2.record')
+  assert merged['eval_config'].retain_original_image_additional_channels
+  assert list(merged['eval_input_config'].tf_record_input_reader
+              .input_path) == ['a.record', 'a2.record']
+
+
+def test_sample_from_datasets_weights():
+  configs = _configs(_BASE.replace(
+      'label_map_path: "labels.pbtxt"',
+      'label_map_path: "labels.pbtxt" sample_from_datasets_weights: [1, 2]'))
+  merged = _merge(configs, sample_from_datasets_weights=[0.5, 0.5])
+  assert list(merged['train_input_config']
+              .sample_from_datasets_weights) == [0.5, 0.5]
+  with pytest.raises(ValueError, match='3 values but the train input has 2'):
+    _merge(configs, sample_from_datasets_weights=[0.5, 0.5, 0.5])
+
+
+_CENTER_NET = """
+model { center_net { num_classes: 1
+  keypoint_estimation_task { task_name: "kp" rescore_instances: true } } }
+"""
+
+
+@pytest.mark.parametrize('key, value', [
+    ('peak_max_pool_kernel_size', 5),
+    ('candidate_search_scale', 0.5),
+    ('candidate_ranking_mode', 'score_distance_ratio'),
+    ('score_distance_offset', 2.0),
+    ('box_scale', 1.5),
+    ('keypoint_candidate_score_threshold', 0.25),
+    ('rescore_instances', False),
+    ('unmatched_keypoint_score', 0.5),
+    ('score_distance_multiplier', 0.25),
+    ('std_dev_multiplier', 2.0),
+    ('rescoring_threshold', 0.5),
+])
+def test_center_net_keypoint_overrides(key, value):
+  merged = _merge(_configs(_CENTER_NET), **{key: value})
+  task = merged['model'].center_net.keypoint_estimation_task[0]
+  expected = pytest.approx(value) if isinstance(value, float) else value
+  assert getattr(task, key) == expected
+
+
+def test_center_net_keypoint_override_corner_cases():
+  merged = _merge(_configs(_CENTER_NET), rescore_instances='False')
+  assert not merged['model'].center_net.keypoint_estimation_task[0] \
+      .rescore_instances
+  with pytest.raises(ValueError, match='gaussian_weighted'):
+    _merge(_configs(_CENTER_NET), candidate_ranking_mode='closest')
+  # With two tasks the key cannot say which: ignored, as the original.
+  two_tasks = _configs(_CENTER_NET.replace(
+      'keypoint_estimation_task', 'keypoint_estimation_task { '
+      'task_name: "b" box_scale: 1.0 } keypoint_estimation_task', 1))
+  merged = _merge(two_tasks, box_scale=9.0)
+  assert [t.box_scale for t in merged['model'].center_net
+          .keypoint_estimation_task] == [1.0, pytest.approx(1.2)]
+  with pytest.raises(ValueError, match='center_net.*the model is ssd'):
+    _merge(box_scale=2.0)
+
+
+def test_faster_rcnn_ratio_and_num_classes():
+  configs = _configs('model { faster_rcnn { num_classes: 4 } }')
+  merged = _merge(configs, classification_localization_weight_ratio=3.0,
+                  num_classes=7)
+  model = merged['model'].faster_rcnn
+  assert model.num_classes == 7
+  assert (model.first_stage_localization_loss_weight,
+          model.first_stage_objectness_loss_weight,
+          model.second_stage_localization_loss_weight,
+          model.second_stage_classification_loss_weight) == (1.0, 3.0, 1.0,
+                                                             3.0)
+
+
+def test_optimizer_overrides_need_a_fitting_optimizer():
+  configs = _configs()
+  configs['train_config'].optimizer.Clear()
+  text_format.Merge('adam_optimizer { learning_rate { constant_learning_rate '
+                    '{ learning_rate: 0.1 } } }',
+                    configs['train_config'].optimizer)
+  with pytest.raises(TypeError, match='rms_prop_optimizer'):
+    _merge(configs, momentum_optimizer_value=0.5)
+  configs['train_config'].optimizer.Clear()
+  with pytest.raises(TypeError, match='not supported'):
+    _merge(configs, learning_rate=0.5)
+
+
+# --- generic dotted paths with indices ----------------------------------------
+
+_AUGMENTED = _BASE.replace('num_steps: 100', '''num_steps: 100
+  data_augmentation_options { random_horizontal_flip { probability: 0.5 } }
+  data_augmentation_options { ssd_random_crop {} }''').replace(
+      'input_path: "train.record"', 'input_path: ["t-1", "t-2"]')
+
+
+def test_generic_override_with_list_indices():
+  merged = _merge(_configs(_AUGMENTED), **{
+      'train_config.data_augmentation_options[0].random_horizontal_flip'
+      '.probability': 0.25,
+      'train_input_config.tf_record_input_reader.input_path[1]': 't-9',
+      'train_input_config.tf_record_input_reader.input_path[-2]': 't-0',
+      'eval_input_configs[0].shuffle': False,
+      'eval_input_configs[-1].tf_record_input_reader.input_path': ['e1',
+                                                                   'e2']})
+  train = merged['train_config']
+  assert train.data_augmentation_options[0].random_horizontal_flip \
+      .probability == pytest.approx(0.25)
+  assert list(merged['train_input_config'].tf_record_input_reader
+              .input_path) == ['t-0', 't-9']
+  assert not merged['eval_input_config'].shuffle
+  assert list(merged['eval_input_config'].tf_record_input_reader
+              .input_path) == ['e1', 'e2']
+
+
+@pytest.mark.parametrize('key, words', [
+    ('train_config.data_augmentation_options[2].ssd_random_crop', [
+        'has 2 element(s); index 2 is out of range']),
+    ('train_config.data_augmentation_options.random_horizontal_flip'
+     '.probability', ['repeated field', 'data_augmentation_options[0]']),
+    ('train_config.optimizer[0].use_moving_average', ['not a repeated field']),
+    ('train_input_config.tf_record_input_reader.input_path[5]',
+     ['has 2 element(s)']),
+    ('eval_input_configs.shuffle', ['eval_input_configs[0].shuffle']),
+    ('model.ssd.num_classes[x]', ["cannot read 'num_classes[x]'"]),
+    ('train_input_config.input_path[0]', ["has no repeated field "
+                                          "'input_path'"]),
+])
+def test_generic_index_errors(key, words):
+  with pytest.raises(ValueError) as raised:
+    _merge(_configs(_AUGMENTED), **{key: 1})
+  for word in words:
+    assert word in str(raised.value)
+
+
+def test_generic_override_creates_graph_rewriter():
+  merged = _merge(**{'graph_rewriter_config.quantization.delay': 7})
+  assert merged['graph_rewriter_config'].quantization.delay == 7
+  pipeline = config_util.create_pipeline_proto_from_configs(merged)
+  assert pipeline.graph_rewriter.quantization.delay == 7
+
+
+def test_hparams_text_with_lists_and_indices():
+  parsed = config_util.parse_hparams_overrides(
+      'train_input_path=[x-1.record, "y,1.record"],sample_1_of_n_eval_examples'
+      '=2,train_config.data_augmentation_options[0].random_horizontal_flip.'
+      'probability=0.1')
+  assert parsed == {
+      'train_input_path': ['x-1.record', 'y,1.record'],
+      'sample_1_of_n_eval_examples': 2,
+      'train_config.data_augmentation_options[0].random_horizontal_flip.'
+      'probability': 0.1}
+  merged = _merge(_configs(_AUGMENTED), **parsed)
+  assert list(merged['train_input_config'].tf_record_input_reader
+              .input_path) == ['x-1.record', 'y,1.record']
+  with pytest.raises(ValueError, match='unbalanced brackets'):
+    config_util.parse_hparams_overrides('train_input_path=[a,b')
+
+
+# --- text-format corner cases and readable parse errors -----------------------

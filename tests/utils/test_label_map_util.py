@@ -103,3 +103,89 @@ def test_missing_file(tmp_path):
 def test_class_agnostic_index():
   assert label_map_util.create_class_agnostic_category_index() == {
       1: {'id': 1, 'name': 'object'}}
+
+
+def test_categories_keep_frequency_instance_count_and_keypoints():
+  label_map = _parse("""
+      item { id: 1 name: 'a' frequency: FREQUENT instance_count: 10 }
+      item { id: 2 name: 'b' frequency: COMMON }
+      item { id: 3 name: 'c' frequency: RARE
+             keypoints { id: 0 label: 'head' }
+             keypoints { id: 1 label: 'tail' } }
+      item { id: 4 name: 'd' frequency: UNSPECIFIED }""")
+  assert label_map_util.convert_label_map_to_categories(label_map, 4) == [
+      {'id': 1, 'name': 'a', 'frequency': 'f', 'instance_count': 10},
+      {'id': 2, 'name': 'b', 'frequency': 'c'},
+      {'id': 3, 'name': 'c', 'frequency': 'r',
+       'keypoints': {'head': 0, 'tail': 1}},
+      {'id': 4, 'name': 'd'}]
+
+
+def test_duplicate_keypoint_id_in_an_item_is_an_error():
+  label_map = _parse("item { id: 1 name: 'a' keypoints { id: 0 label: 'x' } "
+                     "keypoints { id: 0 label: 'y' } }")
+  with pytest.raises(ValueError, match='keypoint id 0 is used twice'):
+    label_map_util.convert_label_map_to_categories(label_map, 1)
+
+
+def test_convert_keeps_the_first_of_duplicate_ids_and_skips_out_of_range():
+  label_map = _parse("item { id: 2 name: 'a' } item { id: 2 name: 'b' } "
+                     "item { id: 0 name: 'background' } "
+                     "item { id: 1 display_name: 'C' name: 'c' }")
+  assert label_map_util.convert_label_map_to_categories(
+      label_map, 2, use_display_name=False) == [
+          {'id': 2, 'name': 'a'}, {'id': 1, 'name': 'c'}]
+  assert label_map_util.convert_label_map_to_categories(label_map, 0) == []
+
+
+def test_keypoint_label_map_dict():
+  label_map = _parse("""
+      item { id: 1 name: 'person' keypoints { id: 0 label: 'nose' }
+             keypoints { id: 1 label: 'eye' } }
+      item { id: 2 name: 'dog' keypoints { id: 2 label: 'tail' } }""")
+  assert label_map_util.get_keypoint_label_map_dict(label_map) == {
+      'nose': 0, 'eye': 1, 'tail': 2}
+  twice = _parse("item { id: 1 name: 'a' keypoints { id: 0 label: 'x' } } "
+                 "item { id: 2 name: 'b' keypoints { id: 1 label: 'x' } }")
+  with pytest.raises(ValueError, match="label 'x' is used twice"):
+    label_map_util.get_keypoint_label_map_dict(twice)
+
+
+def test_label_map_hierarchy_lut():
+  label_map = _parse("""
+      item { id: 1 name: 'animal' descendant_ids: [2, 3] }
+      item { id: 2 name: 'dog' ancestor_ids: 1 }
+      item { id: 3 name: 'cat' ancestor_ids: 1 }""")
+  ancestors, descendants = label_map_util.get_label_map_hierarchy_lut(
+      label_map)
+  assert ancestors.tolist() == [[0, 0, 0], [1, 0, 0], [1, 0, 0]]
+  assert descendants.tolist() == [[0, 1, 1], [0, 0, 0], [0, 0, 0]]
+  ancestors, _ = label_map_util.get_label_map_hierarchy_lut(
+      label_map, include_identity=True)
+  assert ancestors.tolist() == [[1, 0, 0], [1, 1, 0], [1, 0, 1]]
+
+
+def test_max_label_map_index():
+  assert label_map_util.get_max_label_map_index(_parse(_GOOD)) == 3
+  assert label_map_util.get_max_label_map_index(_parse('')) == 0
+
+
+def test_file_problems_name_file_line_and_column(tmp_path):
+  with pytest.raises(label_map_util.LabelMapError, match='is a directory'):
+    label_map_util.load_labelmap(str(tmp_path))
+  path = tmp_path / 'latin1.pbtxt'
+  path.write_bytes(b"item { id: 1 name: 'caf\xe9' }\n")
+  with pytest.raises(label_map_util.LabelMapError) as raised:
+    label_map_util.load_labelmap(str(path))
+  assert str(raised.value).startswith('%s:1:24: ' % path)
+  assert 'not UTF-8' in str(raised.value)
+  truncated = _write(tmp_path, "item { id: 1\n name: 'a'\n")
+  with pytest.raises(label_map_util.LabelMapError) as raised:
+    label_map_util.load_labelmap(truncated)
+  assert str(raised.value).startswith('%s:2:' % truncated)
+
+
+def test_byte_order_mark_is_skipped(tmp_path):
+  path = tmp_path / 'bom.pbtxt'
+  path.write_bytes(b'\xef\xbb\xbf' + _GOOD.encode())
+  assert label_map_util.get_label_map_dict(str(path))['dog'] == 3
