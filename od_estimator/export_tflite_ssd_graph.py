@@ -23,10 +23,9 @@ file, e.g. to change the NMS thresholds of the exported op:
 """
 import sys
 
-from absl import app
 from absl import flags
-import tensorflow as tf
 
+from od_estimator import command_line
 from od_estimator import export_tflite_ssd_graph_lib
 from od_estimator.utils import config_util
 
@@ -70,36 +69,13 @@ def _export(unused_argv):
   print('Exported to %s' % FLAGS.output_directory)
 
 
-def _print_help():
-  print(__doc__)
-  print('flags:')
-  print(FLAGS.module_help(sys.modules[__name__]))
-
-
 def main(argv=None):
-  """Runs the export; usable as a console script.
+  """Console script: --help, or the export with bad input as one line.
 
   Args:
     argv: flags without the program name; None reads sys.argv.
-
-  Returns:
-    0 after printing --help. Otherwise exits: status 0 after the export, 1
-    with a one-line `error: ...` on stderr for bad flags, config or
-    checkpoint.
   """
-  argv = sys.argv[1:] if argv is None else list(argv)
-  if any(arg in ('-h', '--help', '-help', '--helpshort') for arg in argv):
-    _print_help()
-    return 0
-  # Bad flags, config or checkpoint give one line; anything else is a bug
-  # and keeps its traceback.
-  try:
-    app.run(_export, argv=[_PROG] + argv)
-  except (ValueError, TypeError, tf.errors.OpError) as error:
-    message = getattr(error, 'message', None) or str(error)
-    print('error: %s' % ' '.join(message.split()), file=sys.stderr)
-    sys.exit(1)
-  return 0
+  return command_line.run_export(_export, _PROG, __doc__, __name__, argv)
 
 
 if __name__ == '__main__':

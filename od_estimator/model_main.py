@@ -19,14 +19,11 @@ TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
 share of the input files. Parameter servers serve until stopped. Several
 GPUs of one machine: add --num_gpus=N (MirroredStrategy).
 """
-import re
-import sys
 
-from absl import app
 from absl import flags
-from absl import logging
 import tensorflow as tf
 
+from od_estimator import command_line
 from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator.utils import config_util
@@ -161,30 +158,7 @@ def main(unused_argv):
 
 def run():
   """Console-script entry: clear one-line errors instead of tracebacks."""
-  try:
-    app.run(main)
-  except (config_util.ConfigError, ValueError, TypeError) as error:
-    print('error: %s' % error, file=sys.stderr)
-    sys.exit(1)
-  except tf.compat.v1.train.NanLossDuringTrainingError as error:
-    _exit_non_finite_loss(error)
-  except tf.errors.InvalidArgumentError as error:
-    if model_lib.NON_FINITE_LOSS not in str(error):
-      raise
-    _exit_non_finite_loss(error)
-
-
-def _exit_non_finite_loss(error):
-  """Exits with one line naming the failing step and last good checkpoint."""
-  # The training step's Assert prints its data as `[at step] [N]`.
-  step = re.search(r'\[at step\] \[(\d+)\]', str(error))
-  checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
-  print('error: training stopped because the loss became NaN or Inf%s. The '
-        'last good checkpoint is %s. Lower the learning rate, check the '
-        'data for invalid boxes, or set gradient_clipping_by_norm.' %
-        (' at step %s' % step.group(1) if step else '',
-         checkpoint or '(none was written)'), file=sys.stderr)
-  sys.exit(1)
+  command_line.run_training(main, lambda: FLAGS.model_dir)
 
 
 if __name__ == '__main__':

@@ -14,14 +14,13 @@ Evaluate each new checkpoint (on CPU/GPU, as the original's eval jobs):
 --use_tpu=false runs the same TPUEstimator path on CPU, e.g. to check a
 config before paying for a TPU.
 """
-import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 import tensorflow as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
+from od_estimator import command_line
 from od_estimator import model_lib
 from od_estimator.utils import config_util
 
@@ -126,18 +125,7 @@ def main(unused_argv):
 
 def run():
   """Console-script entry: clear one-line errors instead of tracebacks."""
-  try:
-    app.run(main)
-  except (config_util.ConfigError, ValueError, TypeError) as error:
-    print('error: %s' % error, file=sys.stderr)
-    sys.exit(1)
-  except tf.compat.v1.train.NanLossDuringTrainingError:
-    checkpoint = tf.train.latest_checkpoint(FLAGS.model_dir or '')
-    print('error: training stopped because the loss became NaN or Inf. The '
-          'last good checkpoint is %s. Lower the learning rate, check the '
-          'data for invalid boxes, or set gradient_clipping_by_norm.' %
-          (checkpoint or '(none was written)'), file=sys.stderr)
-    sys.exit(1)
+  command_line.run_training(main, lambda: FLAGS.model_dir)
 
 
 if __name__ == '__main__':
