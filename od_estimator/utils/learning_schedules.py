@@ -137,14 +137,16 @@ def manual_stepping(global_step, boundaries, rates, warmup=False):
   """Piecewise-constant rate switching at given steps.
 
   With boundaries [5, 10] and rates [.1, .01, .001] the rate is .1 for steps
-  0..4, .01 for 5..9 and .001 from 10 on. With `warmup`, steps below
+  0..4, .01 for 5..9 and .001 from 10 on. A first boundary of 0, as in
+  `schedule { step: 0 ... }` of older model-zoo configs, makes rates[1] the
+  rate from step 0 (rates[0] is never used). With `warmup`, steps below
   `boundaries[0]` instead go linearly from `rates[0]` (step 0) towards
   `rates[1]` (reached at `boundaries[0]`).
 
   Args:
     global_step: scalar int tensor, the training step.
-    boundaries: strictly increasing positive ints, the steps where the rate
-      changes.
+    boundaries: strictly increasing non-negative ints, the steps where the
+      rate changes.
     rates: floats, one more than `boundaries`.
     warmup: interpolate linearly over [0, boundaries[0]].
 
@@ -152,15 +154,19 @@ def manual_stepping(global_step, boundaries, rates, warmup=False):
     Scalar float32 tensor named `learning_rate`.
 
   Raises:
-    ValueError: if boundaries are not strictly increasing positive integers,
-      rates are not numbers, or `len(rates) != len(boundaries) + 1`.
+    ValueError: if boundaries are not strictly increasing non-negative
+      integers (positive with warmup), rates are not numbers, or
+      `len(rates) != len(boundaries) + 1`.
   """
   boundaries = list(boundaries)
   rates = list(rates)
-  if any(not isinstance(b, numbers.Integral) or isinstance(b, bool) or b <= 0
+  if any(not isinstance(b, numbers.Integral) or isinstance(b, bool) or b < 0
          for b in boundaries):
-    raise ValueError('boundaries must be positive integers (the first step '
-                     'cannot be zero), got %r.' % (boundaries,))
+    raise ValueError('boundaries must be non-negative integers, got %r.' %
+                     (boundaries,))
+  if warmup and boundaries and boundaries[0] == 0:
+    raise ValueError('With warmup the first boundary cannot be zero (it is '
+                     'the warmup length), got %r.' % (boundaries,))
   if any(later <= earlier
          for earlier, later in zip(boundaries[:-1], boundaries[1:])):
     raise ValueError('Entries in boundaries must be strictly increasing, '

@@ -166,11 +166,24 @@ def test_manual_stepping_execute_fixture(execute):
   assert out == pytest.approx(0.01)
 
 
+def test_manual_stepping_first_step_zero_starts_with_its_rate():
+  # Older model-zoo configs: schedule { step: 0 learning_rate: .0003 } ...
+  rates = _rates(
+      lambda s: learning_schedules.manual_stepping(
+          s, [0, 4, 8], [0.1, 0.0003, 0.00003, 0.000003]),
+      [0, 3, 4, 8, 100])
+  np.testing.assert_allclose(rates, [3e-4, 3e-4, 3e-5, 3e-6, 3e-6],
+                             rtol=1e-5)
+  with tf.Graph().as_default(), pytest.raises(ValueError, match='warmup'):
+    learning_schedules.manual_stepping(
+        tf.constant(0, tf.int64), [0, 5], [1.0, 2.0, 3.0], warmup=True)
+
+
 @pytest.mark.parametrize('boundaries, rates, match', [
-    ([0, 5], [1.0, 2.0, 3.0], 'positive'),
+    ([-1, 5], [1.0, 2.0, 3.0], 'non-negative'),
     ([5, 5], [1.0, 2.0, 3.0], 'increasing'),
     ([5, 3], [1.0, 2.0, 3.0], 'increasing'),
-    ([2.5], [1.0, 2.0], 'positive integers'),
+    ([2.5], [1.0, 2.0], 'non-negative integers'),
     ([5], ['a', 2.0], 'floats'),
     ([5], [1.0], 'plus one'),
 ])
