@@ -562,6 +562,7 @@ def test_empty_boxes_everywhere(execute):
                   random_coef=(0.0,))
 
   def graph(image, boxes, labels, weights, masks, keypoints):
+    tf.compat.v1.set_random_seed(10)
     per_box = (boxes, labels, weights)
     return [
         ac.random_crop_image(image, *per_box, masks=masks,
@@ -581,8 +582,11 @@ def test_empty_boxes_everywhere(execute):
             image, *per_box, aspect_ratio_range=((0.5, 2.0),), **one_case),
         ac.random_square_crop_by_scale(image, *per_box, masks=masks,
                                        keypoints=keypoints),
+        # scale_min keeps the scaled 12 x 16 image at least one pixel high
+        # (below 1 / 6 the resize target would be 0 rows, as in the original).
         ac.random_scale_crop_and_pad_to_square(image, *per_box, masks,
-                                               keypoints, output_size=8),
+                                               keypoints, scale_min=0.5,
+                                               output_size=8),
     ]
   for result in execute(graph, [_position_image(12, 16), boxes, labels,
                                 weights, masks, keypoints]):

@@ -40,10 +40,12 @@ def _tensor_dict_arrays():
   }
 
 
-def _run_preprocess(execute, arrays, options, func_arg_map=None):
+def _run_preprocess(execute, arrays, options, func_arg_map=None, seed=None):
   keys = sorted(arrays)
 
   def graph_fn(*tensors):
+    if seed is not None:
+      tf.compat.v1.set_random_seed(seed)
     tensor_dict = dict(zip(keys, tensors))
     return preprocessor.preprocess(tensor_dict, options, func_arg_map)
 
@@ -69,6 +71,13 @@ def _check_consistent(out):
   np.testing.assert_allclose(image[0, :, :, 0] * 255.0, masks.sum(axis=0),
                              atol=1e-3)
   for i in range(num):
+    extent_pixels = (boxes[i, 2:] - boxes[i, :2]) * [height, width]
+    if extent_pixels.min() < 0.5:
+      # A box whose edge lies on the crop window's edge can end up ~1e-7
+      # inside it after float32 pad / crop arithmetic: the crop keeps it (so
+      # does the original's pruning) as a sliver with no mask pixels.
+      assert not masks[i].any()
+      continue
     rows = np.nonzero(masks[i].any(axis=1))[0]
     cols = np.nonzero(masks[i].any(axis=0))[0]
     assert set(np.unique(masks[i])) <= {0.0, float(classes[i])}
@@ -101,11 +110,12 @@ def _chain():
 ARG_MAP = dict(include_instance_masks=True, include_keypoints=True)
 
 
-@pytest.mark.parametrize('trial', range(4))
-def test_chain_keeps_tensors_consistent(execute, trial):
-  del trial  # Each run draws new flips / pads / crops.
+# Graph seeds of distinct flip / pad / crop draws; 138 keeps a sliver box.
+@pytest.mark.parametrize('seed', [0, 1, 2, 3, 138])
+def test_chain_keeps_tensors_consistent(execute, seed):
   out = _run_preprocess(execute, _tensor_dict_arrays(), _chain(),
-                        preprocessor.get_default_func_arg_map(**ARG_MAP))
+                        preprocessor.get_default_func_arg_map(**ARG_MAP),
+                        seed=seed)
   _check_consistent(out)
 
 
