@@ -49,6 +49,19 @@ def _on_unit_range(image, adjust_fn):
   return _augment_only_rgb_channels(image, adjust)
 
 
+def _random_adjust(image, adjust_fn, minval, maxval, seed):
+  """adjust_fn(rgb, value) on the [0, 1] scale, value ~ U[minval, maxval)."""
+  value = augment_common.random_uniform_scalar(minval, maxval, seed=seed)
+  return _on_unit_range(image, lambda rgb: adjust_fn(rgb, value))
+
+
+def _unless_random_coef(image, augment_fn, random_coef, seed):
+  """augment_fn(), or the image when a U[0, 1) draw is below random_coef."""
+  do_augment = tf.greater_equal(
+      augment_common.random_uniform_scalar(seed=seed), random_coef)
+  return augment_common.cond_or_identity(do_augment, augment_fn, image)
+
+
 def normalize_image(image, original_minval, original_maxval, target_minval,
                     target_maxval):
   """Maps pixel values linearly from one range to another.
@@ -108,11 +121,8 @@ def random_rgb_to_gray(image, probability=0.1, seed=None):
 
   with tf.name_scope('RandomRGBtoGray'):
     do_gray = augment_common.random_decision(probability, seed=seed)
-    result = tf.cond(do_gray,
-                     lambda: _augment_only_rgb_channels(image, to_gray3),
-                     lambda: tf.identity(image))
-    result.set_shape(image.shape)
-    return result
+    return augment_common.cond_or_identity(
+        do_gray, lambda: _augment_only_rgb_channels(image, to_gray3), image)
 
 
 def adjust_gamma(image, gamma=1.0, gain=1.0):
@@ -143,10 +153,8 @@ def random_adjust_brightness(image, max_delta=0.2, seed=None):
     [H, W, C] float32 image clipped to [0, 255].
   """
   with tf.name_scope('RandomAdjustBrightness'):
-    delta = augment_common.random_uniform_scalar(-max_delta, max_delta,
-                                                 seed=seed)
-    return _on_unit_range(
-        image, lambda rgb: tf.image.adjust_brightness(rgb, delta))
+    return _random_adjust(image, tf.image.adjust_brightness, -max_delta,
+                          max_delta, seed)
 
 
 def random_adjust_contrast(image, min_delta=0.8, max_delta=1.25, seed=None):
@@ -165,10 +173,8 @@ def random_adjust_contrast(image, min_delta=0.8, max_delta=1.25, seed=None):
     [H, W, C] float32 image clipped to [0, 255].
   """
   with tf.name_scope('RandomAdjustContrast'):
-    factor = augment_common.random_uniform_scalar(min_delta, max_delta,
-                                                  seed=seed)
-    return _on_unit_range(
-        image, lambda rgb: tf.image.adjust_contrast(rgb, factor))
+    return _random_adjust(image, tf.image.adjust_contrast, min_delta,
+                          max_delta, seed)
 
 
 def random_adjust_hue(image, max_delta=0.02, seed=None):
@@ -183,9 +189,8 @@ def random_adjust_hue(image, max_delta=0.02, seed=None):
     [H, W, C] float32 image clipped to [0, 255].
   """
   with tf.name_scope('RandomAdjustHue'):
-    delta = augment_common.random_uniform_scalar(-max_delta, max_delta,
-                                                 seed=seed)
-    return _on_unit_range(image, lambda rgb: tf.image.adjust_hue(rgb, delta))
+    return _random_adjust(image, tf.image.adjust_hue, -max_delta, max_delta,
+                          seed)
 
 
 def random_adjust_saturation(image, min_delta=0.8, max_delta=1.25,
@@ -202,10 +207,8 @@ def random_adjust_saturation(image, min_delta=0.8, max_delta=1.25,
     [H, W, C] float32 image clipped to [0, 255].
   """
   with tf.name_scope('RandomAdjustSaturation'):
-    factor = augment_common.random_uniform_scalar(min_delta, max_delta,
-                                                  seed=seed)
-    return _on_unit_range(
-        image, lambda rgb: tf.image.adjust_saturation(rgb, factor))
+    return _random_adjust(image, tf.image.adjust_saturation, min_delta,
+                          max_delta, seed)
 
 
 def random_distort_color(image, color_ordering=0):
@@ -272,11 +275,7 @@ def random_jpeg_quality(image, min_jpeg_quality=0, max_jpeg_quality=100,
 
   with tf.name_scope('RandomJpegQuality'):
     image = tf.cast(image, tf.float32)
-    do_encode = tf.greater_equal(
-        augment_common.random_uniform_scalar(seed=seed), random_coef)
-    result = tf.cond(do_encode, encode_decode, lambda: tf.identity(image))
-    result.set_shape(image.shape)
-    return result
+    return _unless_random_coef(image, encode_decode, random_coef, seed)
 
 
 def _square_patch_mask(y, x, patch_size, height, width):
@@ -343,11 +342,7 @@ def random_patch_gaussian(image, min_patch_size=1, max_patch_size=250,
 
   with tf.name_scope('RandomPatchGaussian'):
     image = tf.cast(image, tf.float32)
-    do_patch = tf.greater_equal(
-        augment_common.random_uniform_scalar(seed=seed), random_coef)
-    result = tf.cond(do_patch, add_noise, lambda: tf.identity(image))
-    result.set_shape(image.shape)
-    return result
+    return _unless_random_coef(image, add_noise, random_coef, seed)
 
 
 def image_to_float(image):
@@ -429,10 +424,11 @@ def convert_class_logits_to_softmax(multiclass_scores, temperature=1.0):
   return tf.nn.softmax(scaled, name='softmax')
 
 
-def _gather_label_tensors(indices, boxes, labels, label_weights,
+def _gather_label_tensors(keep, boxes, labels, label_weights,
                           label_confidences, multiclass_scores, masks,
                           keypoints):
-  """Gathers the kept rows; returns the given tensors in argument order."""
+  """Keeps the rows where [N] bool keep holds, in each tensor given."""
+  indices = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
   gathered = augment_common.gather_per_box(
       indices, (boxes, labels, label_weights, label_confidences,
                 multiclass_scores, masks, keypoints))
@@ -463,8 +459,7 @@ def retain_boxes_above_threshold(boxes, labels, label_weights,
   with tf.name_scope('RetainBoxesAboveThreshold'):
     keep = tf.logical_or(label_weights > threshold,
                          tf.math.is_nan(label_weights))
-    indices = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
-    return _gather_label_tensors(indices, boxes, labels, label_weights,
+    return _gather_label_tensors(keep, boxes, labels, label_weights,
                                  label_confidences, multiclass_scores, masks,
                                  keypoints)
 
@@ -501,8 +496,7 @@ def drop_label_probabilistically(boxes, labels, label_weights,
     keep = tf.logical_or(draws > drop_probability,
                          tf.not_equal(labels, tf.cast(dropped_label,
                                                       labels.dtype)))
-    indices = tf.cast(tf.reshape(tf.where(keep), [-1]), tf.int32)
-    return _gather_label_tensors(indices, boxes, labels, label_weights,
+    return _gather_label_tensors(keep, boxes, labels, label_weights,
                                  label_confidences, multiclass_scores, masks,
                                  keypoints)
 

@@ -49,6 +49,19 @@ def random_decision(probability, seed=None):
   return tf.less(random_uniform_scalar(seed=seed), probability)
 
 
+def cond_or_identity(predicate, true_fn, value, keep_shape=True):
+  """tf.cond(predicate, true_fn, identity of value), keeping value's shape.
+
+  tf.cond may lose a partially known static shape; with keep_shape (for ops
+  that preserve it, like flips and colour changes) it is set back. Ops that
+  change the shape (rotation) pass keep_shape=False.
+  """
+  result = tf.cond(predicate, true_fn, lambda: tf.identity(value))
+  if keep_shape:
+    result.set_shape(value.shape)
+  return result
+
+
 def apply_with_random_selector(x, func, num_cases, seed=None):
   """Returns func(x, case) for one case drawn uniformly from [0, num_cases).
 

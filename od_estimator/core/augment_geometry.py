@@ -10,6 +10,8 @@ preprocessor ops, minus `preprocess_vars_cache`. Conventions:
 Random ops draw one decision per call and apply it to every tensor they
 return, so boxes, masks and keypoints stay consistent with the image.
 """
+import functools
+
 import tensorflow as tf
 
 from od_estimator.core import augment_common
@@ -73,16 +75,21 @@ def _rot90_masks(masks):
   return tf.reverse(tf.transpose(masks, [0, 2, 1]), axis=[1])
 
 
-def _cond(predicate, true_fn, value):
-  """tf.cond(predicate, true_fn, identity) that restores the input's shape.
+def _cond_given(predicate, transforms):
+  """Transforms every given tensor where predicate holds (one draw for all).
 
-  Shape-preserving ops (flips) return a tensor of the same static shape as
-  `value`; tf.cond already keeps it, set_shape only guards merges of
-  partially known shapes.
+  Args:
+    predicate: scalar bool tensor.
+    transforms: (value, fn) pairs, or (value, fn, False) where fn changes
+      the value's shape; pairs whose value is None are skipped.
+
+  Returns:
+    A list with fn(value) where predicate holds, else value, for each value
+    given, in order.
   """
-  result = tf.cond(predicate, true_fn, lambda: tf.identity(value))
-  result.set_shape(value.shape)
-  return result
+  return [augment_common.cond_or_identity(
+      predicate, functools.partial(fn, value), value, *keep_shape)
+          for value, fn, *keep_shape in transforms if value is not None]
 
 
 def _check_keypoint_args(keypoints, permutation):
@@ -140,30 +147,20 @@ def random_horizontal_flip(image,
   with tf.name_scope('RandomHorizontalFlip'):
     do_flip = augment_common.random_decision(probability, seed=seed)
     permutation = keypoint_flip_permutation
-    result = [_cond(do_flip, lambda: tf.image.flip_left_right(image), image)]
-    if boxes is not None:
-      result.append(_cond(do_flip, lambda: _flip_boxes_left_right(boxes),
-                          boxes))
-    if masks is not None:
-      result.append(_cond(do_flip, lambda: tf.reverse(masks, axis=[2]),
-                          masks))
-    if keypoints is not None:
-      result.append(_cond(
-          do_flip,
-          lambda: augment_common.flip_keypoints_horizontal(
-              keypoints, 0.5, permutation),
-          keypoints))
+    transforms = [
+        (image, tf.image.flip_left_right),
+        (boxes, _flip_boxes_left_right),
+        (masks, lambda t: tf.reverse(t, axis=[2])),
+        (keypoints, lambda t: augment_common.flip_keypoints_horizontal(
+            t, 0.5, permutation))]
     if permutation is not None:
       # Per-keypoint companions only need the same reordering.
-      for companion in (keypoint_visibilities, keypoint_depths,
-                        keypoint_depth_weights):
-        if companion is not None:
-          result.append(_cond(
-              do_flip,
-              lambda t=companion: augment_common.permute_keypoint_axis(
-                  t, permutation),
-              companion))
-    return tuple(result)
+      transforms += [
+          (companion, lambda t: augment_common.permute_keypoint_axis(
+              t, permutation))
+          for companion in (keypoint_visibilities, keypoint_depths,
+                            keypoint_depth_weights)]
+    return tuple(_cond_given(do_flip, transforms))
 
 
 def random_vertical_flip(image,
@@ -195,19 +192,12 @@ def random_vertical_flip(image,
   _check_keypoint_args(keypoints, keypoint_flip_permutation)
   with tf.name_scope('RandomVerticalFlip'):
     do_flip = augment_common.random_decision(probability, seed=seed)
-    result = [_cond(do_flip, lambda: tf.image.flip_up_down(image), image)]
-    if boxes is not None:
-      result.append(_cond(do_flip, lambda: _flip_boxes_up_down(boxes), boxes))
-    if masks is not None:
-      result.append(_cond(do_flip, lambda: tf.reverse(masks, axis=[1]),
-                          masks))
-    if keypoints is not None:
-      result.append(_cond(
-          do_flip,
-          lambda: augment_common.flip_keypoints_vertical(
-              keypoints, 0.5, keypoint_flip_permutation),
-          keypoints))
-    return tuple(result)
+    return tuple(_cond_given(do_flip, [
+        (image, tf.image.flip_up_down),
+        (boxes, _flip_boxes_up_down),
+        (masks, lambda t: tf.reverse(t, axis=[1])),
+        (keypoints, lambda t: augment_common.flip_keypoints_vertical(
+            t, 0.5, keypoint_flip_permutation))]))
 
 
 def random_rotation90(image,
@@ -238,20 +228,13 @@ def random_rotation90(image,
   """
   with tf.name_scope('RandomRotation90'):
     do_rotate = augment_common.random_decision(probability, seed=seed)
-    result = [tf.cond(do_rotate, lambda: tf.image.rot90(image),
-                      lambda: tf.identity(image))]
-    if boxes is not None:
-      result.append(_cond(do_rotate, lambda: _rot90_boxes(boxes), boxes))
-    if masks is not None:
-      result.append(tf.cond(do_rotate, lambda: _rot90_masks(masks),
-                            lambda: tf.identity(masks)))
-    if keypoints is not None:
-      result.append(_cond(
-          do_rotate,
-          lambda: augment_common.rot90_keypoints(keypoints,
-                                                 keypoint_rot_permutation),
-          keypoints))
-    return tuple(result)
+    # Height and width swap: no static shape to restore on image and masks.
+    return tuple(_cond_given(do_rotate, [
+        (image, tf.image.rot90, False),
+        (boxes, _rot90_boxes),
+        (masks, _rot90_masks, False),
+        (keypoints, lambda t: augment_common.rot90_keypoints(
+            t, keypoint_rot_permutation))]))
 
 
 def _resize_masks_nearest(masks, size, align_corners):

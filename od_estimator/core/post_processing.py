@@ -37,12 +37,13 @@ def _static_dim(dim):
 
 
 def _validate_inputs(boxes, scores, iou_thresh, change_coordinate_frame,
-                     clip_window):
+                     clip_window, pad_to_max_output_size, soft_nms_sigma):
   """Checks the single-image NMS arguments.
 
   Raises:
     ValueError: on an iou_thresh outside [0, 1], badly shaped boxes or scores,
-      or change_coordinate_frame without a clip_window.
+      change_coordinate_frame without a clip_window, or soft-NMS with
+      padding.
   """
   if not 0.0 <= iou_thresh <= 1.0:
     raise ValueError('iou_thresh must be in [0, 1], got %s' % iou_thresh)
@@ -59,6 +60,9 @@ def _validate_inputs(boxes, scores, iou_thresh, change_coordinate_frame,
                      'of classes (%s)' % (q, _static_dim(scores.shape[1])))
   if change_coordinate_frame and clip_window is None:
     raise ValueError('change_coordinate_frame=True needs a clip_window')
+  if pad_to_max_output_size and soft_nms_sigma != 0.0:
+    raise ValueError('soft_nms_sigma != 0 is not supported with '
+                     'pad_to_max_output_size=True')
 
 
 def _nms_device(use_cpu_nms):
@@ -85,6 +89,16 @@ def _gather_padded(boxlist, indices, num_valid, size):
   valid = tf.range(size) < num_valid
   safe_indices = tf.where(valid, indices, tf.fill([size], num_boxes))
   return box_list_ops.gather(extended, safe_indices), valid
+
+
+def _add_optional_fields(boxlist, masks, boundaries, additional_fields):
+  """Adds the given per-box masks, boundaries and extra fields to boxlist."""
+  if masks is not None:
+    boxlist.add_field(_MASKS, masks)
+  if boundaries is not None:
+    boxlist.add_field(_BOUNDARIES, boundaries)
+  for key, tensor in (additional_fields or {}).items():
+    boxlist.add_field(key, tensor)
 
 
 def _run_nms(boxlist, max_selection_size, iou_thresh, score_thresh,
@@ -250,10 +264,7 @@ def multiclass_non_max_suppression(boxes,
   """
   del use_partitioned_nms  # Same selection as the padded kernel.
   _validate_inputs(boxes, scores, iou_thresh, change_coordinate_frame,
-                   clip_window)
-  if pad_to_max_output_size and soft_nms_sigma != 0.0:
-    raise ValueError('soft_nms_sigma != 0 is not supported with '
-                     'pad_to_max_output_size=True')
+                   clip_window, pad_to_max_output_size, soft_nms_sigma)
   num_classes = _static_dim(scores.shape[1])
   with tf.name_scope(scope or 'MultiClassNonMaxSuppression'):
     per_class_boxes = tf.unstack(boxes, axis=1)
@@ -270,12 +281,12 @@ def multiclass_non_max_suppression(boxes,
       # Added before NMS so padded slots get class 0 like every other field.
       candidates.add_field(_CLASSES,
                            tf.fill(tf.shape(class_scores), float(class_idx)))
-      if per_class_masks is not None:
-        candidates.add_field(_MASKS, per_class_masks[box_idx])
-      if per_class_boundaries is not None:
-        candidates.add_field(_BOUNDARIES, per_class_boundaries[box_idx])
-      for key, tensor in (additional_fields or {}).items():
-        candidates.add_field(key, tensor)
+      _add_optional_fields(
+          candidates,
+          None if per_class_masks is None else per_class_masks[box_idx],
+          (None if per_class_boundaries is None
+           else per_class_boundaries[box_idx]),
+          additional_fields)
       with _nms_device(use_cpu_nms):
         selected, valid = _run_nms(
             candidates, max_size_per_class, iou_thresh, score_thresh,
@@ -324,10 +335,7 @@ def class_agnostic_non_max_suppression(boxes,
   """
   del use_partitioned_nms  # Same selection as the padded kernel.
   _validate_inputs(boxes, scores, iou_thresh, change_coordinate_frame,
-                   clip_window)
-  if pad_to_max_output_size and soft_nms_sigma != 0.0:
-    raise ValueError('soft_nms_sigma != 0 is not supported with '
-                     'pad_to_max_output_size=True')
+                   clip_window, pad_to_max_output_size, soft_nms_sigma)
   if max_classes_per_detection > 1:
     raise ValueError('max_classes_per_detection > 1 is not supported')
   if pad_to_max_output_size and max_total_size <= 0:
@@ -344,12 +352,10 @@ def class_agnostic_non_max_suppression(boxes,
     candidates = box_list.BoxList(best_class_entry(boxes))
     candidates.add_field(_SCORES, tf.reduce_max(scores, axis=1))
     candidates.add_field(_CLASSES, tf.cast(class_ids, tf.float32))
-    if masks is not None:
-      candidates.add_field(_MASKS, best_class_entry(masks))
-    if boundaries is not None:
-      candidates.add_field(_BOUNDARIES, best_class_entry(boundaries))
-    for key, tensor in (additional_fields or {}).items():
-      candidates.add_field(key, tensor)
+    _add_optional_fields(
+        candidates, None if masks is None else best_class_entry(masks),
+        None if boundaries is None else best_class_entry(boundaries),
+        additional_fields)
     max_selection_size = (max_total_size if max_total_size > 0
                           else candidates.num_boxes())
     with _nms_device(use_cpu_nms):

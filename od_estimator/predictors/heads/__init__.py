@@ -2,6 +2,9 @@
 
 Also holds the few helpers the box and class heads share.
 """
+import tensorflow as tf
+import tf_slim as slim
+
 from od_estimator.utils import shape_utils
 
 
@@ -33,3 +36,63 @@ def flat_prediction_shape(features, num_predictions_per_location, *inner):
   if isinstance(height, int) and isinstance(width, int):
     num_anchors = height * width * num_predictions_per_location
   return [batch_size, num_anchors] + list(inner)
+
+
+def _bias_args(bias_init):
+  # None keeps slim's default initializer (passing None would drop biases).
+  if bias_init is None:
+    return {}
+  return {'biases_initializer': tf.compat.v1.constant_initializer(bias_init)}
+
+
+def prediction_conv(net, num_outputs, kernel_size, use_depthwise, scope,
+                    bias_init=None):
+  """Linear prediction layer of the per-feature-map convolutional heads.
+
+  Args:
+    net: [batch_size, height, width, channels] float tensor.
+    num_outputs: output channels.
+    kernel_size: spatial size of the prediction convolution.
+    use_depthwise: run a kernel_size depthwise convolution (keeping the
+      arg_scope's normalizer and activation), scope + '_depthwise', then a
+      linear 1x1 convolution instead of one linear convolution.
+    scope: scope name of the (last) prediction layer.
+    bias_init: optional initial value of the single convolution's biases;
+      like the original, the depthwise path keeps the default zero bias.
+
+  Returns:
+    [batch_size, height, width, num_outputs] float tensor.
+  """
+  linear = dict(activation_fn=None, normalizer_fn=None,
+                normalizer_params=None, scope=scope)
+  kernel = [kernel_size, kernel_size]
+  if use_depthwise:
+    net = slim.separable_conv2d(
+        net, None, kernel, depth_multiplier=1, stride=1, rate=1,
+        padding='SAME', scope=scope + '_depthwise')
+    return slim.conv2d(net, num_outputs, [1, 1], **linear)
+  return slim.conv2d(net, num_outputs, kernel, **linear,
+                     **_bias_args(bias_init))
+
+
+def shared_prediction_conv(net, num_outputs, kernel_size, use_depthwise,
+                           scope, bias_init=None):
+  """Like prediction_conv, for the weight shared heads.
+
+  One linear layer (depthwise separable with use_depthwise) named scope,
+  shared through the caller's AUTO_REUSE; bias_init applies on both paths.
+  """
+  conv_args = dict(stride=1, padding='SAME', activation_fn=None,
+                   normalizer_fn=None, scope=scope, **_bias_args(bias_init))
+  kernel = [kernel_size, kernel_size]
+  if use_depthwise:
+    return slim.separable_conv2d(net, num_outputs, kernel, depth_multiplier=1,
+                                 **conv_args)
+  return slim.conv2d(net, num_outputs, kernel, **conv_args)
+
+
+def maybe_dropout(features, use_dropout, keep_prob):
+  """slim.dropout(features) when use_dropout is set, else features."""
+  if use_dropout:
+    return slim.dropout(features, keep_prob=keep_prob)
+  return features

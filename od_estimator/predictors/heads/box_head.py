@@ -5,7 +5,6 @@ Layer scopes ('BoxEncodingPredictor', 'BoxEncodingPredictor_depthwise',
 checkpoints restore into these heads.
 """
 import tensorflow as tf
-import tf_slim as slim
 
 from od_estimator.predictors import heads
 
@@ -63,22 +62,9 @@ class ConvolutionalBoxHead:
       box_code_size] float32 box encodings (anchors ordered by row, column,
       then anchor index).
     """
-    num_outputs = num_predictions_per_location * self._box_code_size
-    kernel = [self._kernel_size, self._kernel_size]
-    if self._use_depthwise:
-      # The depthwise layer keeps the arg_scope's normalizer and activation;
-      # only the final 1x1 projection is linear.
-      net = slim.separable_conv2d(
-          features, None, kernel, depth_multiplier=1, stride=1, rate=1,
-          padding='SAME', scope='BoxEncodingPredictor_depthwise')
-      box_encodings = slim.conv2d(
-          net, num_outputs, [1, 1], activation_fn=None, normalizer_fn=None,
-          normalizer_params=None, scope='BoxEncodingPredictor')
-    else:
-      box_encodings = slim.conv2d(
-          features, num_outputs, kernel, activation_fn=None,
-          normalizer_fn=None, normalizer_params=None,
-          scope='BoxEncodingPredictor')
+    box_encodings = heads.prediction_conv(
+        features, num_predictions_per_location * self._box_code_size,
+        self._kernel_size, self._use_depthwise, 'BoxEncodingPredictor')
     box_encodings = _clip(box_encodings, self._box_encodings_clip_range)
     return tf.reshape(box_encodings, heads.flat_prediction_shape(
         features, num_predictions_per_location, 1, self._box_code_size))
@@ -132,17 +118,9 @@ class WeightSharedConvolutionalBoxHead:
       width, num_predictions_per_location * box_code_size] map when
       return_flat_predictions is False.
     """
-    if self._use_depthwise:
-      box_encodings = slim.separable_conv2d(
-          features, num_predictions_per_location * self._box_code_size,
-          [self._kernel_size, self._kernel_size], depth_multiplier=1,
-          stride=1, padding='SAME', activation_fn=None, normalizer_fn=None,
-          scope='BoxPredictor')
-    else:
-      box_encodings = slim.conv2d(
-          features, num_predictions_per_location * self._box_code_size,
-          [self._kernel_size, self._kernel_size], stride=1, padding='SAME',
-          activation_fn=None, normalizer_fn=None, scope='BoxPredictor')
+    box_encodings = heads.shared_prediction_conv(
+        features, num_predictions_per_location * self._box_code_size,
+        self._kernel_size, self._use_depthwise, 'BoxPredictor')
     box_encodings = _clip(box_encodings, self._box_encodings_clip_range)
     if not self._return_flat_predictions:
       return box_encodings

@@ -4,7 +4,6 @@ Layer scopes ('ClassPredictor', 'ClassPredictor_depthwise') are those of the
 TF1 Object Detection API, so its model-zoo checkpoints restore.
 """
 import tensorflow as tf
-import tf_slim as slim
 
 from od_estimator.predictors import heads
 from od_estimator.utils import shape_utils
@@ -67,26 +66,12 @@ class ConvolutionalClassHead:
       [batch_size, height * width * num_predictions_per_location,
       num_class_slots] float32 logits (or sigmoid scores).
     """
-    net = features
-    if self._use_dropout:
-      net = slim.dropout(net, keep_prob=self._dropout_keep_prob)
-    num_outputs = num_predictions_per_location * self._num_class_slots
-    kernel = [self._kernel_size, self._kernel_size]
-    if self._use_depthwise:
-      net = slim.separable_conv2d(
-          net, None, kernel, depth_multiplier=1, stride=1, rate=1,
-          padding='SAME', scope=self._scope + '_depthwise')
-      # The original leaves the default zero bias here; kept so training
-      # from scratch behaves the same.
-      predictions = slim.conv2d(
-          net, num_outputs, [1, 1], activation_fn=None, normalizer_fn=None,
-          normalizer_params=None, scope=self._scope)
-    else:
-      predictions = slim.conv2d(
-          net, num_outputs, kernel, activation_fn=None, normalizer_fn=None,
-          normalizer_params=None, scope=self._scope,
-          biases_initializer=tf.compat.v1.constant_initializer(
-              self._class_prediction_bias_init))
+    net = heads.maybe_dropout(features, self._use_dropout,
+                              self._dropout_keep_prob)
+    predictions = heads.prediction_conv(
+        net, num_predictions_per_location * self._num_class_slots,
+        self._kernel_size, self._use_depthwise, self._scope,
+        bias_init=self._class_prediction_bias_init)
     if self._apply_sigmoid_to_scores:
       predictions = tf.sigmoid(predictions)
     return tf.reshape(predictions, heads.flat_prediction_shape(
@@ -153,21 +138,12 @@ class WeightSharedConvolutionalClassHead:
       width, num_predictions_per_location * num_class_slots] map when
       return_flat_predictions is False.
     """
-    net = features
-    if self._use_dropout:
-      net = slim.dropout(net, keep_prob=self._dropout_keep_prob)
-    conv_args = dict(
-        stride=1, padding='SAME', activation_fn=None, normalizer_fn=None,
-        biases_initializer=tf.compat.v1.constant_initializer(
-            self._class_prediction_bias_init),
-        scope=self._scope)
+    net = heads.maybe_dropout(features, self._use_dropout,
+                              self._dropout_keep_prob)
     num_outputs = num_predictions_per_location * self._num_class_slots
-    kernel = [self._kernel_size, self._kernel_size]
-    if self._use_depthwise:
-      predictions = slim.separable_conv2d(
-          net, num_outputs, kernel, depth_multiplier=1, **conv_args)
-    else:
-      predictions = slim.conv2d(net, num_outputs, kernel, **conv_args)
+    predictions = heads.shared_prediction_conv(
+        net, num_outputs, self._kernel_size, self._use_depthwise, self._scope,
+        bias_init=self._class_prediction_bias_init)
     batch_size, height, width = (
         shape_utils.combined_static_and_dynamic_shape(features)[:3])
     # Split anchors from classes so the converter sees one score per slot.
