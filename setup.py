@@ -83,6 +83,12 @@ setup(
             'model_tpu_main=od_estimator.model_tpu_main:run',
             'export_inference_graph=od_estimator.export_inference_graph:main',
             'export_tflite_ssd_graph=od_estimator.export_tflite_ssd_graph:main',
+            'create_coco_tf_record='
+            'od_estimator.dataset_tools.create_coco_tf_record:main',
+            'create_pascal_tf_record='
+            'od_estimator.dataset_tools.create_pascal_tf_record:main',
+            'create_synthetic_tf_record='
+            'od_estimator.dataset_tools.create_synthetic_tf_record:main',
         ],
     },
 )

@@ -19,14 +19,22 @@ def fail(message):
   sys.exit(1)
 
 
-def run_training(main, model_dir):
-  """Runs a training command's absl `main`.
+def run_training(main, model_dir, doc, module_name):
+  """Runs a training command's absl `main`, or prints its --help.
 
   Args:
     main: the command's main(argv), run by absl.app.
     model_dir: callable returning the --model_dir flag once flags are parsed;
       a non-finite loss names its last good checkpoint.
+    doc: the module docstring, printed first by --help.
+    module_name: the module whose flags --help lists.
+
+  Returns:
+    0 after --help; otherwise absl exits with main's status, or with 1 and
+    one line on bad input.
   """
+  if _help_requested(sys.argv[1:]):
+    return _print_help(doc, module_name)
   try:
     app.run(main)
   except (config_util.ConfigError, ValueError, TypeError) as error:
@@ -66,13 +74,26 @@ def run_export(export, prog, doc, module_name, argv=None):
     checkpoint.
   """
   argv = sys.argv[1:] if argv is None else list(argv)
-  if any(arg in ('-h', '--help', '-help', '--helpshort') for arg in argv):
-    print(doc)
-    print('flags:')
-    print(app.flags.FLAGS.module_help(sys.modules[module_name]))
-    return 0
+  if _help_requested(argv):
+    return _print_help(doc, module_name)
   try:
     app.run(export, argv=[prog] + argv)
   except (ValueError, TypeError, tf.errors.OpError) as error:
     fail(getattr(error, 'message', None) or error)
+  return 0
+
+
+def _help_requested(argv):
+  return any(arg in ('-h', '--help', '-help', '--helpshort') for arg in argv)
+
+
+def _print_help(doc, module_name):
+  """Prints the docstring and the module's flags; returns exit status 0.
+
+  absl's own --help lists only the flags of the script file, which for a
+  console script is a wrapper with none.
+  """
+  print(doc)
+  print('flags:')
+  print(app.flags.FLAGS.module_help(sys.modules[module_name]))
   return 0

@@ -158,7 +158,8 @@ def main(unused_argv):
 
 def run():
   """Console-script entry: clear one-line errors instead of tracebacks."""
-  command_line.run_training(main, lambda: FLAGS.model_dir)
+  return command_line.run_training(main, lambda: FLAGS.model_dir, __doc__,
+                                   __name__)
 
 
 if __name__ == '__main__':

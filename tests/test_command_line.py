@@ -30,7 +30,7 @@ def test_fail_prints_one_line(capsys):
 def test_training_input_errors_are_one_line(capsys, monkeypatch, error):
   monkeypatch.setattr('sys.argv', ['model_main'])
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
-      _raiser(error), lambda: None))
+      _raiser(error), lambda: None, 'doc', __name__))
   assert (code, err) == (1, 'error: no such file x.record\n')
 
 
@@ -46,7 +46,7 @@ def test_non_finite_loss_names_step_and_checkpoint(capsys, monkeypatch,
   error = tf.errors.InvalidArgumentError(
       None, None, '%s [at step] [9]' % model_lib.NON_FINITE_LOSS)
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
-      _raiser(error), lambda: str(tmp_path)))
+      _raiser(error), lambda: str(tmp_path), 'doc', __name__))
   assert code == 1
   assert 'loss became NaN or Inf at step 9' in err
   assert prefix in err
@@ -56,7 +56,7 @@ def test_other_tensorflow_errors_keep_their_traceback(monkeypatch):
   monkeypatch.setattr('sys.argv', ['model_main'])
   error = tf.errors.InvalidArgumentError(None, None, 'shape mismatch')
   with pytest.raises(tf.errors.InvalidArgumentError):
-    command_line.run_training(_raiser(error), lambda: None)
+    command_line.run_training(_raiser(error), lambda: None, 'doc', __name__)
 
 
 def test_export_help_and_errors(capsys):
