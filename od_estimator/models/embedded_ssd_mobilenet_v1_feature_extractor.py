@@ -6,7 +6,6 @@ runtimes (Conv, DepthwiseConv, Relu6).
 """
 import tensorflow as tf
 
-from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 
 _IMAGE_SIZE = 256
@@ -16,38 +15,18 @@ class EmbeddedSSDMobileNetV1FeatureExtractor(
     ssd_mobilenet_v1_feature_extractor.SSDMobileNetV1FeatureExtractor):
   """MobileNet v1 SSD for 256x256 images with five maps.
 
-  Constructor arguments are those of SSDFeatureExtractor; num_layers is
-  ignored (always five maps).
+  Constructor arguments are those of SSDFeatureExtractor; pad_to_multiple
+  must be 1 and num_layers is ignored (always five maps).
   """
 
   # The original uses mobilenet_v1_arg_scope's default here.
   _REGULARIZE_DEPTHWISE = False
 
-  def __init__(self, is_training, depth_multiplier, min_depth,
-               pad_to_multiple, conv_hyperparams_fn, reuse_weights=None,
-               use_explicit_padding=False, use_depthwise=False,
-               num_layers=6,
-               override_base_feature_extractor_hyperparams=False):
-    """See SSDFeatureExtractor.
-
-    Raises:
-      ValueError: if pad_to_multiple is not 1.
-    """
-    if pad_to_multiple != 1:
+  def _check_arguments(self):
+    """Raises ValueError unless pad_to_multiple is 1."""
+    if self._pad_to_multiple != 1:
       raise ValueError('Embedded-specific SSD only supports `pad_to_multiple` '
                        'of 1.')
-    super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
-        reuse_weights=reuse_weights,
-        use_explicit_padding=use_explicit_padding,
-        use_depthwise=use_depthwise,
-        num_layers=num_layers,
-        override_base_feature_extractor_hyperparams=(
-            override_base_feature_extractor_hyperparams))
 
   def _check_inputs(self, preprocessed_inputs):
     """Requires 256x256 images (ValueError if static, else an assertion)."""
@@ -67,18 +46,9 @@ class EmbeddedSSDMobileNetV1FeatureExtractor(
     return preprocessed_inputs
 
   def _feature_maps(self, image_features):
-    layout = {
-        'from_layer': ['Conv2d_11_pointwise', 'Conv2d_13_pointwise', '', '',
-                       ''],
-        'layer_depth': [-1, -1, 512, 256, 256],
-        'conv_kernel_size': [-1, -1, 3, 3, 2],
-        'use_explicit_padding': self._use_explicit_padding,
-        'use_depthwise': self._use_depthwise,
-    }
-    feature_maps = feature_map_generators.multi_resolution_feature_maps(
-        feature_map_layout=layout,
-        depth_multiplier=self._depth_multiplier,
-        min_depth=self._min_depth,
-        insert_1x1_conv=True,
-        image_features=image_features)
-    return list(feature_maps.values())
+    return self._multi_resolution_feature_maps(
+        image_features,
+        from_layers=['Conv2d_11_pointwise', 'Conv2d_13_pointwise', '', '',
+                     ''],
+        layer_depths=[-1, -1, 512, 256, 256],
+        conv_kernel_sizes=[-1, -1, 3, 3, 2])

@@ -23,12 +23,15 @@ from od_estimator.models import ssd_feature_extractor
 _MIN_IMAGE_DIM = 33
 
 
-class _SSDInceptionFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
+class _SSDInceptionFeatureExtractor(
+    ssd_feature_extractor.SymmetricRangeInputsMixin,
+    ssd_feature_extractor.SSDFeatureExtractor):
   """Backbone end points as the first maps, then stride-2 extra layers.
 
   Subclasses set the config type, the backbone's scope and base function,
   its last end point, the feature layout and the smallest padded input the
-  backbone's VALID convolutions accept.
+  backbone's VALID convolutions accept. Constructor arguments are those of
+  SSDFeatureExtractor.
   """
   _TYPE = None
   _SCOPE = None
@@ -38,28 +41,9 @@ class _SSDInceptionFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
   _LAYER_DEPTH = None
   _MIN_BACKBONE_DIM = _MIN_IMAGE_DIM
 
-  def __init__(self, is_training, depth_multiplier, min_depth, pad_to_multiple,
-               conv_hyperparams_fn, reuse_weights=None,
-               use_explicit_padding=False, use_depthwise=False, num_layers=6,
-               override_base_feature_extractor_hyperparams=False):
-    """Creates the extractor; arguments as in SSDFeatureExtractor."""
-    super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
-        reuse_weights=reuse_weights,
-        use_explicit_padding=use_explicit_padding,
-        use_depthwise=use_depthwise,
-        num_layers=num_layers,
-        override_base_feature_extractor_hyperparams=(
-            override_base_feature_extractor_hyperparams))
+  def _check_arguments(self):
+    """The backbone always takes conv_hyperparams (see module docstring)."""
     ssd_feature_extractor.always_override_base_hyperparams(self, self._TYPE)
-
-  def preprocess(self, resized_inputs):
-    """Maps [batch, h, w, 3] pixels from [0, 255] to [-1, 1]."""
-    return (2.0 / 255.0) * resized_inputs - 1.0
 
   def extract_features(self, preprocessed_inputs):
     """Builds the feature maps.
@@ -81,12 +65,6 @@ class _SSDInceptionFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
     padded_inputs = feature_map_generators.check_min_image_dim(
         self._MIN_BACKBONE_DIM, feature_map_generators.pad_to_multiple(
             preprocessed_inputs, self._pad_to_multiple))
-    layout = {
-        'from_layer': self._FROM_LAYER[:self._num_layers],
-        'layer_depth': self._LAYER_DEPTH[:self._num_layers],
-        'use_explicit_padding': self._use_explicit_padding,
-        'use_depthwise': self._use_depthwise,
-    }
     # The hyperparams dict replaces any enclosing arg_scope, so it is entered
     # first and covers both the backbone and the extra layers.
     with slim.arg_scope(self._conv_hyperparams_fn()):
@@ -98,13 +76,9 @@ class _SSDInceptionFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
             min_depth=self._min_depth,
             depth_multiplier=self._depth_multiplier,
             scope=scope)
-        feature_maps = feature_map_generators.multi_resolution_feature_maps(
-            feature_map_layout=layout,
-            depth_multiplier=self._depth_multiplier,
-            min_depth=self._min_depth,
-            insert_1x1_conv=True,
-            image_features=image_features)
-    return list(feature_maps.values())
+        return self._multi_resolution_feature_maps(
+            image_features, self._FROM_LAYER[:self._num_layers],
+            self._LAYER_DEPTH[:self._num_layers])
 
 
 class SSDInceptionV2FeatureExtractor(_SSDInceptionFeatureExtractor):

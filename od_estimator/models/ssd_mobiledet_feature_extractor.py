@@ -317,6 +317,7 @@ def mobiledet_base(images, architecture, multiplier=1.0):
 
 
 class SSDMobileDetFeatureExtractorBase(
+    ssd_feature_extractor.SymmetricRangeInputsMixin,
     ssd_feature_extractor.SSDFeatureExtractor):
   """SSD maps from end points C4 and C5 plus stride-2 layers.
 
@@ -328,11 +329,8 @@ class SSDMobileDetFeatureExtractorBase(
   _SCOPE = None
   _ARCHITECTURE = None
 
-  def __init__(self, is_training, depth_multiplier, min_depth, pad_to_multiple,
-               conv_hyperparams_fn, reuse_weights=None,
-               use_explicit_padding=False, use_depthwise=False, num_layers=6,
-               override_base_feature_extractor_hyperparams=False):
-    """Creates the extractor; arguments as in SSDFeatureExtractor.
+  def _check_arguments(self):
+    """Rejects the options MobileDet cannot honour.
 
     Raises:
       ValueError: for use_explicit_padding,
@@ -340,35 +338,20 @@ class SSDMobileDetFeatureExtractorBase(
         hyperparameters) or num_layers outside [1, 6].
     """
     field = 'model.ssd.feature_extractor.'
-    if use_explicit_padding:
+    if self._use_explicit_padding:
       raise ValueError(
           '%suse_explicit_padding is not supported by %r (MobileDet uses '
           "'SAME' padding); set it to false." % (field, self._TYPE))
-    if override_base_feature_extractor_hyperparams:
+    if self._override_base_feature_extractor_hyperparams:
       raise ValueError(
           '%soverride_base_feature_extractor_hyperparams is not supported by '
           '%r: the MobileDet backbone has fixed hyperparameters and '
           'conv_hyperparams apply to the SSD layers only; set it to false.'
           % (field, self._TYPE))
-    if not 1 <= num_layers <= len(_FROM_LAYER):
+    if not 1 <= self._num_layers <= len(_FROM_LAYER):
       raise ValueError('%snum_layers must be in [1, %d] for %r, got %d.' %
-                       (field, len(_FROM_LAYER), self._TYPE, num_layers))
-    super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
-        reuse_weights=reuse_weights,
-        use_explicit_padding=use_explicit_padding,
-        use_depthwise=use_depthwise,
-        num_layers=num_layers,
-        override_base_feature_extractor_hyperparams=(
-            override_base_feature_extractor_hyperparams))
-
-  def preprocess(self, resized_inputs):
-    """Maps [batch, h, w, 3] pixels from [0, 255] to [-1, 1]."""
-    return (2.0 / 255.0) * resized_inputs - 1.0
+                       (field, len(_FROM_LAYER), self._TYPE,
+                        self._num_layers))
 
   def extract_features(self, preprocessed_inputs):
     """Builds the feature maps.
@@ -392,21 +375,9 @@ class SSDMobileDetFeatureExtractorBase(
       end_points = mobiledet_base(images, self._ARCHITECTURE,
                                   multiplier=self._depth_multiplier)
       with slim.arg_scope(self._conv_hyperparams_fn()):
-        feature_maps = feature_map_generators.multi_resolution_feature_maps(
-            feature_map_layout=self._feature_map_layout(),
-            depth_multiplier=self._depth_multiplier,
-            min_depth=self._min_depth,
-            insert_1x1_conv=True,
-            image_features={name: end_points[name] for name in ('C4', 'C5')})
-    return list(feature_maps.values())
-
-  def _feature_map_layout(self):
-    return {
-        'from_layer': list(_FROM_LAYER[:self._num_layers]),
-        'layer_depth': list(_LAYER_DEPTH[:self._num_layers]),
-        'use_depthwise': self._use_depthwise,
-        'use_explicit_padding': False,
-    }
+        return self._multi_resolution_feature_maps(
+            {name: end_points[name] for name in ('C4', 'C5')},
+            _FROM_LAYER[:self._num_layers], _LAYER_DEPTH[:self._num_layers])
 
 
 class SSDMobileDetCPUFeatureExtractor(SSDMobileDetFeatureExtractorBase):

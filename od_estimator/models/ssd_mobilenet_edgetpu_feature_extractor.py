@@ -14,5 +14,5 @@ class SSDMobileNetEdgeTPUFeatureExtractor(
   """MobileNet EdgeTPU: maps from layer_18's expansion and layer_23."""
 
   _conv_defs = mobilenet_v3.V3_EDGETPU
-  _from_layers = ('layer_18/expansion_output', 'layer_23')
-  _scope_name = 'MobilenetEdgeTPU'
+  _FROM_LAYERS = ('layer_18/expansion_output', 'layer_23')
+  _SCOPE = 'MobilenetEdgeTPU'

@@ -157,7 +157,7 @@ class SSDMobileNetV2KerasFeatureExtractor(
     with self._keras_named(keras_variable_name):
       return super().extract_features(preprocessed_inputs)
 
-  def _mobilenet_v2_end_points(self, preprocessed_inputs, scope):
+  def _backbone_end_points(self, preprocessed_inputs, scope):
     """The slim backbone with the Keras model's activation and decay."""
     # With the override, conv_hyperparams already regularize every conv.
     getter = (None if self._override_base_feature_extractor_hyperparams
@@ -166,4 +166,4 @@ class SSDMobileNetV2KerasFeatureExtractor(
                                      auxiliary_name_scope=False) as scope, \
         slim.arg_scope([mobilenet_v2.mobilenet_base],
                        activation_fn=self._backbone_activation_fn):
-      return super()._mobilenet_v2_end_points(preprocessed_inputs, scope)
+      return super()._backbone_end_points(preprocessed_inputs, scope)

@@ -26,6 +26,7 @@ import tf_slim as slim
 
 from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
+from od_estimator.models import ssd_fpn_feature_extractor
 from od_estimator.nets import mobilenet_v2
 from od_estimator.utils import shape_utils
 
@@ -261,6 +262,8 @@ def _check_input_sizes(feature_maps, feature_levels):
 
 
 class SSDMobileNetV2MnasFPNFeatureExtractor(
+    ssd_fpn_feature_extractor.SSDFpnFeatureExtractorMixin,
+    ssd_feature_extractor.SymmetricRangeInputsMixin,
     ssd_feature_extractor.SSDFeatureExtractor):
   """SSD maps of levels 3..6 from MobileNet v2 and four MnasFPN cells."""
 
@@ -281,60 +284,50 @@ class SSDMobileNetV2MnasFPNFeatureExtractor(
                override_base_feature_extractor_hyperparams=False):
     """Creates the extractor.
 
+    Arguments not listed are those of SSDFpnFeatureExtractorMixin, except
+    that fpn_min_level and fpn_max_level must be 3 and 6, use_depthwise
+    must be False (MnasFPN blocks are always separable),
+    additional_layer_depth sets the channels of C6 and of the cell
+    outputs, and MnasFPN has its own hyperparameters: conv_hyperparams_fn
+    and override_base_feature_extractor_hyperparams are not used.
+
     Args:
-      is_training: whether the network is being trained.
-      depth_multiplier: float multiplier on every layer's channel count.
-      min_depth: the smallest channel count after the multiplier.
-      pad_to_multiple: images are zero-padded so height and width are
-        multiples of this.
-      conv_hyperparams_fn: not used (MnasFPN has its own hyperparameters).
-      fpn_min_level: finest output level; only 3 is supported.
-      fpn_max_level: coarsest output level; only 6 is supported.
-      additional_layer_depth: nominal channels of C6 and the cell outputs.
       head_def: dict like MNASFPN_DEF describing the cells; None for it.
-      reuse_weights: variable reuse for the extractor's scopes.
-      use_explicit_padding: fixed padding + VALID convs and pools.
-      use_depthwise: must be False; MnasFPN blocks are always separable.
-      use_native_resize_op: upsample with tf.image's resize op.
-      override_base_feature_extractor_hyperparams: not used, as
-        conv_hyperparams_fn.
 
     Raises:
       ValueError: for other FPN levels than 3..6, use_depthwise or an
         inconsistent head_def.
     """
+    self._head_def = head_def or MNASFPN_DEF
     super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
+        is_training, depth_multiplier, min_depth, pad_to_multiple,
+        conv_hyperparams_fn,
+        fpn_min_level=fpn_min_level,
+        fpn_max_level=fpn_max_level,
+        additional_layer_depth=additional_layer_depth,
         reuse_weights=reuse_weights,
         use_explicit_padding=use_explicit_padding,
         use_depthwise=use_depthwise,
+        use_native_resize_op=use_native_resize_op,
         override_base_feature_extractor_hyperparams=(
             override_base_feature_extractor_hyperparams))
-    if (fpn_min_level, fpn_max_level) != _SUPPORTED_LEVELS:
-      raise ValueError(
-          'ssd_mobilenet_v2_mnasfpn supports fpn.min_level 3 and '
-          'fpn.max_level 6 only, got %d and %d.' % (fpn_min_level,
-                                                    fpn_max_level))
-    if use_depthwise:
-      raise ValueError('ssd_mobilenet_v2_mnasfpn: use_depthwise is not '
-                       'supported (its blocks are always separable convs); '
-                       'leave it false.')
-    self._head_def = head_def or MNASFPN_DEF
-    _check_head_def(self._head_def)
-    self._additional_layer_depth = additional_layer_depth
-    self._use_native_resize_op = use_native_resize_op
     logging.warning(
         'ssd_mobilenet_v2_mnasfpn uses its own hyperparameters, as the '
         'original: feature_extractor.conv_hyperparams and '
         'override_base_feature_extractor_hyperparams are not used.')
 
-  def preprocess(self, resized_inputs):
-    """Maps [batch, h, w, 3] pixels from [0, 255] to [-1, 1]."""
-    return (2.0 / 255.0) * resized_inputs - 1.0
+  def _check_arguments(self):
+    """Raises ValueError for options MnasFPN cannot honour."""
+    if (self._fpn_min_level, self._fpn_max_level) != _SUPPORTED_LEVELS:
+      raise ValueError(
+          'ssd_mobilenet_v2_mnasfpn supports fpn.min_level 3 and '
+          'fpn.max_level 6 only, got %d and %d.' % (self._fpn_min_level,
+                                                    self._fpn_max_level))
+    if self._use_depthwise:
+      raise ValueError('ssd_mobilenet_v2_mnasfpn: use_depthwise is not '
+                       'supported (its blocks are always separable convs); '
+                       'leave it false.')
+    _check_head_def(self._head_def)
 
   def extract_features(self, preprocessed_inputs):
     """Builds the feature maps.

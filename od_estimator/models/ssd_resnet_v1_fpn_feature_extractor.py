@@ -23,11 +23,10 @@ from tf_slim.nets import resnet_v1
 
 from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
+from od_estimator.models import ssd_fpn_feature_extractor
 
 # Smallest image side accepted, as in the original.
 _MIN_IMAGE_DIM = 129
-# ImageNet RGB means the slim ResNet checkpoints were trained with.
-_CHANNEL_MEANS = [123.68, 116.779, 103.939]
 # ResNet end points of FPN levels 2, 3, 4 and 5.
 _FEATURE_BLOCKS = ['block1', 'block2', 'block3', 'block4']
 # (nominal bottleneck depth, stride) of the four blocks.
@@ -123,8 +122,18 @@ resnet_v1_101 = _make_resnet_v1((3, 4, 23, 3), 'resnet_v1_101')
 resnet_v1_152 = _make_resnet_v1((3, 8, 36, 3), 'resnet_v1_152')
 
 
-class SSDResnetV1FpnFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
-  """SSD FPN feature extractor on a ResNet v1 backbone."""
+class SSDResnetV1FpnFeatureExtractor(
+    ssd_fpn_feature_extractor.SSDFpnFeatureExtractorMixin,
+    ssd_feature_extractor.ImageNetMeanSubtractedInputsMixin,
+    ssd_feature_extractor.SSDFeatureExtractor):
+  """SSD FPN feature extractor on a ResNet v1 backbone.
+
+  FPN levels 2..5 are ResNet block1..block4. As in the original,
+  use_explicit_padding must be False and use_depthwise is ignored.
+  """
+
+  # use_depthwise is accepted and ignored, as in the original.
+  _FPN_HONOURS_USE_DEPTHWISE = False
 
   def __init__(self,
                is_training,
@@ -145,73 +154,38 @@ class SSDResnetV1FpnFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
                override_base_feature_extractor_hyperparams=False):
     """Creates the extractor.
 
+    Arguments not listed are those of SSDFpnFeatureExtractorMixin;
+    depth_multiplier also scales the backbone's bottleneck depths.
+
     Args:
-      is_training: whether the network is being trained.
-      depth_multiplier: float multiplier on the backbone's bottleneck depths
-        and the FPN depth.
-      min_depth: the smallest channel count after the multiplier.
-      pad_to_multiple: images are zero-padded so height and width are
-        multiples of this.
-      conv_hyperparams_fn: callable returning the slim arg_scope of the FPN
-        layers (and of the backbone when overriding its hyperparams).
       resnet_base_fn: backbone builder with the signature of resnet_v1_50.
       resnet_scope_name: variable scope of the backbone, e.g. 'resnet_v1_50'.
       fpn_scope_name: variable scope of the FPN inside the backbone's scope.
-      fpn_min_level: finest output level, 2..5 (ResNet block1..block4).
-      fpn_max_level: coarsest output level; levels above 5 are stride-2
-        convs on the previous level.
-      additional_layer_depth: nominal depth of every FPN map.
-      reuse_weights: variable reuse for the extractor's scopes.
-      use_explicit_padding: must be False (not supported, as the original).
-      use_depthwise: ignored, as in the original.
-      use_native_resize_op: upsample with tf.image.resize (nearest).
-      override_base_feature_extractor_hyperparams: apply
-        conv_hyperparams_fn to the backbone too.
 
     Raises:
       ValueError: if use_explicit_padding is set.
     """
-    super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
-        reuse_weights=reuse_weights,
-        use_explicit_padding=use_explicit_padding,
-        use_depthwise=use_depthwise,
-        override_base_feature_extractor_hyperparams=(
-            override_base_feature_extractor_hyperparams))
-    if use_explicit_padding:
-      raise ValueError('use_explicit_padding is not supported by the ResNet '
-                       'v1 FPN feature extractors.')
     self._resnet_base_fn = resnet_base_fn
     self._resnet_scope_name = resnet_scope_name
     self._fpn_scope_name = fpn_scope_name
-    self._fpn_min_level = fpn_min_level
-    self._fpn_max_level = fpn_max_level
-    self._additional_layer_depth = additional_layer_depth
-    self._use_native_resize_op = use_native_resize_op
+    super().__init__(
+        is_training, depth_multiplier, min_depth, pad_to_multiple,
+        conv_hyperparams_fn,
+        fpn_min_level=fpn_min_level,
+        fpn_max_level=fpn_max_level,
+        additional_layer_depth=additional_layer_depth,
+        reuse_weights=reuse_weights,
+        use_explicit_padding=use_explicit_padding,
+        use_depthwise=use_depthwise,
+        use_native_resize_op=use_native_resize_op,
+        override_base_feature_extractor_hyperparams=(
+            override_base_feature_extractor_hyperparams))
 
-  def preprocess(self, resized_inputs):
-    """Subtracts the ImageNet channel means (VGG style).
-
-    Args:
-      resized_inputs: [batch, height, width, channels] float32 pixels in
-        [0, 255].
-
-    Returns:
-      Same shape; unchanged when channels != 3, as the original.
-    """
-    if resized_inputs.shape.as_list()[3] == 3:
-      return resized_inputs - [[_CHANNEL_MEANS]]
-    return resized_inputs
-
-  def _backbone_hyperparams(self):
-    """Extra arg_scope on the backbone: the SSD one when overriding."""
-    if self._override_base_feature_extractor_hyperparams:
-      return slim.arg_scope(self._conv_hyperparams_fn())
-    return contextlib.nullcontext()
+  def _check_arguments(self):
+    """Raises ValueError if use_explicit_padding is set."""
+    if self._use_explicit_padding:
+      raise ValueError('use_explicit_padding is not supported by the ResNet '
+                       'v1 FPN feature extractors.')
 
   def extract_features(self, preprocessed_inputs):
     """Builds the FPN feature maps.
@@ -248,71 +222,42 @@ class SSDResnetV1FpnFeatureExtractor(ssd_feature_extractor.SSDFeatureExtractor):
               min_base_depth=self._min_depth,
               depth_multiplier=self._depth_multiplier,
               scope=scope)
-      depth_fn = feature_map_generators.get_depth_fn(self._depth_multiplier,
-                                                     self._min_depth)
       with slim.arg_scope(self._conv_hyperparams_fn()):
-        with tf.compat.v1.variable_scope(self._fpn_scope_name,
-                                         reuse=self._reuse_weights):
-          return feature_map_generators.fpn_pyramid_feature_maps(
-              image_features, _FEATURE_BLOCKS,
-              fpn_min_level=self._fpn_min_level,
-              fpn_max_level=self._fpn_max_level,
-              depth=depth_fn(self._additional_layer_depth),
-              # Added levels are named after the level they produce.
-              coarse_layer_name_fn=lambda k: 'bottom_up_block%d' % (4 + k),
-              use_native_resize_op=self._use_native_resize_op)
+        return self._fpn_pyramid_feature_maps(
+            image_features, _FEATURE_BLOCKS,
+            # Added levels are named after the level they produce.
+            coarse_layer_name_fn=lambda k: 'bottom_up_block%d' % (4 + k),
+            scope_name=self._fpn_scope_name)
 
 
 class _SSDResnetDepthV1FpnFeatureExtractor(SSDResnetV1FpnFeatureExtractor):
-  """Binds the backbone of one ResNet depth (set by each subclass)."""
+  """Binds the backbone of one ResNet depth (set by each subclass).
 
-  # (resnet_base_fn, resnet_scope_name).
-  _BACKBONE = None
+  Constructor arguments are those of SSDFpnFeatureExtractorMixin: the
+  backbone arguments of SSDResnetV1FpnFeatureExtractor come from the class
+  attributes below, so its constructor (which only stores them) is skipped.
+  """
 
-  def __init__(self,
-               is_training,
-               depth_multiplier,
-               min_depth,
-               pad_to_multiple,
-               conv_hyperparams_fn,
-               fpn_min_level=3,
-               fpn_max_level=7,
-               additional_layer_depth=256,
-               reuse_weights=None,
-               use_explicit_padding=False,
-               use_depthwise=False,
-               use_native_resize_op=False,
-               override_base_feature_extractor_hyperparams=False):
-    """Creates the extractor.
-
-    Arguments are those of SSDResnetV1FpnFeatureExtractor without
-    resnet_base_fn, resnet_scope_name and fpn_scope_name ('fpn').
-    """
-    resnet_base_fn, resnet_scope_name = self._BACKBONE
-    super().__init__(
-        is_training, depth_multiplier, min_depth, pad_to_multiple,
-        conv_hyperparams_fn, resnet_base_fn, resnet_scope_name, 'fpn',
-        fpn_min_level=fpn_min_level,
-        fpn_max_level=fpn_max_level,
-        additional_layer_depth=additional_layer_depth,
-        reuse_weights=reuse_weights,
-        use_explicit_padding=use_explicit_padding,
-        use_depthwise=use_depthwise,
-        use_native_resize_op=use_native_resize_op,
-        override_base_feature_extractor_hyperparams=(
-            override_base_feature_extractor_hyperparams))
+  __init__ = ssd_fpn_feature_extractor.SSDFpnFeatureExtractorMixin.__init__
+  # resnet_base_fn (a staticmethod) and resnet_scope_name.
+  _resnet_base_fn = None
+  _resnet_scope_name = None
+  _fpn_scope_name = 'fpn'
 
 
 class SSDResnet50V1FpnFeatureExtractor(_SSDResnetDepthV1FpnFeatureExtractor):
   """SSD FPN feature extractor on ResNet v1 50 ('ssd_resnet50_v1_fpn')."""
-  _BACKBONE = (resnet_v1_50, 'resnet_v1_50')
+  _resnet_base_fn = staticmethod(resnet_v1_50)
+  _resnet_scope_name = 'resnet_v1_50'
 
 
 class SSDResnet101V1FpnFeatureExtractor(_SSDResnetDepthV1FpnFeatureExtractor):
   """SSD FPN feature extractor on ResNet v1 101 ('ssd_resnet101_v1_fpn')."""
-  _BACKBONE = (resnet_v1_101, 'resnet_v1_101')
+  _resnet_base_fn = staticmethod(resnet_v1_101)
+  _resnet_scope_name = 'resnet_v1_101'
 
 
 class SSDResnet152V1FpnFeatureExtractor(_SSDResnetDepthV1FpnFeatureExtractor):
   """SSD FPN feature extractor on ResNet v1 152 ('ssd_resnet152_v1_fpn')."""
-  _BACKBONE = (resnet_v1_152, 'resnet_v1_152')
+  _resnet_base_fn = staticmethod(resnet_v1_152)
+  _resnet_scope_name = 'resnet_v1_152'

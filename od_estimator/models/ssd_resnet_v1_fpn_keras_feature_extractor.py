@@ -21,13 +21,12 @@ import tf_slim as slim
 from od_estimator.models import feature_map_generators
 from od_estimator.models import keras_named_feature_extractor
 from od_estimator.models import ssd_feature_extractor
+from od_estimator.models import ssd_fpn_feature_extractor
 from od_estimator.nets import resnet_v1_keras
 from od_estimator.utils import keras_names
 
 # Smallest image side accepted, as in the original.
 _MIN_IMAGE_DIM = 129
-# ImageNet RGB means subtracted by preprocess (VGG style).
-_CHANNEL_MEANS = [123.68, 116.779, 103.939]
 # Highest FPN level the backbone provides (stage conv5).
 _BASE_MAX_LEVEL = 5
 # Backbone layers' defaults when conv_hyperparams do not override them.
@@ -62,8 +61,13 @@ def _fpn_variable_name(name):
 
 class SSDResNetV1FpnKerasFeatureExtractor(
     keras_named_feature_extractor.KerasNamedFeatureExtractorMixin,
+    ssd_fpn_feature_extractor.SSDFpnFeatureExtractorMixin,
+    ssd_feature_extractor.ImageNetMeanSubtractedInputsMixin,
     ssd_feature_extractor.SSDFeatureExtractor):
-  """SSD FPN feature extractor on a Keras-layout ResNet v1."""
+  """SSD FPN feature extractor on a Keras-layout ResNet v1.
+
+  FPN levels 2..5 are stages conv2..conv5.
+  """
 
   # (resnet_v1_keras model name, Keras name of the extractor); subclasses.
   _BACKBONE = None
@@ -83,67 +87,41 @@ class SSDResNetV1FpnKerasFeatureExtractor(
                override_base_feature_extractor_hyperparams=False):
     """Creates the extractor.
 
-    Args:
-      is_training: whether the network is being trained.
-      depth_multiplier: float multiplier on every layer's channel count.
-      min_depth: the smallest channel count after the multiplier.
-      pad_to_multiple: images are zero-padded so height and width are
-        multiples of this.
-      conv_hyperparams_fn: callable returning the slim arg_scope of the FPN
-        layers (and of the backbone when overriding its hyperparams).
-      fpn_min_level: finest output level, 2..5 (stages conv2..conv5).
-      fpn_max_level: coarsest output level; levels above 5 are stride-2
-        convs on the previous level.
-      additional_layer_depth: nominal depth of every FPN map.
-      reuse_weights: variable reuse for the extractor's scopes.
-      use_explicit_padding: must be False (as the original).
-      use_depthwise: must be False (as the original).
-      override_base_feature_extractor_hyperparams: build the backbone's
-        layers from conv_hyperparams.
+    Arguments are those of SSDFpnFeatureExtractorMixin without
+    use_native_resize_op; use_explicit_padding and use_depthwise must be
+    False (as the original), and override_base_feature_extractor_hyperparams
+    builds the backbone's layers from conv_hyperparams.
 
     Raises:
       ValueError: for use_explicit_padding, use_depthwise or FPN levels out
         of range.
     """
     super().__init__(
-        is_training=is_training,
-        depth_multiplier=depth_multiplier,
-        min_depth=min_depth,
-        pad_to_multiple=pad_to_multiple,
-        conv_hyperparams_fn=conv_hyperparams_fn,
+        is_training, depth_multiplier, min_depth, pad_to_multiple,
+        conv_hyperparams_fn,
+        fpn_min_level=fpn_min_level,
+        fpn_max_level=fpn_max_level,
+        additional_layer_depth=additional_layer_depth,
         reuse_weights=reuse_weights,
         use_explicit_padding=use_explicit_padding,
         use_depthwise=use_depthwise,
         override_base_feature_extractor_hyperparams=(
             override_base_feature_extractor_hyperparams))
-    if use_explicit_padding:
+
+  def _check_arguments(self):
+    """Raises ValueError for options the Keras extractor does not have."""
+    if self._use_explicit_padding:
       raise ValueError('model.ssd.feature_extractor.use_explicit_padding is '
                        'not supported by the Keras ResNet v1 FPN extractors.')
-    if use_depthwise:
+    if self._use_depthwise:
       raise ValueError('model.ssd.feature_extractor.use_depthwise is not '
                        'supported by the Keras ResNet v1 FPN extractors.')
-    if not 2 <= fpn_min_level <= min(fpn_max_level, _BASE_MAX_LEVEL):
+    if not 2 <= self._fpn_min_level <= min(self._fpn_max_level,
+                                           _BASE_MAX_LEVEL):
       raise ValueError(
           'model.ssd.feature_extractor.fpn: min_level must be in [2, '
           'min(max_level, 5)], got min_level=%d, max_level=%d.' % (
-              fpn_min_level, fpn_max_level))
-    self._fpn_min_level = fpn_min_level
-    self._fpn_max_level = fpn_max_level
-    self._additional_layer_depth = additional_layer_depth
-
-  def preprocess(self, resized_inputs):
-    """Subtracts the ImageNet channel means from 3-channel images.
-
-    Args:
-      resized_inputs: [batch, height, width, channels] float32 pixels in
-        [0, 255].
-
-    Returns:
-      Same shape; unchanged when channels != 3, as the original.
-    """
-    if resized_inputs.shape.as_list()[3] == 3:
-      return resized_inputs - [[_CHANNEL_MEANS]]
-    return resized_inputs
+              self._fpn_min_level, self._fpn_max_level))
 
   def _backbone_layers(self):
     """(arg_scope context, activation_fn, use_batch_norm) of the backbone."""
@@ -198,8 +176,7 @@ class SSDResNetV1FpnKerasFeatureExtractor(
 
   def _fpn_feature_maps(self, features):
     """Top-down path, then stride-2 convs up to fpn_max_level."""
-    depth = feature_map_generators.get_depth_fn(
-        self._depth_multiplier, self._min_depth)(self._additional_layer_depth)
+    depth = self._fpn_depth()
     with tf.compat.v1.variable_scope('FeatureMaps/top_down'):
       feature_maps = self._top_down(features, depth)
     net = feature_maps[-1]
