@@ -1,19 +1,24 @@
-"""Helpers shared by the augmentation modules (geometry, crop, color).
+"""Helpers shared by the augmentation modules (geometry, crop, pad, color).
 
-Three groups:
+Four groups:
   * random draws: scalar uniforms, integers, coin flips and a random choice
     between a fixed number of code paths;
   * per-box selection: applying one gather / boolean mask to every tensor
     whose first dimension indexes boxes, so boxes, labels, weights, masks and
     keypoints never get out of step;
   * keypoint geometry on [num_instances, num_keypoints, 2] tensors holding
-    y, x coordinates (normalized unless a function says otherwise).
+    y, x coordinates (normalized unless a function says otherwise);
+  * crop / pad windows: moving boxes, keypoints and DensePose points into a
+    window's normalized frame (augment_crop and augment_pad).
 
 Every function builds graph ops and keeps static shapes whenever the inputs
 have them.
 """
 import numpy as np
 import tensorflow as tf
+
+from od_estimator.core import box_list
+from od_estimator.core import box_list_ops
 
 
 # ----------------------------------------------------------------------------
@@ -286,3 +291,74 @@ def prune_keypoints_outside_window(keypoints, window):
   inside = tf.tile(tf.expand_dims(inside, 2), [1, 1, 2])
   return tf.where(inside, keypoints,
                   tf.fill(tf.shape(keypoints), np.float32(np.nan)))
+
+
+# ----------------------------------------------------------------------------
+# Crop / pad windows.
+# ----------------------------------------------------------------------------
+
+_UNIT_WINDOW = (0.0, 0.0, 1.0, 1.0)
+
+
+def present(*tensors):
+  """Returns the given tensors without the Nones, as a tuple."""
+  return tuple(t for t in tensors if t is not None)
+
+
+def _to_window(window):
+  return tf.cast(window, tf.float32)
+
+
+def crop_boxes(boxes, window, overlap_thresh, clip_boxes):
+  """Keeps boxes that meet a window and re-expresses them in its frame.
+
+  A box is kept when it is not completely outside the window and at least
+  `overlap_thresh` of its area lies inside it.
+
+  Args:
+    boxes: [N, 4] float32.
+    window: [4] float32 ymin, xmin, ymax, xmax in the boxes' frame.
+    overlap_thresh: minimum fraction of a box's area inside the window.
+    clip_boxes: clip the kept boxes to the window.
+
+  Returns:
+    new_boxes: [M, 4] float32 in the window's normalized frame.
+    keep: [M] int32 indices of the kept input boxes.
+  """
+  window = _to_window(window)
+  boxes = tf.reshape(boxes, [-1, 4])
+  boxlist = box_list.BoxList(boxes)
+  boxlist.add_field('index', tf.range(tf.shape(boxes)[0]))
+  boxlist, _ = box_list_ops.prune_completely_outside_window(boxlist, window)
+  boxlist, _ = box_list_ops.prune_non_overlapping_boxes(
+      boxlist, box_list.BoxList(tf.reshape(window, [1, 4])), overlap_thresh)
+  boxlist = box_list_ops.change_coordinate_frame(boxlist, window)
+  if clip_boxes:
+    boxlist = box_list_ops.clip_to_window(
+        boxlist, tf.constant(_UNIT_WINDOW), filter_nonoverlapping=False)
+  return boxlist.get(), boxlist.get_field('index')
+
+
+def boxes_to_window(boxes, window):
+  """Re-expresses boxes in a window's frame without dropping any."""
+  boxlist = box_list.BoxList(tf.reshape(boxes, [-1, 4]))
+  return box_list_ops.change_coordinate_frame(boxlist,
+                                              _to_window(window)).get()
+
+
+def keypoints_to_window(keypoints, window, prune):
+  """Changes keypoint frame; with prune, keypoints left outside become NaN."""
+  keypoints = change_keypoint_coordinate_frame(keypoints, window)
+  if prune:
+    keypoints = prune_keypoints_outside_window(
+        keypoints, tf.constant(_UNIT_WINDOW))
+  return keypoints
+
+
+def densepose_coords_to_window(surface_coords, window):
+  """Moves DensePose y, x (of y, x, v, u) into a window's frame."""
+  window = _to_window(window)
+  origin = window[:2]
+  size = window[2:] - window[:2]
+  return tf.concat([(surface_coords[:, :, :2] - origin) / size,
+                    surface_coords[:, :, 2:]], axis=-1)

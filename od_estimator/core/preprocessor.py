@@ -1,8 +1,8 @@
 """Runs a list of augmentation / preprocessing ops over a tensor dict.
 
-The ops themselves live in augment_color, augment_geometry, augment_crop
-(and image_resizing for the resize-to-range family); they are re-exported
-here under the original Object Detection API names, so
+The ops themselves live in augment_color, augment_geometry, augment_crop,
+augment_pad (and image_resizing for the resize-to-range family); they are
+re-exported here under the original Object Detection API names, so
 `preprocessor.random_horizontal_flip` and friends keep working.
 
 Tensor dict convention (as in the original): the image is rank 4,
@@ -38,14 +38,9 @@ from od_estimator.core.augment_color import remap_labels
 from od_estimator.core.augment_color import retain_boxes_above_threshold
 from od_estimator.core.augment_color import rgb_to_gray
 from od_estimator.core.augment_color import subtract_channel_mean
-from od_estimator.core.augment_crop import random_absolute_pad_image
 from od_estimator.core.augment_crop import random_crop_image
 from od_estimator.core.augment_crop import random_crop_pad_image
 from od_estimator.core.augment_crop import random_crop_to_aspect_ratio
-from od_estimator.core.augment_crop import random_pad_image
-from od_estimator.core.augment_crop import random_pad_to_aspect_ratio
-from od_estimator.core.augment_crop import random_scale_crop_and_pad_to_square
-from od_estimator.core.augment_crop import random_square_crop_by_scale
 from od_estimator.core.augment_crop import ssd_random_crop
 from od_estimator.core.augment_crop import ssd_random_crop_fixed_aspect_ratio
 from od_estimator.core.augment_crop import ssd_random_crop_pad
@@ -60,6 +55,11 @@ from od_estimator.core.augment_geometry import random_rotation90
 from od_estimator.core.augment_geometry import random_vertical_flip
 from od_estimator.core.augment_geometry import resize_image
 from od_estimator.core.augment_geometry import scale_boxes_to_pixel_coordinates
+from od_estimator.core.augment_pad import random_absolute_pad_image
+from od_estimator.core.augment_pad import random_pad_image
+from od_estimator.core.augment_pad import random_pad_to_aspect_ratio
+from od_estimator.core.augment_pad import random_scale_crop_and_pad_to_square
+from od_estimator.core.augment_pad import random_square_crop_by_scale
 from od_estimator.core.image_resizing import resize_pad_to_multiple
 from od_estimator.core.image_resizing import resize_to_max_dimension
 from od_estimator.core.image_resizing import resize_to_min_dimension
