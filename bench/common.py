@@ -13,6 +13,21 @@ import tensorflow as tf
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
 
+# The shapes data's inputs and COCO evaluation, shared by every config below.
+_SHAPES_INPUTS = """
+train_input_reader {
+  tf_record_input_reader { input_path: "%(data)s/shapes_train.record-*" }
+  label_map_path: "%(data)s/shapes_label_map.pbtxt"
+}
+eval_config { metrics_set: "coco_detection_metrics" }
+eval_input_reader {
+  tf_record_input_reader { input_path: "%(data)s/shapes_val.record-*" }
+  label_map_path: "%(data)s/shapes_label_map.pbtxt"
+  shuffle: false num_readers: 1
+}
+"""
+
+
 # SSD MobileNet v2 as in the original's samples/configs/ssd_mobilenet_v2_coco
 # .config (anchors, predictor, losses, hard example mining, RMSProp,
 # random_horizontal_flip + ssd_random_crop), with the size, depth, batch and
@@ -72,17 +87,7 @@ train_config {
   data_augmentation_options { random_horizontal_flip {} }
   data_augmentation_options { ssd_random_crop {} }
 }
-train_input_reader {
-  tf_record_input_reader { input_path: "%(data)s/shapes_train.record-*" }
-  label_map_path: "%(data)s/shapes_label_map.pbtxt"
-}
-eval_config { metrics_set: "coco_detection_metrics" }
-eval_input_reader {
-  tf_record_input_reader { input_path: "%(data)s/shapes_val.record-*" }
-  label_map_path: "%(data)s/shapes_label_map.pbtxt"
-  shuffle: false num_readers: 1
-}
-"""
+""" + _SHAPES_INPUTS
 
 
 # RetinaNet as in the original's ssd_resnet50_v1_fpn_shared_box_predictor
@@ -140,17 +145,7 @@ train_config {
     momentum_optimizer_value: 0.9 } }
   data_augmentation_options { random_horizontal_flip {} }
 }
-train_input_reader {
-  tf_record_input_reader { input_path: "%(data)s/shapes_train.record-*" }
-  label_map_path: "%(data)s/shapes_label_map.pbtxt"
-}
-eval_config { metrics_set: "coco_detection_metrics" }
-eval_input_reader {
-  tf_record_input_reader { input_path: "%(data)s/shapes_val.record-*" }
-  label_map_path: "%(data)s/shapes_label_map.pbtxt"
-  shuffle: false num_readers: 1
-}
-"""
+""" + _SHAPES_INPUTS
 ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG}
 
 
