@@ -11,10 +11,11 @@ from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
 
+from od_estimator.errors import UserInputError
 from od_estimator.protos import pipeline_pb2
 
 
-class ConfigError(ValueError):
+class ConfigError(UserInputError):
   """A config that cannot be used, with where and why.
 
   Attributes:
