@@ -1,0 +1,115 @@
+"""The interface of two-stage (Faster R-CNN family) feature extractors.
+
+A two-stage detector runs its backbone in two calls. The first,
+`extract_proposal_features`, runs under the `FirstStageFeatureExtractor`
+variable scope on the whole image and gives the map the region proposal
+network (RPN) and the ROI crops read. The second,
+`extract_box_classifier_features`, runs under `SecondStageFeatureExtractor`
+on the cropped and pooled proposal features, one row per proposal, and
+gives the features the box classifier's heads read. Concrete extractors
+live next to this file (`faster_rcnn_<backbone>_feature_extractor.py`) and
+are looked up by config type in faster_rcnn_feature_extractor_registry.py.
+"""
+import abc
+
+import tensorflow as tf
+
+FIRST_STAGE_SCOPE = 'FirstStageFeatureExtractor'
+SECOND_STAGE_SCOPE = 'SecondStageFeatureExtractor'
+
+
+class FasterRCNNFeatureExtractor(abc.ABC):
+  """A backbone split into a proposal stage and a box classifier stage."""
+
+  def __init__(self, is_training, first_stage_features_stride,
+               batch_norm_trainable=False, reuse_weights=None,
+               weight_decay=0.0):
+    """Creates the extractor.
+
+    Args:
+      is_training: whether the network is being trained.
+      first_stage_features_stride: output stride of the proposal feature
+        map (16, or 8 for atrous variants where the backbone supports it).
+      batch_norm_trainable: whether batch norm runs in training mode and
+        updates its statistics and parameters (false in the original's
+        sample configs: small batches freeze it).
+      reuse_weights: variable reuse for the extractor's scopes.
+      weight_decay: L2 weight decay of the backbone's convolutions.
+    """
+    self._is_training = is_training
+    self._first_stage_features_stride = first_stage_features_stride
+    self._train_batch_norm = batch_norm_trainable and is_training
+    self._reuse_weights = reuse_weights
+    self._weight_decay = weight_decay
+
+  @abc.abstractmethod
+  def preprocess(self, resized_inputs):
+    """Normalizes resized images the way the backbone was trained.
+
+    Args:
+      resized_inputs: [batch, height, width, channels] float32, 0..255.
+
+    Returns:
+      [batch, height, width, channels] float32.
+    """
+
+  def extract_proposal_features(self, preprocessed_inputs, scope):
+    """Runs the first stage.
+
+    Args:
+      preprocessed_inputs: [batch, height, width, channels] float32.
+      scope: the variable scope name (FIRST_STAGE_SCOPE).
+
+    Returns:
+      rpn_feature_map: [batch, height / stride, width / stride, depth].
+      activations: {end point name: tensor} of the backbone.
+    """
+    with tf.compat.v1.variable_scope(scope, values=[preprocessed_inputs]):
+      return self._extract_proposal_features(preprocessed_inputs, scope)
+
+  @abc.abstractmethod
+  def _extract_proposal_features(self, preprocessed_inputs, scope):
+    """extract_proposal_features inside its variable scope."""
+
+  def extract_box_classifier_features(self, proposal_feature_maps, scope):
+    """Runs the second stage on cropped proposal features.
+
+    Args:
+      proposal_feature_maps: [batch * max_proposals, crop_height,
+        crop_width, depth] float32.
+      scope: the variable scope name (SECOND_STAGE_SCOPE).
+
+    Returns:
+      [batch * max_proposals, height, width, depth] float32.
+    """
+    with tf.compat.v1.variable_scope(scope, values=[proposal_feature_maps],
+                                     reuse=tf.compat.v1.AUTO_REUSE):
+      return self._extract_box_classifier_features(proposal_feature_maps,
+                                                   scope)
+
+  @abc.abstractmethod
+  def _extract_box_classifier_features(self, proposal_feature_maps, scope):
+    """extract_box_classifier_features inside its variable scope."""
+
+  def restore_from_classification_checkpoint_fn(
+      self, first_stage_feature_extractor_scope,
+      second_stage_feature_extractor_scope):
+    """{name in a classification checkpoint: variable} for the backbone.
+
+    A classification checkpoint names the backbone's variables without the
+    two stage scopes (e.g. `resnet_v1_101/block4/...`); both stages'
+    variables map to those names. Extractors whose second stage is named
+    differently from the classification network override this.
+
+    Args:
+      first_stage_feature_extractor_scope: e.g. FIRST_STAGE_SCOPE.
+      second_stage_feature_extractor_scope: e.g. SECOND_STAGE_SCOPE.
+    """
+    variables_to_restore = {}
+    for variable in tf.compat.v1.global_variables():
+      for scope_name in (first_stage_feature_extractor_scope,
+                         second_stage_feature_extractor_scope):
+        if variable.op.name.startswith(scope_name + '/'):
+          name = variable.op.name[len(scope_name) + 1:]
+          variables_to_restore[name] = variable
+    return variables_to_restore
