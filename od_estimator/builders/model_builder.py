@@ -1,203 +1,27 @@
 """Builds a DetectionModel from a model.proto `DetectionModel` config.
 
-Only the `ssd` meta-architecture is available; the feature extractor class
-comes from od_estimator.models.ssd_feature_extractor_registry by its config
-`type` string (e.g. "ssd_mobilenet_v2").
+One registry, META_ARCH_BUILDER_MAP, maps the `model` oneof's field to the
+builder of that meta-architecture family (one module per family:
+ssd_model_builder, ...). A family the registry refuses raises a clear
+error naming it.
 """
-import inspect
-
-from od_estimator.builders import anchor_generator_builder
-from od_estimator.builders import box_coder_builder
-from od_estimator.builders import box_predictor_builder
-from od_estimator.builders import hyperparams_builder
-from od_estimator.builders import image_resizer_builder
-from od_estimator.builders import losses_builder
-from od_estimator.builders import matcher_builder
-from od_estimator.builders import post_processing_builder
-from od_estimator.builders import region_similarity_calculator_builder
-from od_estimator.core import target_assigner
-from od_estimator.meta_architectures import ssd_meta_arch
-from od_estimator.models import ssd_feature_extractor_registry
+from od_estimator.builders import ssd_model_builder
+from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
-
-_FE = 'model.ssd.feature_extractor'
-
-
-def _takes_arguments(extractor_class, names):
-  """Whether extractor_class's constructor accepts all these keywords."""
-  parameters = inspect.signature(extractor_class.__init__).parameters
-  if any(p.kind == inspect.Parameter.VAR_KEYWORD
-         for p in parameters.values()):
-    return True
-  return set(names) <= set(parameters)
-
-
-def _feature_pyramid_kwargs(feature_extractor_config):
-  """Constructor arguments for the fpn / bifpn oneof, keyed by proto path."""
-  pyramid = feature_extractor_config.WhichOneof('feature_pyramid_oneof')
-  if pyramid == 'fpn':
-    fpn = feature_extractor_config.fpn
-    return 'fpn', {'fpn_min_level': fpn.min_level,
-                   'fpn_max_level': fpn.max_level,
-                   'additional_layer_depth': fpn.additional_layer_depth}
-  if pyramid == 'bifpn':
-    bifpn = feature_extractor_config.bifpn
-    return 'bifpn', {'bifpn_min_level': bifpn.min_level,
-                     'bifpn_max_level': bifpn.max_level,
-                     'bifpn_num_iterations': bifpn.num_iterations,
-                     'bifpn_num_filters': bifpn.num_filters,
-                     'bifpn_combine_method': bifpn.combine_method,
-                     'use_native_resize_op': bifpn.use_native_resize_op}
-  return None, {}
-
-
-def _optional_extractor_kwargs(feature_extractor_config):
-  """Set optional fields -> (proto field name, constructor kwargs)."""
-  optional = []
-  pyramid, pyramid_kwargs = _feature_pyramid_kwargs(feature_extractor_config)
-  if pyramid:
-    optional.append((pyramid, pyramid_kwargs))
-  # Like the original, these are passed only when the config sets them, so
-  # extractors without the argument keep working with default configs.
-  for field in ('num_layers', 'replace_preprocessor_with_placeholder',
-                'spaghettinet_arch_name'):
-    if feature_extractor_config.HasField(field):
-      optional.append((field, {field: getattr(feature_extractor_config,
-                                              field)}))
-  # The original never passes use_hardswish; we do when the extractor can
-  # honour it rather than silently dropping it.
-  if feature_extractor_config.use_hardswish:
-    optional.append(('use_hardswish', {'use_hardswish': True}))
-  return optional
-
-
-def _build_ssd_feature_extractor(feature_extractor_config, is_training,
-                                 freeze_batchnorm, reuse_weights=None):
-  """Instantiates the registered SSD feature extractor of the config's type.
-
-  Args:
-    feature_extractor_config: ssd_pb2.SsdFeatureExtractor.
-    is_training: whether the model is built for training.
-    freeze_batchnorm: unused by tf-slim extractors (the meta-architecture
-      sets batch norm mode); kept for the original's signature.
-    reuse_weights: variable reuse of the extractor's scope.
-
-  Returns:
-    An SSDFeatureExtractor.
-
-  Raises:
-    ValueError: for an unknown type (listing the known ones) or a set field
-      the extractor's constructor does not take.
-  """
-  del freeze_batchnorm
-  feature_type = feature_extractor_config.type
-  extractors = ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS
-  if feature_type not in extractors:
-    raise ValueError(
-        '%s.type %r is not supported; available types: %s' %
-        (_FE, feature_type, ', '.join(sorted(extractors)) or '(none)'))
-  extractor_class = extractors[feature_type]
-  kwargs = {
-      'is_training': is_training,
-      'depth_multiplier': feature_extractor_config.depth_multiplier,
-      'min_depth': feature_extractor_config.min_depth,
-      'pad_to_multiple': feature_extractor_config.pad_to_multiple,
-      'conv_hyperparams_fn': hyperparams_builder.build(
-          feature_extractor_config.conv_hyperparams, is_training),
-      'reuse_weights': reuse_weights,
-      'use_explicit_padding': feature_extractor_config.use_explicit_padding,
-      'use_depthwise': feature_extractor_config.use_depthwise,
-      'override_base_feature_extractor_hyperparams': (
-          feature_extractor_config.override_base_feature_extractor_hyperparams),
-  }
-  for field, field_kwargs in _optional_extractor_kwargs(
-      feature_extractor_config):
-    if not _takes_arguments(extractor_class, field_kwargs):
-      raise ValueError('%s.%s is not supported by feature extractor %r.' %
-                       (_FE, field, feature_type))
-    kwargs.update(field_kwargs)
-  return extractor_class(**kwargs)
-
-
-def _check_ssd_config(ssd_config):
-  """Raises ValueError naming an ssd field this version cannot honour."""
-  if ssd_config.HasField('mask_head_config'):
-    raise ValueError('model.ssd.mask_head_config is not supported (SSD mask '
-                     'heads are not implemented).')
-  if ssd_config.num_classes <= 0:
-    raise ValueError('model.ssd.num_classes must be > 0, got %d.' %
-                     ssd_config.num_classes)
-
-
-def _build_ssd_model(ssd_config, is_training, add_summaries):
-  """Builds an SSDMetaArch from an ssd_pb2.Ssd config."""
-  _check_ssd_config(ssd_config)
-  num_classes = ssd_config.num_classes
-  feature_extractor = _build_ssd_feature_extractor(
-      feature_extractor_config=ssd_config.feature_extractor,
-      is_training=is_training,
-      freeze_batchnorm=ssd_config.freeze_batchnorm)
-  box_coder = box_coder_builder.build(ssd_config.box_coder)
-  target_assigner_instance = target_assigner.TargetAssigner(
-      region_similarity_calculator_builder.build(
-          ssd_config.similarity_calculator),
-      matcher_builder.build(ssd_config.matcher),
-      box_coder,
-      negative_class_weight=ssd_config.negative_class_weight)
-  # The original's '*_keras' types are TF2 models; their predictors' variable
-  # names differ from the slim ones.
-  box_predictor = box_predictor_builder.build(
-      hyperparams_builder.build, ssd_config.box_predictor, is_training,
-      num_classes, ssd_config.add_background_class,
-      keras_layer_names=ssd_config.feature_extractor.type.endswith('_keras'))
-  non_max_suppression_fn, score_conversion_fn = post_processing_builder.build(
-      ssd_config.post_processing)
-  (classification_loss, localization_loss, classification_weight,
-   localization_weight, hard_example_miner, random_example_sampler,
-   expected_loss_weights_fn) = losses_builder.build(ssd_config.loss)
-
-  return ssd_meta_arch.SSDMetaArch(
-      is_training=is_training,
-      anchor_generator=anchor_generator_builder.build(
-          ssd_config.anchor_generator),
-      box_predictor=box_predictor,
-      box_coder=box_coder,
-      feature_extractor=feature_extractor,
-      encode_background_as_zeros=ssd_config.encode_background_as_zeros,
-      image_resizer_fn=image_resizer_builder.build(ssd_config.image_resizer),
-      non_max_suppression_fn=non_max_suppression_fn,
-      score_conversion_fn=score_conversion_fn,
-      classification_loss=classification_loss,
-      localization_loss=localization_loss,
-      classification_loss_weight=classification_weight,
-      localization_loss_weight=localization_weight,
-      normalize_loss_by_num_matches=ssd_config.normalize_loss_by_num_matches,
-      hard_example_miner=hard_example_miner,
-      target_assigner_instance=target_assigner_instance,
-      add_summaries=add_summaries,
-      normalize_loc_loss_by_codesize=ssd_config.normalize_loc_loss_by_codesize,
-      freeze_batchnorm=ssd_config.freeze_batchnorm,
-      inplace_batchnorm_update=ssd_config.inplace_batchnorm_update,
-      add_background_class=ssd_config.add_background_class,
-      explicit_background_class=ssd_config.explicit_background_class,
-      random_example_sampler=random_example_sampler,
-      expected_loss_weights_fn=expected_loss_weights_fn,
-      use_confidences_as_targets=ssd_config.use_confidences_as_targets,
-      implicit_example_weight=ssd_config.implicit_example_weight,
-      return_raw_detections_during_predict=(
-          ssd_config.return_raw_detections_during_predict))
 
 
 def _unsupported(message):
+  """A registry entry that refuses its family with `message`."""
   def build_fn(config, is_training, add_summaries):
     del config, is_training, add_summaries
-    raise ValueError(message)
+    raise UserInputError(message)
+  build_fn.refusal = message
   return build_fn
 
 
 # `model` oneof field -> fn(sub-config, is_training, add_summaries).
 META_ARCH_BUILDER_MAP = {
-    'ssd': _build_ssd_model,
+    'ssd': ssd_model_builder.build,
     'faster_rcnn': _unsupported(
         'model.faster_rcnn is not supported yet (SSD only).'),
     'center_net': _unsupported(
@@ -217,7 +41,7 @@ def build(model_config, is_training, add_summaries=True):
     add_summaries: whether the model adds tf summaries.
 
   Returns:
-    A DetectionModel (an SSDMetaArch).
+    A DetectionModel of the configured family.
 
   Raises:
     ValueError: for a config of another type, no meta-architecture set, or
@@ -228,6 +52,14 @@ def build(model_config, is_training, add_summaries=True):
                      % type(model_config).__name__)
   meta_architecture = model_config.WhichOneof('model')
   if meta_architecture not in META_ARCH_BUILDER_MAP:
-    raise ValueError('model: no meta-architecture set (expected model.ssd).')
+    raise UserInputError('model: no meta-architecture set (expected one of '
+                         'model.%s).' % ', model.'.join(
+                             supported_meta_architectures()))
   return META_ARCH_BUILDER_MAP[meta_architecture](
       getattr(model_config, meta_architecture), is_training, add_summaries)
+
+
+def supported_meta_architectures():
+  """The `model` oneof fields whose family this version builds."""
+  return tuple(name for name, build_fn in META_ARCH_BUILDER_MAP.items()
+               if not hasattr(build_fn, 'refusal'))

@@ -239,3 +239,13 @@ def test_backbone_batch_norm_follows_training_mode_with_override():
                if op.type.startswith('FusedBatchNorm') and
                '/MobilenetV2/' in op.name}
       assert modes == {training}
+
+
+def test_registry_names_supported_families_and_refuses_others():
+  from od_estimator.errors import UserInputError
+  assert 'ssd' in model_builder.supported_meta_architectures()
+  assert 'center_net' not in model_builder.supported_meta_architectures()
+  config = model_pb2.DetectionModel()
+  config.center_net.num_classes = 3
+  with pytest.raises(UserInputError, match='model.center_net'):
+    model_builder.build(config, is_training=False)
