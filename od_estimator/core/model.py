@@ -14,6 +14,8 @@ or detections); the input pipeline and exporters convert from and to the
 """
 import abc
 
+import tensorflow as tf
+
 from od_estimator.core import standard_fields as fields
 
 
@@ -136,10 +138,15 @@ class DetectionModel(abc.ABC):
         variable rather than the feature extractor's only.
     """
 
-  @abc.abstractmethod
   def regularization_losses(self):
-    """Returns the list of scalar regularization loss tensors."""
+    """Returns a copy of the graph's REGULARIZATION_LOSSES collection.
 
-  @abc.abstractmethod
+    tf-slim layers add their weight decay terms there, whatever the family.
+    """
+    return list(tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES))
+
   def updates(self):
-    """Returns the list of update ops (e.g. batch norm moving averages)."""
+    """Returns a copy of the graph's UPDATE_OPS (batch norm statistics)."""
+    return list(tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.UPDATE_OPS))

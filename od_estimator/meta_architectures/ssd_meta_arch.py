@@ -11,7 +11,6 @@ mode); their variables live under the 'FeatureExtractor' and the predictor's
 scopes so detection checkpoints of the original restore unchanged.
 """
 import tensorflow as tf
-import tf_slim as slim
 
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
@@ -19,6 +18,7 @@ from od_estimator.core import matcher
 from od_estimator.core import model
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner
+from od_estimator.meta_architectures import batch_norm_mode
 from od_estimator.models import ssd_feature_extractor
 from od_estimator.utils import shape_utils
 
@@ -233,27 +233,9 @@ class SSDMetaArch(model.DetectionModel):
       return resized_inputs, true_image_shapes
 
   def _run_in_batch_norm_scope(self, build_fn):
-    """Returns build_fn()'s tensors, built in the model's batch norm mode.
-
-    Updates always go to UPDATE_OPS first: tf-slim's own in-place path
-    (updates_collections=None) fails on TF 2.15. For
-    inplace_batchnorm_update they are taken back out of the collection and
-    made control dependencies of the outputs, which has the same effect.
-    """
-    update_ops = tf.compat.v1.get_collection_ref(
-        tf.compat.v1.GraphKeys.UPDATE_OPS)
-    num_existing_updates = len(update_ops)
-    with slim.arg_scope([slim.batch_norm],
-                        is_training=(self._is_training and
-                                     not self._freeze_batchnorm),
-                        updates_collections=tf.compat.v1.GraphKeys.UPDATE_OPS):
-      outputs = build_fn()
-    new_updates = update_ops[num_existing_updates:]
-    if not self._inplace_batchnorm_update or not new_updates:
-      return outputs
-    del update_ops[num_existing_updates:]
-    with tf.control_dependencies(new_updates):
-      return tf.nest.map_structure(tf.identity, outputs)
+    return batch_norm_mode.build_in_batch_norm_mode(
+        build_fn, self._is_training and not self._freeze_batchnorm,
+        self._inplace_batchnorm_update)
 
   def predict(self, preprocessed_inputs, true_image_shapes):
     """Runs the network and builds the anchors (stored on the model).
@@ -673,11 +655,6 @@ class SSDMetaArch(model.DetectionModel):
     decoded_boxes = tf.reshape(decoded.get(), [batch_size, num_anchors, 4])
     return decoded_boxes, decoded_keypoints
 
-  def regularization_losses(self):
-    """Returns a copy of the graph's REGULARIZATION_LOSSES collection."""
-    return list(tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES))
-
   def restore_map(self, fine_tune_checkpoint_type='detection',
                   load_all_detection_checkpoint_vars=False):
     """Returns {name in the checkpoint: variable} to initialize from.
@@ -705,8 +682,3 @@ class SSDMetaArch(model.DetectionModel):
       return variables_to_restore
     raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))
-
-  def updates(self):
-    """Returns a copy of the graph's UPDATE_OPS (batch norm statistics)."""
-    return list(tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.UPDATE_OPS))
