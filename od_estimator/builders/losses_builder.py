@@ -1,9 +1,11 @@
-"""Builds losses and the hard example miner from a losses_pb2.Loss config.
+"""Builds losses, the hard example miner and the random example sampler.
 
 The deprecated `anchorwise_output` fields are ignored, as in the original:
 every loss here returns per-anchor values.
 """
+from od_estimator.core import balanced_positive_negative_sampler
 from od_estimator.core import losses
+from od_estimator.errors import UserInputError
 from od_estimator.protos import losses_pb2
 
 
@@ -69,22 +71,21 @@ def build(loss_config):
     classification_weight: float.
     localization_weight: float.
     hard_example_miner: losses.HardExampleMiner, or None.
-    random_example_sampler: always None (the option is rejected).
+    random_example_sampler: a BalancedPositiveNegativeSampler when
+      random_example_sampler is set, else None.
     expected_loss_weights_fn: always None (the option is rejected).
 
   Raises:
     ValueError: if loss_config is not a losses_pb2.Loss, a loss is unset or
       unsupported, hard_example_miner is combined with
-      weighted_sigmoid_focal, or random_example_sampler, expected_loss_weights
-      or equalization_loss is set.
+      weighted_sigmoid_focal, or expected_loss_weights or equalization_loss
+      is set.
+    UserInputError: if random_example_sampler.positive_sample_fraction is
+      outside (0, 1].
   """
   if not isinstance(loss_config, losses_pb2.Loss):
     raise ValueError('loss_config must be a losses_pb2.Loss, got %s' %
                      type(loss_config).__name__)
-  if loss_config.HasField('random_example_sampler'):
-    raise ValueError(
-        'Loss.random_example_sampler is not supported (no balanced '
-        'positive/negative sampler in od_estimator yet).')
   if loss_config.expected_loss_weights != losses_pb2.Loss.NONE:
     raise ValueError(
         'Loss.expected_loss_weights=%s is not supported; only NONE is.' %
@@ -111,7 +112,32 @@ def build(loss_config):
         loss_config.hard_example_miner, classification_weight,
         localization_weight)
   return (classification_loss, localization_loss, classification_weight,
-          localization_weight, hard_example_miner, None, None)
+          localization_weight, hard_example_miner,
+          build_random_example_sampler(loss_config), None)
+
+
+def build_random_example_sampler(loss_config):
+  """Returns the Loss's random_example_sampler, or None when unset.
+
+  The sampler keeps every positive anchor and as many randomly chosen
+  negatives as make positives positive_sample_fraction of the sampled ones;
+  the others get zero loss weight.
+
+  Args:
+    loss_config: losses_pb2.Loss.
+
+  Raises:
+    UserInputError: if positive_sample_fraction is outside (0, 1].
+  """
+  if not loss_config.HasField('random_example_sampler'):
+    return None
+  fraction = loss_config.random_example_sampler.positive_sample_fraction
+  if not 0 < fraction <= 1:
+    raise UserInputError(
+        'Loss.random_example_sampler.positive_sample_fraction must be in '
+        '(0, 1], got %g.' % fraction)
+  return balanced_positive_negative_sampler.BalancedPositiveNegativeSampler(
+      positive_fraction=fraction)
 
 
 def build_hard_example_miner(config, classification_weight,

@@ -6,7 +6,9 @@ import pytest
 from google.protobuf import text_format
 
 from od_estimator.builders import losses_builder
+from od_estimator.core import balanced_positive_negative_sampler
 from od_estimator.core import losses
+from od_estimator.errors import UserInputError
 from od_estimator.protos import losses_pb2
 
 # The `loss` block of ssd_mobilenet_v1_coco.config.
@@ -189,10 +191,6 @@ def test_faster_rcnn_classification_loss():
      'weighted_dice_classification_loss'),
     ('classification_loss { weighted_sigmoid { } } '
      'localization_loss { weighted_l2 { } } '
-     'random_example_sampler { positive_sample_fraction: 0.5 }',
-     'random_example_sampler'),
-    ('classification_loss { weighted_sigmoid { } } '
-     'localization_loss { weighted_l2 { } } '
      'expected_loss_weights: EXPECTED_SAMPLING', 'expected_loss_weights'),
     ('classification_loss { weighted_sigmoid { } } '
      'localization_loss { weighted_l2 { } } '
@@ -216,3 +214,30 @@ def test_rejects_wrong_message_types():
   with pytest.raises(ValueError, match='bootstrapped_sigmoid'):
     losses_builder.build_faster_rcnn_classification_loss(
         _classification_config('bootstrapped_sigmoid { alpha: 0.5 }'))
+
+
+_SAMPLER_LOSS = """
+  classification_loss { weighted_sigmoid { } }
+  localization_loss { weighted_smooth_l1 { } }
+  random_example_sampler { %s }
+"""
+
+
+def test_random_example_sampler():
+  built = losses_builder.build(_loss_config(
+      _SAMPLER_LOSS % 'positive_sample_fraction: 0.25'))
+  sampler = built[5]
+  assert isinstance(
+      sampler, balanced_positive_negative_sampler.BalancedPositiveNegativeSampler)
+  assert sampler.positive_fraction == 0.25 and not sampler.is_static
+  # An empty block takes the proto default fraction, 0.01.
+  default = losses_builder.build(_loss_config(_SAMPLER_LOSS % ''))[5]
+  assert default.positive_fraction == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize('fraction', [0.0, -0.5, 1.5])
+def test_random_example_sampler_rejects_bad_fraction(fraction):
+  with pytest.raises(UserInputError,
+                     match=r'random_example_sampler.positive_sample_fraction'):
+    losses_builder.build(_loss_config(
+        _SAMPLER_LOSS % ('positive_sample_fraction: %g' % fraction)))

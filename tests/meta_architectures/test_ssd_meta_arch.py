@@ -12,6 +12,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator.box_coders import mean_stddev_box_coder
+from od_estimator.core import balanced_positive_negative_sampler
 from od_estimator.core import image_resizing
 from od_estimator.core import losses
 from od_estimator.core import post_processing
@@ -360,6 +361,22 @@ def test_loss_with_random_example_sampler(execute):
   loc, cls = _loss(execute, random_example_sampler=fakes.FakeExampleSampler())
   np.testing.assert_allclose(loc, _LOC_SUM / 2, rtol=1e-5)
   np.testing.assert_allclose(cls, _CE[_POSITIVES].sum() / 2, rtol=1e-5)
+
+
+def test_loss_with_balanced_sampler_counts_only_sampled_anchors(execute):
+  # Fraction 0.5 with one positive per image: each image keeps its positive
+  # and one of its three negatives, chosen at random.
+  sampler = balanced_positive_negative_sampler.BalancedPositiveNegativeSampler(
+      positive_fraction=0.5)
+  per_anchor = _CE.sum(axis=2)
+  negatives = [per_anchor[image][~_POSITIVES[image]] for image in range(BATCH)]
+  possible = {round(float(per_anchor[_POSITIVES].sum() + first + second) / 2,
+                    4) for first in negatives[0] for second in negatives[1]}
+  loc, cls = _loss(execute, random_example_sampler=sampler)
+  # The two sampled positives still normalize both losses.
+  np.testing.assert_allclose(loc, _LOC_SUM / 2, rtol=1e-5)
+  assert round(float(cls), 4) in possible, (cls, possible)
+  assert cls < _CE.sum() / 2  # Unsampled negatives are left out.
 
 
 def test_loss_with_expected_loss_weights_fn(execute):
