@@ -227,8 +227,8 @@ def test_random_example_sampler():
   built = losses_builder.build(_loss_config(
       _SAMPLER_LOSS % 'positive_sample_fraction: 0.25'))
   sampler = built[5]
-  assert isinstance(
-      sampler, balanced_positive_negative_sampler.BalancedPositiveNegativeSampler)
+  assert isinstance(sampler, balanced_positive_negative_sampler
+                    .BalancedPositiveNegativeSampler)
   assert sampler.positive_fraction == 0.25 and not sampler.is_static
   # An empty block takes the proto default fraction, 0.01.
   default = losses_builder.build(_loss_config(_SAMPLER_LOSS % ''))[5]
