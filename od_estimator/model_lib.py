@@ -14,6 +14,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
+from od_estimator import errors
 from od_estimator import eval_util
 from od_estimator import inputs
 from od_estimator.builders import model_builder
@@ -169,16 +170,27 @@ def _replica_training_loss(total_loss, regularization_loss):
 
 
 def _trainable_variables(train_config):
+  """The trainable variables the optimizer updates, as the original chose.
+
+  train_config.update_trainable_variables lists the only variables trained
+  (all when empty), then train_config.freeze_variables removes some of
+  those; each regex may match anywhere in a variable's name.
+  """
   variables = tf.compat.v1.trainable_variables()
-  if train_config.update_trainable_variables:
+  update = [regex for regex in train_config.update_trainable_variables
+            if regex]
+  if update:
     variables = variables_helper.filter_variables(
-        variables, train_config.update_trainable_variables)
-  if train_config.freeze_variables:
-    variables = variables_helper.filter_variables(
-        variables, train_config.freeze_variables, invert=True)
+        variables, update, invert=True, search=True)
+  variables = variables_helper.filter_variables(
+      variables, train_config.freeze_variables, search=True)
   if not variables:
-    raise ValueError('train_config.freeze_variables / '
-                     'update_trainable_variables leave nothing to train')
+    raise errors.UserInputError(
+        'train_config.update_trainable_variables %s and freeze_variables %s '
+        'leave no variable to train; each regex matches anywhere in a '
+        'variable name, e.g. "FeatureExtractor" freezes the backbone.' % (
+            list(train_config.update_trainable_variables),
+            list(train_config.freeze_variables)))
   return variables
 
 

@@ -22,16 +22,22 @@ def _variable_name(variable):
   return variable.op.name
 
 
-def filter_variables(variables, filter_regex_list, invert=False):
+def filter_variables(variables, filter_regex_list, invert=False,
+                     search=False):
   """Drops (or, with `invert`, keeps only) variables matching any regex.
 
   A variable matches when one of the regular expressions matches at the
-  start of its name (`re.match`). Empty expressions are ignored.
+  start of its name (`re.match`, as the original's gradient multipliers and
+  freezers), or with `search` anywhere in it (`re.search`, as tf-slim's
+  filter_variables, which the original applies to
+  train_config.update_trainable_variables and freeze_variables). Empty
+  expressions are ignored.
 
   Args:
     variables: list of tf variables.
     filter_regex_list: list of regular expression strings.
     invert: keep the matching variables instead of the others.
+    search: match anywhere in the name rather than at its start.
 
   Returns:
     list of variables, in input order.
@@ -40,7 +46,8 @@ def filter_variables(variables, filter_regex_list, invert=False):
   kept = []
   for variable in variables:
     name = _variable_name(variable)
-    matched = any(pattern.match(name) for pattern in patterns)
+    matched = any((pattern.search if search else pattern.match)(name)
+                  for pattern in patterns)
     if matched == invert:
       kept.append(variable)
   return kept

@@ -43,6 +43,24 @@ def test_filter_variables(graph):
   assert variables_helper.filter_variables([], ['.*']) == []
 
 
+def test_filter_variables_search_matches_anywhere(graph):
+  del graph
+  variables = [_variable('FeatureExtractor/conv1/weights'),
+               _variable('BoxPredictor_0/ClassPredictor/weights'),
+               _variable('BoxPredictor_0/BoxEncodingPredictor/biases')]
+  assert _names(variables_helper.filter_variables(
+      variables, ['ClassPredictor'], search=True)) == [
+          'FeatureExtractor/conv1/weights',
+          'BoxPredictor_0/BoxEncodingPredictor/biases']
+  assert _names(variables_helper.filter_variables(
+      variables, ['weights$'], invert=True, search=True)) == [
+          'FeatureExtractor/conv1/weights',
+          'BoxPredictor_0/ClassPredictor/weights']
+  # Without `search` the same regex must match at the start of a name.
+  assert len(variables_helper.filter_variables(
+      variables, ['ClassPredictor'])) == 3
+
+
 def test_multiply_gradients_matching_regex(graph):
   del graph
   a = _variable('Box/a', [2])
