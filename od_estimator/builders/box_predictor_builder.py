@@ -1,4 +1,4 @@
-"""Builds SSD box predictors from `BoxPredictor` protos.
+"""Builds box predictors from `BoxPredictor` protos.
 
     box_predictor = box_predictor_builder.build(
         hyperparams_builder.build, config.box_predictor, is_training=True,
@@ -7,17 +7,22 @@
 Supports the `convolutional_box_predictor` and
 `weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
 with the original's variable names; with keras_layer_names=True, those of
-its TF2 Keras predictors). Mask R-CNN and R-FCN predictors belong
-to the Faster R-CNN family, not built yet.
+its TF2 Keras predictors) and `mask_rcnn_box_predictor`, the second stage of
+Faster R-CNN (its mask head comes with Mask R-CNN). build_rpn_box_predictor
+makes the Faster R-CNN first stage's objectness predictor, which has no
+config message of its own. R-FCN's predictor is not built yet.
 """
 import collections
 
 import tensorflow as tf
 
+from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor
+from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.predictors.heads import box_head
 from od_estimator.predictors.heads import class_head
 from od_estimator.protos import box_predictor_pb2
+from od_estimator.protos import hyperparams_pb2
 
 BoxEncodingsClipRange = collections.namedtuple('BoxEncodingsClipRange',
                                                ['min', 'max'])
@@ -163,6 +168,86 @@ def build_weight_shared_convolutional_box_predictor(
       tower_activation_fn=tower_activation_fn)
 
 
+def build_rpn_box_predictor(is_training, conv_hyperparams_fn, box_code_size=4,
+                            keras_layer_names=False):
+  """Returns the Faster R-CNN first stage's box and objectness predictor.
+
+  A ConvolutionalBoxPredictor of 1x1 prediction convolutions straight on the
+  RPN features, with one class so two objectness logits (background,
+  object) per anchor, as the original builds it. Called with scope
+  'FirstStageBoxPredictor' on one feature map it creates
+  FirstStageBoxPredictor/BoxEncodingPredictor/{weights,biases} [1, 1,
+  depth, anchors * box_code_size] and FirstStageBoxPredictor/ClassPredictor/
+  {weights,biases} [1, 1, depth, anchors * 2].
+
+  Args:
+    is_training: whether the predictor is built for training.
+    conv_hyperparams_fn: callable returning the slim arg_scope of the
+      first_stage_box_predictor_conv_hyperparams.
+    box_code_size: size of one box encoding (the box coder's code size).
+    keras_layer_names: variable names of the original's Keras predictor.
+  """
+  return build_convolutional_box_predictor(
+      is_training=is_training,
+      num_classes=1,
+      conv_hyperparams_fn=conv_hyperparams_fn,
+      min_depth=0,
+      max_depth=0,
+      num_layers_before_predictor=0,
+      use_dropout=False,
+      dropout_keep_prob=1.0,
+      kernel_size=1,
+      box_code_size=box_code_size,
+      apply_sigmoid_to_scores=False,
+      keras_layer_names=keras_layer_names)
+
+
+def build_mask_rcnn_box_predictor(is_training,
+                                  num_classes,
+                                  fc_hyperparams_fn,
+                                  use_dropout,
+                                  dropout_keep_prob,
+                                  box_code_size,
+                                  add_background_class=True,
+                                  share_box_across_classes=False,
+                                  third_stage_heads=None):
+  """Returns a MaskRCNNBoxPredictor with fully connected box/class heads.
+
+  Args:
+    is_training: whether the predictor is built for training.
+    num_classes: number of classes, background excluded.
+    fc_hyperparams_fn: callable returning the slim arg_scope for
+      slim.fully_connected.
+    use_dropout: apply dropout to the pooled ROI features.
+    dropout_keep_prob: keep probability for that dropout.
+    box_code_size: size of one box encoding.
+    add_background_class: add an implicit background class slot.
+    share_box_across_classes: one box per ROI instead of one per class.
+    third_stage_heads: optional dict from output name to a head run by
+      predict(..., prediction_stage=3).
+  """
+  box_prediction_head = box_head.MaskRCNNBoxHead(
+      is_training=is_training,
+      num_classes=num_classes,
+      fc_hyperparams_fn=fc_hyperparams_fn,
+      use_dropout=use_dropout,
+      dropout_keep_prob=dropout_keep_prob,
+      box_code_size=box_code_size,
+      share_box_across_classes=share_box_across_classes)
+  class_prediction_head = class_head.MaskRCNNClassHead(
+      is_training=is_training,
+      num_class_slots=num_classes + 1 if add_background_class else num_classes,
+      fc_hyperparams_fn=fc_hyperparams_fn,
+      use_dropout=use_dropout,
+      dropout_keep_prob=dropout_keep_prob)
+  return mask_rcnn_box_predictor.MaskRCNNBoxPredictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      box_prediction_head=box_prediction_head,
+      class_prediction_head=class_prediction_head,
+      third_stage_heads=third_stage_heads or {})
+
+
 def build_score_converter(score_converter_config, is_training):
   """Returns the class score converter for a weight shared predictor.
 
@@ -263,13 +348,68 @@ def _build_weight_shared(argscope_fn, config, is_training, num_classes,
                            if keras_layer_names else tf.nn.relu6))
 
 
+# Fields of MaskRCNNBoxPredictor that only a mask head uses.
+_MASK_FIELDS = ('conv_hyperparams', 'mask_height', 'mask_width',
+                'mask_prediction_num_conv_layers', 'mask_prediction_conv_depth',
+                'masks_are_class_agnostic', 'convolve_then_upsample_masks')
+
+
+def _check_mask_rcnn_fields(config):
+  """Raises UserInputError for the options of heads not built yet."""
+  oneof = 'mask_rcnn_box_predictor'
+  if config.predict_keypoints:
+    raise UserInputError(
+        '%s.predict_keypoints: keypoint heads are not supported (the '
+        "original never built one either); remove it." % oneof)
+  if config.predict_instance_masks:
+    raise UserInputError(
+        '%s.predict_instance_masks: mask heads come with Mask R-CNN, which '
+        'od_estimator does not build yet. Remove predict_instance_masks and '
+        'the other mask fields (%s) to train the boxes only (Faster R-CNN).'
+        % (oneof, ', '.join(_MASK_FIELDS)))
+  for field in _MASK_FIELDS:
+    if config.HasField(field):
+      raise UserInputError(
+          '%s.%s configures the mask head, which comes with Mask R-CNN and '
+          'is not built yet (predict_instance_masks is off anyway); remove '
+          'it.' % (oneof, field))
+  if config.fc_hyperparams.op != hyperparams_pb2.Hyperparams.FC:
+    raise UserInputError(
+        '%s.fc_hyperparams must set op: FC: the second-stage heads are '
+        'fully connected layers, and hyperparameters for convolutions would '
+        'apply to none of them.' % oneof)
+  if config.use_dropout and not 0 < config.dropout_keep_probability <= 1:
+    raise UserInputError(
+        '%s.dropout_keep_probability must be in (0, 1] with use_dropout, '
+        'got %g.' % (oneof, config.dropout_keep_probability))
+
+
+def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
+                     add_background_class, keras_layer_names):
+  # Only the slim (TF1) names exist for this predictor: restoring one of the
+  # original's TF2 detection checkpoints skips these layers and lists them,
+  # like any variable the checkpoint lacks.
+  del keras_layer_names
+  _check_mask_rcnn_fields(config)
+  return build_mask_rcnn_box_predictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      fc_hyperparams_fn=argscope_fn(config.fc_hyperparams, is_training),
+      use_dropout=config.use_dropout,
+      dropout_keep_prob=config.dropout_keep_probability,
+      box_code_size=config.box_code_size,
+      add_background_class=add_background_class,
+      share_box_across_classes=config.share_box_across_classes)
+
+
 _BUILDERS = {
     'convolutional_box_predictor': _build_convolutional,
     'weight_shared_convolutional_box_predictor': _build_weight_shared,
+    'mask_rcnn_box_predictor': _build_mask_rcnn,
 }
 
 # Oneof choices of the Faster R-CNN family, to be built with those models.
-_NOT_YET_SUPPORTED = ('mask_rcnn_box_predictor', 'rfcn_box_predictor')
+_NOT_YET_SUPPORTED = ('rfcn_box_predictor',)
 
 
 def build(argscope_fn, box_predictor_config, is_training, num_classes,
@@ -285,7 +425,8 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
     add_background_class: add an implicit background class slot.
     keras_layer_names: build the original's Keras predictor instead (the
       same layers, named as in its TF2 checkpoints); the model builder sets
-      it for feature extractor types ending in '_keras'.
+      it for feature extractor types ending in '_keras'. The convolutional
+      predictors only: mask_rcnn_box_predictor keeps its slim names.
 
   Returns:
     A box_predictor.BoxPredictor.
@@ -293,16 +434,18 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
   Raises:
     ValueError: for a config of another type, an unset or unsupported
       box_predictor_oneof, or options that cannot be honoured (naming the
-      field).
+      field); UserInputError (a ValueError) for mask_rcnn_box_predictor's.
   """
   if not isinstance(box_predictor_config, box_predictor_pb2.BoxPredictor):
     raise ValueError('box_predictor_config must be a BoxPredictor proto, got '
                      '%s' % type(box_predictor_config).__name__)
   oneof = box_predictor_config.WhichOneof('box_predictor_oneof')
   if oneof in _NOT_YET_SUPPORTED:
-    raise ValueError('box_predictor.%s (Faster R-CNN family) is not supported '
-                     'yet; use convolutional_box_predictor or '
-                     'weight_shared_convolutional_box_predictor.' % oneof)
+    raise ValueError('box_predictor.%s (R-FCN) is not supported yet; use '
+                     'mask_rcnn_box_predictor for Faster R-CNN, or '
+                     'convolutional_box_predictor or '
+                     'weight_shared_convolutional_box_predictor for SSD.'
+                     % oneof)
   if oneof not in _BUILDERS:
     raise ValueError('box_predictor.box_predictor_oneof is not set.')
   return _BUILDERS[oneof](argscope_fn, getattr(box_predictor_config, oneof),

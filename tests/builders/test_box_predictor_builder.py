@@ -4,6 +4,8 @@ Expected variable names/shapes were collected by building the TF1 Object
 Detection API's predictors from the same configs and feature maps (the real
 SSD MobileNet / ResNet-FPN depths), so model-zoo checkpoints restore.
 """
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,9 +14,12 @@ from google.protobuf import text_format
 from od_estimator.builders import box_predictor_builder
 from od_estimator.builders import hyperparams_builder
 from od_estimator.core import box_predictor
+from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor as cbp
+from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
+from od_estimator.utils import config_util
 
 BOXES = box_predictor.BOX_ENCODINGS
 CLASSES = box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND
@@ -332,7 +337,6 @@ def test_weight_shared_depthwise():
 
 
 @pytest.mark.parametrize('text,match', [
-    ('mask_rcnn_box_predictor { }', 'mask_rcnn_box_predictor'),
     ('rfcn_box_predictor { }', 'rfcn_box_predictor'),
     ('', 'box_predictor_oneof'),
     ('weight_shared_convolutional_box_predictor { '
@@ -358,3 +362,156 @@ def test_wrong_config_type_raises():
                                 hyperparams_pb2.Hyperparams(), True, 90)
   with pytest.raises(ValueError, match='score_converter'):
     box_predictor_builder.build_score_converter(7, True)
+
+
+# --- Faster R-CNN: second-stage (mask_rcnn_box_predictor) and RPN ---------
+
+# faster_rcnn_resnet101_coco.config's second_stage_box_predictor.
+FASTER_RCNN_RESNET101_COCO = """
+  mask_rcnn_box_predictor {
+    use_dropout: false
+    dropout_keep_probability: 1.0
+    fc_hyperparams {
+      op: FC
+      regularizer { l2_regularizer { weight: 0.0 } }
+      initializer { variance_scaling_initializer {
+          factor: 1.0 uniform: true mode: FAN_AVG } }
+    }
+  }
+"""
+# Its first_stage_box_predictor_conv_hyperparams.
+RPN_HYPERPARAMS = """
+  op: CONV
+  regularizer { l2_regularizer { weight: 0.0 } }
+  initializer { truncated_normal_initializer { stddev: 0.01 } }
+"""
+
+
+def _second_stage(text, features_shape, num_classes=90, is_training=True):
+  """Builds and predicts stage 2 under the meta-architecture's scope."""
+  with tf.Graph().as_default():
+    predictor = _build(text, is_training=is_training, num_classes=num_classes)
+    outputs = predictor.predict([tf.zeros(features_shape)], [1],
+                                scope='SecondStageBoxPredictor',
+                                prediction_stage=2)
+    variables = {v.op.name: v.shape.as_list()
+                 for v in tf.compat.v1.global_variables()}
+    shapes = {key: value.shape.as_list() for key, value in outputs.items()}
+  return predictor, variables, shapes
+
+
+def test_faster_rcnn_resnet101_second_stage_checkpoint_names():
+  # ResNet-101's second stage gives 2048 channels; 90 COCO classes.
+  predictor, variables, shapes = _second_stage(FASTER_RCNN_RESNET101_COCO,
+                                               [6, 2, 2, 2048])
+  assert isinstance(predictor, mask_rcnn_box_predictor.MaskRCNNBoxPredictor)
+  assert variables == {
+      'SecondStageBoxPredictor/BoxEncodingPredictor/weights': [2048, 360],
+      'SecondStageBoxPredictor/BoxEncodingPredictor/biases': [360],
+      'SecondStageBoxPredictor/ClassPredictor/weights': [2048, 91],
+      'SecondStageBoxPredictor/ClassPredictor/biases': [91]}
+  assert shapes == {BOXES: [6, 1, 90, 4], CLASSES: [6, 1, 91]}
+  assert predictor.get_third_stage_prediction_heads() == []
+
+
+def test_mask_rcnn_options_are_honoured():
+  text = FASTER_RCNN_RESNET101_COCO.replace(
+      'use_dropout: false', 'use_dropout: true share_box_across_classes: true '
+      'box_code_size: 5').replace('dropout_keep_probability: 1.0',
+                                  'dropout_keep_probability: 0.5')
+  _, variables, shapes = _second_stage(text, [4, 3, 3, 16], num_classes=3)
+  assert variables['SecondStageBoxPredictor/BoxEncodingPredictor/weights'] == [
+      16, 5]
+  assert shapes == {BOXES: [4, 1, 1, 5], CLASSES: [4, 1, 4]}
+  with tf.Graph().as_default():
+    _build(text, num_classes=3).predict([tf.zeros([4, 3, 3, 16])], [1])
+    ops = [op.name for op in tf.compat.v1.get_default_graph().get_operations()]
+    assert any('Dropout' in name for name in ops)
+  with tf.Graph().as_default():
+    predictor = box_predictor_builder.build(
+        hyperparams_builder.build, _config(text), True, 3,
+        add_background_class=False)
+    outputs = predictor.predict([tf.zeros([4, 3, 3, 16])], [1])
+    assert outputs[CLASSES].shape.as_list() == [4, 1, 3]
+
+
+@pytest.mark.parametrize('field', [
+    'predict_instance_masks: true', 'conv_hyperparams { op: CONV }',
+    'mask_height: 33', 'mask_width: 33', 'mask_prediction_num_conv_layers: 4',
+    'mask_prediction_conv_depth: 0', 'masks_are_class_agnostic: true',
+    'convolve_then_upsample_masks: true'])
+def test_mask_fields_raise_user_input_error(field):
+  text = FASTER_RCNN_RESNET101_COCO.replace(
+      'use_dropout: false', 'use_dropout: false ' + field)
+  name = field.split()[0].rstrip(':')
+  with pytest.raises(UserInputError,
+                     match=r'mask_rcnn_box_predictor\.%s.*Mask R-CNN' % name):
+    _build(text)
+
+
+@pytest.mark.parametrize('text,match', [
+    ('mask_rcnn_box_predictor { predict_keypoints: true }',
+     r'predict_keypoints: keypoint heads'),
+    ('mask_rcnn_box_predictor { }', r'fc_hyperparams must set op: FC'),
+    ('mask_rcnn_box_predictor { fc_hyperparams { op: CONV } }',
+     r'fc_hyperparams must set op: FC'),
+    ('mask_rcnn_box_predictor { fc_hyperparams { op: FC } use_dropout: true '
+     'dropout_keep_probability: 0.0 }', r'dropout_keep_probability'),
+])
+def test_mask_rcnn_bad_options_raise_user_input_error(text, match):
+  with pytest.raises(UserInputError, match=match):
+    _build(text)
+
+
+def test_rpn_box_predictor_checkpoint_names():
+  # faster_rcnn_resnet101_coco: 12 anchors per location (4 scales x 3
+  # aspect ratios) on the 512-deep RPN features.
+  hyperparams = hyperparams_builder.build(
+      text_format.Parse(RPN_HYPERPARAMS, hyperparams_pb2.Hyperparams()), True)
+  with tf.Graph().as_default():
+    predictor = box_predictor_builder.build_rpn_box_predictor(
+        is_training=True, conv_hyperparams_fn=hyperparams, box_code_size=4)
+    outputs = predictor.predict([tf.zeros([2, 5, 7, 512])], [12],
+                                scope='FirstStageBoxPredictor')
+    variables = {v.op.name: v.shape.as_list()
+                 for v in tf.compat.v1.global_variables()}
+    shapes = {key: [t.shape.as_list() for t in value]
+              for key, value in outputs.items()}
+  assert predictor.num_classes == 1
+  assert variables == {
+      'FirstStageBoxPredictor/BoxEncodingPredictor/weights': [1, 1, 512, 48],
+      'FirstStageBoxPredictor/BoxEncodingPredictor/biases': [48],
+      'FirstStageBoxPredictor/ClassPredictor/weights': [1, 1, 512, 24],
+      'FirstStageBoxPredictor/ClassPredictor/biases': [24]}
+  # Two objectness logits (background, object) per anchor, no sigmoid.
+  assert shapes == {BOXES: [[2, 420, 1, 4]], CLASSES: [[2, 420, 2]]}
+
+
+UPSTREAM_DIR = os.environ.get('OD_UPSTREAM_CONFIGS', os.path.join(
+    os.path.dirname(__file__), '..', '..', '..', 'shared', 'upstream_configs'))
+TWO_STAGE_CONFIGS = sorted(
+    f for f in (os.listdir(UPSTREAM_DIR) if os.path.isdir(UPSTREAM_DIR) else [])
+    if f.startswith(('faster_rcnn', 'mask_rcnn', 'context_rcnn')))
+
+
+@pytest.mark.parametrize('name', TWO_STAGE_CONFIGS)
+def test_upstream_two_stage_predictors(name):
+  model = config_util.get_configs_from_pipeline_file(
+      os.path.join(UPSTREAM_DIR, name))['model'].faster_rcnn
+  second_stage = model.second_stage_box_predictor
+  with tf.Graph().as_default():
+    rpn = box_predictor_builder.build_rpn_box_predictor(
+        True, hyperparams_builder.build(
+            model.first_stage_box_predictor_conv_hyperparams, True))
+    rpn.predict([tf.zeros([1, 3, 3, 8])], [12],
+                scope='FirstStageBoxPredictor')
+    if second_stage.mask_rcnn_box_predictor.predict_instance_masks:
+      with pytest.raises(UserInputError, match='predict_instance_masks'):
+        box_predictor_builder.build(hyperparams_builder.build, second_stage,
+                                    True, model.num_classes)
+      return
+    predictor = box_predictor_builder.build(
+        hyperparams_builder.build, second_stage, True, model.num_classes)
+    outputs = predictor.predict([tf.zeros([2, 2, 2, 8])], [1],
+                                scope='SecondStageBoxPredictor')
+  assert outputs[CLASSES].shape.as_list() == [2, 1, model.num_classes + 1]

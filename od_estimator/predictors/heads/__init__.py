@@ -96,3 +96,49 @@ def maybe_dropout(features, use_dropout, keep_prob):
   if use_dropout:
     return slim.dropout(features, keep_prob=keep_prob)
   return features
+
+
+
+class FullyConnectedRoiHead:
+  """Base of the second-stage heads: one linear layer over pooled ROIs.
+
+  Each ROI's features are averaged over space, optionally dropped out, then
+  fed to one fully connected layer without activation, built under the
+  fc_hyperparams arg_scope.
+  """
+
+  def __init__(self, is_training, fc_hyperparams_fn, use_dropout,
+               dropout_keep_prob):
+    """Constructor.
+
+    Args:
+      is_training: whether the head is built for training (dropout).
+      fc_hyperparams_fn: callable returning the slim arg_scope for
+        slim.fully_connected (hyperparams_builder.build of an `op: FC`
+        Hyperparams).
+      use_dropout: apply dropout to the pooled features.
+      dropout_keep_prob: keep probability when use_dropout is set.
+    """
+    self._is_training = is_training
+    self._fc_hyperparams_fn = fc_hyperparams_fn
+    self._use_dropout = use_dropout
+    self._dropout_keep_prob = dropout_keep_prob
+
+  def _fully_connected(self, features, num_predictions_per_location,
+                       num_outputs, scope):
+    """Returns [num_rois, num_outputs] from [num_rois, h, w, channels].
+
+    Raises:
+      ValueError: if num_predictions_per_location is not 1.
+    """
+    if num_predictions_per_location != 1:
+      raise ValueError('%s predicts once per ROI '
+                       '(num_predictions_per_location=1), got %d'
+                       % (type(self).__name__, num_predictions_per_location))
+    pooled = tf.reduce_mean(features, [1, 2], name='AvgPool')
+    if self._use_dropout:
+      pooled = slim.dropout(pooled, keep_prob=self._dropout_keep_prob,
+                            is_training=self._is_training)
+    with slim.arg_scope(self._fc_hyperparams_fn()):
+      return slim.fully_connected(pooled, num_outputs, activation_fn=None,
+                                  scope=scope)

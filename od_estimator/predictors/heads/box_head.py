@@ -1,8 +1,10 @@
-"""Convolutional heads predicting box encodings (tf-slim).
+"""Heads predicting box encodings (tf-slim).
 
-Layer scopes ('BoxEncodingPredictor', 'BoxEncodingPredictor_depthwise',
-'BoxPredictor') are those of the TF1 Object Detection API, so its model-zoo
-checkpoints restore into these heads.
+Convolutional heads for single-stage predictors and the RPN, a fully
+connected one for the second stage of Faster R-CNN. Layer scopes
+('BoxEncodingPredictor', 'BoxEncodingPredictor_depthwise', 'BoxPredictor')
+are those of the TF1 Object Detection API, so its model-zoo checkpoints
+restore into these heads.
 """
 import tensorflow as tf
 
@@ -18,6 +20,60 @@ def _clip(box_encodings, clip_range):
   if clip_range is None:
     return box_encodings
   return tf.clip_by_value(box_encodings, clip_range.min, clip_range.max)
+
+
+class MaskRCNNBoxHead(heads.FullyConnectedRoiHead):
+  """Fully connected box head of the Faster R-CNN / Mask R-CNN second stage.
+
+  Its layer 'BoxEncodingPredictor' predicts a box per class (or one shared
+  box) from each ROI's spatially averaged features.
+  """
+
+  def __init__(self,
+               is_training,
+               num_classes,
+               fc_hyperparams_fn,
+               use_dropout,
+               dropout_keep_prob,
+               box_code_size,
+               share_box_across_classes=False):
+    """Constructor.
+
+    Args:
+      is_training: whether the head is built for training (dropout).
+      num_classes: number of classes, background excluded.
+      fc_hyperparams_fn: callable returning the slim arg_scope for
+        slim.fully_connected.
+      use_dropout: apply dropout to the pooled features.
+      dropout_keep_prob: keep probability when use_dropout is set.
+      box_code_size: size of one box encoding.
+      share_box_across_classes: predict one box for all classes instead of
+        one per class.
+    """
+    super().__init__(is_training, fc_hyperparams_fn, use_dropout,
+                     dropout_keep_prob)
+    self._num_boxes = 1 if share_box_across_classes else num_classes
+    self._box_code_size = box_code_size
+
+  def predict(self, features, num_predictions_per_location=1):
+    """Predicts box encodings for every ROI.
+
+    Args:
+      features: [num_rois, height, width, channels] float tensor.
+      num_predictions_per_location: must be 1.
+
+    Returns:
+      [num_rois, 1, num_boxes, box_code_size] float32 box encodings, with
+      num_boxes = 1 when boxes are shared across classes, else num_classes.
+
+    Raises:
+      ValueError: if num_predictions_per_location is not 1.
+    """
+    box_encodings = self._fully_connected(
+        features, num_predictions_per_location,
+        self._num_boxes * self._box_code_size, 'BoxEncodingPredictor')
+    return tf.reshape(box_encodings,
+                      [-1, 1, self._num_boxes, self._box_code_size])
 
 
 class ConvolutionalBoxHead:

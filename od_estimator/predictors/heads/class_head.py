@@ -1,12 +1,63 @@
-"""Convolutional heads predicting class scores (tf-slim).
+"""Heads predicting class scores (tf-slim).
 
-Layer scopes ('ClassPredictor', 'ClassPredictor_depthwise') are those of the
-TF1 Object Detection API, so its model-zoo checkpoints restore.
+Convolutional heads for single-stage predictors and the RPN, a fully
+connected one for the second stage of Faster R-CNN. Layer scopes
+('ClassPredictor', 'ClassPredictor_depthwise') are those of the TF1 Object
+Detection API, so its model-zoo checkpoints restore.
 """
 import tensorflow as tf
 
 from od_estimator.predictors import heads
 from od_estimator.utils import shape_utils
+
+
+class MaskRCNNClassHead(heads.FullyConnectedRoiHead):
+  """Fully connected class head of the Faster R-CNN / Mask R-CNN second stage.
+
+  Its layer (scope 'ClassPredictor') predicts class logits from each ROI's
+  spatially averaged features.
+  """
+
+  def __init__(self,
+               is_training,
+               num_class_slots,
+               fc_hyperparams_fn,
+               use_dropout,
+               dropout_keep_prob,
+               scope='ClassPredictor'):
+    """Constructor.
+
+    Args:
+      is_training: whether the head is built for training (dropout).
+      num_class_slots: logits per ROI (num_classes + 1 with the implicit
+        background class).
+      fc_hyperparams_fn: callable returning the slim arg_scope for
+        slim.fully_connected.
+      use_dropout: apply dropout to the pooled features.
+      dropout_keep_prob: keep probability when use_dropout is set.
+      scope: scope name of the fully connected layer.
+    """
+    super().__init__(is_training, fc_hyperparams_fn, use_dropout,
+                     dropout_keep_prob)
+    self._num_class_slots = num_class_slots
+    self._scope = scope
+
+  def predict(self, features, num_predictions_per_location=1):
+    """Predicts class logits for every ROI.
+
+    Args:
+      features: [num_rois, height, width, channels] float tensor.
+      num_predictions_per_location: must be 1.
+
+    Returns:
+      [num_rois, 1, num_class_slots] float32 logits.
+
+    Raises:
+      ValueError: if num_predictions_per_location is not 1.
+    """
+    logits = self._fully_connected(features, num_predictions_per_location,
+                                   self._num_class_slots, self._scope)
+    return tf.reshape(logits, [-1, 1, self._num_class_slots])
 
 
 class ConvolutionalClassHead:
