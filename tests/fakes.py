@@ -8,6 +8,7 @@ import tf_slim as slim
 from od_estimator.core import anchor_generator
 from od_estimator.core import box_list
 from od_estimator.core import box_predictor
+from od_estimator.models import faster_rcnn_feature_extractor
 from od_estimator.models import ssd_feature_extractor
 
 # The four quadrants of the unit square, row-major: the anchors of a 2x2
@@ -127,3 +128,61 @@ class FakeExampleSampler:
   def subsample(self, indicator, batch_size, labels):
     del batch_size
     return tf.logical_and(indicator, labels)
+
+
+class FakeFasterRCNNFeatureExtractor(
+    faster_rcnn_feature_extractor.FasterRCNNFeatureExtractor):
+  """A 1x1 conv average-pooled by the stride; a 1x1 conv as second stage.
+
+  The input's height and width must be static multiples of the stride.
+  """
+
+  def __init__(self, is_training=True, first_stage_features_stride=16,
+               batch_norm_trainable=False, reuse_weights=None,
+               weight_decay=0.0, depth=8, second_stage_depth=6):
+    super().__init__(is_training, first_stage_features_stride,
+                     batch_norm_trainable, reuse_weights, weight_decay)
+    self._depth = depth
+    self._second_stage_depth = second_stage_depth
+
+  def preprocess(self, resized_inputs):
+    return (2.0 / 255.0) * resized_inputs - 1.0
+
+  def _extract_proposal_features(self, preprocessed_inputs, scope):
+    net = slim.conv2d(preprocessed_inputs, self._depth, [1, 1],
+                      scope='layer1')
+    stride = self._first_stage_features_stride
+    return slim.avg_pool2d(net, [stride, stride], stride=stride), {}
+
+  def _extract_box_classifier_features(self, proposal_feature_maps, scope):
+    return slim.conv2d(proposal_feature_maps, self._second_stage_depth,
+                       [1, 1], scope='layer2')
+
+
+class FakeSecondStageBoxPredictor(box_predictor.BoxPredictor):
+  """Mean-pools each proposal's features, then fully connected box/class heads.
+
+  Variable names follow the Mask R-CNN box predictor's
+  (BoxEncodingPredictor, ClassPredictor).
+  """
+
+  def __init__(self, is_training, num_classes, share_box_across_classes=False):
+    super().__init__(is_training, num_classes)
+    self._num_box_codes = 1 if share_box_across_classes else num_classes
+
+  def _predict(self, image_features, num_predictions_per_location,
+               prediction_stage=2):
+    del num_predictions_per_location, prediction_stage
+    pooled = tf.reduce_mean(image_features[0], axis=[1, 2])
+    box_encodings = slim.fully_connected(
+        pooled, self._num_box_codes * 4, activation_fn=None,
+        scope='BoxEncodingPredictor')
+    class_logits = slim.fully_connected(
+        pooled, self.num_classes + 1, activation_fn=None,
+        scope='ClassPredictor')
+    return {
+        box_predictor.BOX_ENCODINGS: tf.reshape(
+            box_encodings, [-1, 1, self._num_box_codes, 4]),
+        box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND: tf.reshape(
+            class_logits, [-1, 1, self.num_classes + 1]),
+    }

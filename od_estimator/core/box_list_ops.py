@@ -342,9 +342,15 @@ def boolean_mask(boxlist, indicator, fields=None, scope=None,
     if use_static_shapes:
       if indicator_sum is None:
         raise ValueError('use_static_shapes needs indicator_sum')
-      selected = tf.reshape(tf.where(indicator), [-1])
-      selected = tf.cast(shape_utils.pad_or_clip_tensor(
-          selected, indicator_sum), tf.int32)
+      # The k-th True entry goes to output row k - 1 through a one-hot
+      # product (no tf.where, whose output size depends on the data);
+      # missing rows select index 0.
+      selected = tf.cast(indicator, tf.float32)
+      rows = tf.cast(tf.cumsum(selected) * selected, tf.int32) - 1
+      selector = tf.one_hot(rows, indicator_sum, dtype=tf.float32)
+      positions = tf.cast(tf.range(tf.shape(indicator)[0]), tf.float32)
+      selected = tf.cast(tf.tensordot(positions, selector, axes=[0, 0]),
+                         tf.int32)
       return gather(boxlist, selected, fields, use_static_shapes=True)
     result = box_list.BoxList(tf.boolean_mask(boxlist.get(), indicator))
     for field in boxlist.get_extra_fields() if fields is None else fields:

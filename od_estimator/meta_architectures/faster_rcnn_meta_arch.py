@@ -1,0 +1,400 @@
+"""Faster R-CNN meta-architecture (Ren et al., "Faster R-CNN", NIPS 2015).
+
+Composed of parts, each built by the builder and usable alone:
+
+  feature extractor, first stage  (FirstStageFeatureExtractor/...)
+  RegionProposalNetwork           (Conv/..., FirstStageBoxPredictor/...)
+  BoxClassifier: ROI crop, second-stage features (SecondStageFeatureExtractor/
+                 ...) and the box predictor (SecondStageBoxPredictor/...)
+
+With number_of_stages 1 the model is the RPN alone and its proposals are the
+detections (one class). With 2, proposals are cropped, classified and
+refined. In training the second stage sees a balanced sample of
+second_stage_batch_size proposals per image (every proposal when a hard
+example miner picks the losses instead); at inference it sees
+first_stage_max_proposals.
+
+Images are resized in preprocess; anchors and proposals are absolute pixel
+coordinates of the preprocessed (padded) image, groundtruth is normalized to
+that image (as the input pipeline gives it), and detections are normalized
+to each true image (true_image_shapes), as in the original. Variable names
+match the original's TF1 checkpoints.
+"""
+import dataclasses
+
+import tensorflow as tf
+
+from od_estimator.core import box_list
+from od_estimator.core import model
+from od_estimator.core import standard_fields as fields
+from od_estimator.meta_architectures import batch_norm_mode
+from od_estimator.meta_architectures import box_classifier
+from od_estimator.meta_architectures import region_proposal_network
+from od_estimator.models import faster_rcnn_feature_extractor
+from od_estimator.utils import shape_utils
+
+# Re-exported for code written against the original's module layout.
+FasterRCNNFeatureExtractor = (
+    faster_rcnn_feature_extractor.FasterRCNNFeatureExtractor)
+FirstStageParams = region_proposal_network.FirstStageParams
+RoiCropParams = box_classifier.RoiCropParams
+SecondStageParams = box_classifier.SecondStageParams
+
+FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE = faster_rcnn_feature_extractor.FIRST_STAGE_SCOPE
+SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE = (
+    faster_rcnn_feature_extractor.SECOND_STAGE_SCOPE)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelParams:
+  """Model-wide settings.
+
+  Attributes:
+    num_classes: classes without background.
+    image_resizer_fn: fn(image) -> (resized_image, true_image_shape, ...).
+    number_of_stages: 1 (RPN only) or 2.
+    use_static_shapes: keep every shape static (TPU): static NMS, static
+      sampling and gathers.
+    inplace_batchnorm_update: update batch norm statistics with the forward
+      pass instead of through UPDATE_OPS.
+    parallel_iterations: tf.map_fn parallelism for dynamic batch sizes.
+  """
+  num_classes: int
+  image_resizer_fn: object
+  number_of_stages: int = 2
+  use_static_shapes: bool = False
+  inplace_batchnorm_update: bool = False
+  parallel_iterations: int = 16
+
+
+def _image_batch_shape_2d(image_shape, batched_tensor):
+  """[batch, 3] int32: the [4] image batch shape once per image.
+
+  The batch size comes from batched_tensor (static when known).
+  """
+  batch_size = shape_utils.combined_static_and_dynamic_shape(
+      batched_tensor)[0]
+  return tf.tile(image_shape[tf.newaxis, 1:], [batch_size, 1])
+
+
+class FasterRCNNMetaArch(model.DetectionModel):
+  """Two-stage detector: region proposals, then a box classifier."""
+
+  def __init__(self, is_training, feature_extractor, model_params,
+               first_stage, roi_crop=None, second_stage=None,
+               add_summaries=True):
+    """Creates the model.
+
+    Args:
+      is_training: whether the training graph is built.
+      feature_extractor: a FasterRCNNFeatureExtractor.
+      model_params: ModelParams.
+      first_stage: FirstStageParams.
+      roi_crop: RoiCropParams (needed with 2 stages).
+      second_stage: SecondStageParams (needed with 2 stages).
+      add_summaries: kept for the builders' signature; like the original,
+        this model adds no summaries of its own.
+
+    Raises:
+      ValueError: for a number_of_stages other than 1 or 2, missing
+        second-stage parts, or (training) second_stage_batch_size above
+        first_stage_max_proposals.
+    """
+    super().__init__(num_classes=model_params.num_classes)
+    del add_summaries
+    if model_params.number_of_stages not in (1, 2):
+      raise ValueError('number_of_stages must be 1 or 2, got %d.' %
+                       model_params.number_of_stages)
+    if model_params.number_of_stages == 2 and (roi_crop is None or
+                                               second_stage is None):
+      raise ValueError('A two-stage model needs roi_crop and second_stage.')
+    if (is_training and second_stage is not None and
+        second_stage.batch_size > first_stage.max_proposals):
+      raise ValueError('second_stage_batch_size (%d) must not exceed '
+                       'first_stage_max_proposals (%d).' %
+                       (second_stage.batch_size, first_stage.max_proposals))
+    self._is_training = is_training
+    self._feature_extractor = feature_extractor
+    self._params = model_params
+    self._rpn = region_proposal_network.RegionProposalNetwork(
+        first_stage, is_training, model_params.use_static_shapes,
+        model_params.parallel_iterations)
+    self._box_classifier = None
+    if model_params.number_of_stages == 2:
+      self._box_classifier = box_classifier.BoxClassifier(
+          second_stage, roi_crop, model_params.num_classes,
+          self._rpn.box_coder, is_training, model_params.use_static_shapes)
+    self._anchors = None
+
+  @property
+  def feature_extractor(self):
+    return self._feature_extractor
+
+  @property
+  def first_stage_feature_extractor_scope(self):
+    return FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE
+
+  @property
+  def second_stage_feature_extractor_scope(self):
+    return SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE
+
+  @property
+  def max_num_proposals(self):
+    """Proposals per image that reach the second stage.
+
+    second_stage_batch_size in training (sampled), unless a hard example
+    miner chooses the losses; first_stage_max_proposals otherwise.
+    """
+    if (self._is_training and self._box_classifier is not None and
+        not self._box_classifier.params.hard_example_miner):
+      return self._box_classifier.params.batch_size
+    return self._rpn.params.max_proposals
+
+  @property
+  def anchors(self):
+    """The first-stage anchors BoxList of the last predict() call."""
+    if self._anchors is None:
+      raise RuntimeError('anchors have not been constructed yet!')
+    return self._anchors
+
+  def preprocess(self, inputs):
+    """Resizes every image, then normalizes it for the feature extractor.
+
+    The reverse of SSD's order, as in the original; see
+    DetectionModel.preprocess for the arguments and results.
+
+    Raises:
+      ValueError: if inputs is not float32.
+    """
+    if inputs.dtype != tf.float32:
+      raise ValueError('preprocess expects float32 images, got %s' %
+                       inputs.dtype.name)
+    with tf.name_scope('Preprocessor'):
+      resized_inputs, true_image_shapes = (
+          shape_utils.static_or_dynamic_map_fn(
+              self._params.image_resizer_fn, elems=inputs,
+              dtype=[tf.float32, tf.int32],
+              parallel_iterations=self._params.parallel_iterations))
+      return (self._feature_extractor.preprocess(resized_inputs),
+              true_image_shapes)
+
+  def _in_batch_norm_mode(self, build_fn):
+    return batch_norm_mode.build_in_batch_norm_mode(
+        build_fn, self._is_training, self._params.inplace_batchnorm_update)
+
+  def predict(self, preprocessed_inputs, true_image_shapes):
+    """Runs the first stage, and the second with number_of_stages 2.
+
+    Args:
+      preprocessed_inputs: [batch, height, width, channels] float32.
+      true_image_shapes: [batch, 3] int32 (the second stage clips proposals
+        to the preprocessed image, as the original).
+
+    Returns:
+      A dict: rpn_box_predictor_features, rpn_features_to_crop [batch, h,
+      w, d]; image_shape [4] int32; rpn_box_encodings [batch, num_anchors,
+      4]; rpn_objectness_predictions_with_background [batch, num_anchors,
+      2]; anchors [num_anchors, 4] absolute. With 2 stages also
+      refined_box_encodings [batch * max_num_proposals, q, 4],
+      class_predictions_with_background [batch * max_num_proposals,
+      num_classes + 1], num_proposals [batch], proposal_boxes [batch,
+      max_num_proposals, 4] absolute, proposal_boxes_normalized (same,
+      normalized) and box_classifier_features.
+    """
+    del true_image_shapes
+    image_shape = tf.shape(preprocessed_inputs)
+
+    def first_stage():
+      features_to_crop, _ = self._feature_extractor.extract_proposal_features(
+          preprocessed_inputs, scope=FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE)
+      rpn_predictions = self._rpn.predict(features_to_crop, image_shape)
+      rpn_predictions['rpn_features_to_crop'] = features_to_crop
+      return rpn_predictions
+
+    prediction_dict = self._in_batch_norm_mode(first_stage)
+    prediction_dict['image_shape'] = image_shape
+    self._anchors = box_list.BoxList(prediction_dict['anchors'])
+    if self._box_classifier is not None:
+      prediction_dict.update(self._predict_second_stage(
+          prediction_dict, _image_batch_shape_2d(
+              image_shape, prediction_dict['rpn_box_encodings'])))
+    return prediction_dict
+
+  def _predict_second_stage(self, prediction_dict, image_shapes):
+    """Proposals (sampled in training), ROI features and box predictions."""
+    proposals = self._rpn.proposals(
+        prediction_dict['rpn_box_encodings'],
+        prediction_dict['rpn_objectness_predictions_with_background'],
+        prediction_dict['anchors'], image_shapes)
+    proposal_boxes = proposals['proposal_boxes']
+    num_proposals = proposals['num_proposals']
+    if self._is_training and not (
+        self._box_classifier.params.hard_example_miner):
+      groundtruth = self._format_groundtruth(image_shapes)
+      proposal_boxes, _, num_proposals = (
+          self._box_classifier.sample_proposals(
+              proposal_boxes, proposals['proposal_scores'], num_proposals,
+              groundtruth['boxlists'], groundtruth['classes'],
+              groundtruth['weights']))
+    proposal_boxes_normalized = region_proposal_network.normalize_boxes(
+        proposal_boxes, image_shapes)
+
+    def second_stage():
+      cropped = self._box_classifier.crop(
+          prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized)
+      features = self._feature_extractor.extract_box_classifier_features(
+          cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
+      return (features,) + self._box_classifier.predict(features)
+
+    (box_classifier_features, refined_box_encodings,
+     class_predictions) = self._in_batch_norm_mode(second_stage)
+    return {
+        'refined_box_encodings': refined_box_encodings,
+        'class_predictions_with_background': class_predictions,
+        'num_proposals': num_proposals,
+        'proposal_boxes': proposal_boxes,
+        'proposal_boxes_normalized': proposal_boxes_normalized,
+        'box_classifier_features': box_classifier_features,
+    }
+
+  def postprocess(self, prediction_dict, true_image_shapes):
+    """Detections normalized to each true image (DetectionModel contract).
+
+    With number_of_stages 1 the detections are the proposals: class 0 for
+    every one, objectness as score, detection_multiclass_scores [batch,
+    max_proposals, 2]. With 2 they are the box classifier's suppressed,
+    0-based multi-class detections.
+
+    Args:
+      prediction_dict: predict()'s outputs.
+      true_image_shapes: [batch, 3] int32.
+
+    Returns:
+      detection_boxes, detection_scores, detection_classes,
+      detection_multiclass_scores, num_detections, raw_detection_boxes,
+      raw_detection_scores (see BoxClassifier.detections).
+    """
+    result = fields.DetectionResultFields
+    if self._box_classifier is None:
+      with tf.name_scope('FirstStagePostprocessor'):
+        proposals = self._rpn.proposals(
+            prediction_dict['rpn_box_encodings'],
+            prediction_dict['rpn_objectness_predictions_with_background'],
+            prediction_dict['anchors'], true_image_shapes)
+        scores = proposals['proposal_scores']
+        return {
+            result.detection_boxes: region_proposal_network.normalize_boxes(
+                proposals['proposal_boxes'], true_image_shapes),
+            result.detection_scores: scores,
+            result.detection_classes: tf.zeros_like(scores),
+            result.detection_multiclass_scores:
+                proposals['proposal_multiclass_scores'],
+            result.num_detections: tf.cast(proposals['num_proposals'],
+                                           tf.float32),
+            result.raw_detection_boxes:
+                region_proposal_network.normalize_boxes(
+                    proposals['raw_boxes'], true_image_shapes),
+            result.raw_detection_scores: proposals['raw_scores'],
+        }
+    with tf.name_scope('SecondStagePostprocessor'):
+      return self._box_classifier.detections(
+          prediction_dict['refined_box_encodings'],
+          prediction_dict['class_predictions_with_background'],
+          prediction_dict['proposal_boxes'],
+          prediction_dict['num_proposals'], true_image_shapes,
+          mask_predictions=prediction_dict.get('mask_predictions'))
+
+  def _format_groundtruth(self, image_shapes):
+    """Groundtruth as the stages' target assigners take it.
+
+    Args:
+      image_shapes: [batch, 3] int32 preprocessed image shapes (groundtruth
+        boxes are normalized to the preprocessed image).
+
+    Returns:
+      {'boxlists': per image BoxList of absolute boxes, 'classes': per
+      image [num_boxes, num_classes + 1] with background column 0,
+      'weights': per image [num_boxes] float32 (ones when not given)}.
+    """
+    sizes = tf.cast(image_shapes[:, :2], tf.float32)
+    boxlists = [
+        box_list.BoxList(boxes * tf.tile(sizes[index], [2]))
+        for index, boxes in enumerate(
+            self.groundtruth_lists(fields.BoxListFields.boxes))]
+    classes = [
+        tf.pad(tf.cast(one_hot, tf.float32), [[0, 0], [1, 0]])
+        for one_hot in self.groundtruth_lists(fields.BoxListFields.classes)]
+    if self.groundtruth_has_field(fields.BoxListFields.weights):
+      weights = self.groundtruth_lists(fields.BoxListFields.weights)
+    else:
+      weights = [tf.ones(tf.shape(one_hot)[:1], tf.float32)
+                 for one_hot in classes]
+    return {'boxlists': boxlists, 'classes': classes, 'weights': weights}
+
+  def loss(self, prediction_dict, true_image_shapes, scope=None):
+    """The RPN losses, and with 2 stages the box classifier losses.
+
+    Needs provide_groundtruth and predict first.
+
+    Args:
+      prediction_dict: predict()'s outputs.
+      true_image_shapes: [batch, 3] int32 (unused; groundtruth is
+        normalized to the preprocessed image).
+      scope: optional name scope; 'Loss' by default.
+
+    Returns:
+      {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss'}
+      and with 2 stages {'Loss/BoxClassifierLoss/localization_loss',
+      'Loss/BoxClassifierLoss/classification_loss'}: scalars.
+    """
+    del true_image_shapes
+    with tf.compat.v1.name_scope(scope, 'Loss'):
+      image_shapes = _image_batch_shape_2d(
+          prediction_dict['image_shape'],
+          prediction_dict['rpn_box_encodings'])
+      groundtruth = self._format_groundtruth(image_shapes)
+      losses_mask = None
+      if self.groundtruth_has_field(fields.InputDataFields.is_annotated):
+        losses_mask = tf.stack(self.groundtruth_lists(
+            fields.InputDataFields.is_annotated))
+      loss_dict = self._rpn.loss(
+          prediction_dict['rpn_box_encodings'],
+          prediction_dict['rpn_objectness_predictions_with_background'],
+          prediction_dict['anchors'], groundtruth['boxlists'],
+          groundtruth['weights'], losses_mask)
+      if self._box_classifier is not None:
+        loss_dict.update(self._box_classifier.loss(
+            prediction_dict['refined_box_encodings'],
+            prediction_dict['class_predictions_with_background'],
+            prediction_dict['proposal_boxes'],
+            prediction_dict['num_proposals'], groundtruth['boxlists'],
+            groundtruth['classes'], groundtruth['weights'], losses_mask))
+      return loss_dict
+
+  def restore_map(self, fine_tune_checkpoint_type='detection',
+                  load_all_detection_checkpoint_vars=False):
+    """Returns {name in the checkpoint: variable} to initialize from.
+
+    Args:
+      fine_tune_checkpoint_type: 'classification' (the backbone's names
+        without the two stage scopes, as the extractor maps them) or
+        'detection' (names as in this graph).
+      load_all_detection_checkpoint_vars: with 'detection', every global
+        variable instead of those of the two feature extractor scopes.
+
+    Raises:
+      ValueError: for another fine_tune_checkpoint_type.
+    """
+    if fine_tune_checkpoint_type == 'classification':
+      return self._feature_extractor.restore_from_classification_checkpoint_fn(
+          FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE,
+          SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
+    if fine_tune_checkpoint_type == 'detection':
+      prefixes = (FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE + '/',
+                  SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE + '/')
+      return {variable.op.name: variable
+              for variable in tf.compat.v1.global_variables()
+              if load_all_detection_checkpoint_vars or
+              variable.op.name.startswith(prefixes)}
+    raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
+        fine_tune_checkpoint_type))

@@ -1,0 +1,354 @@
+"""FasterRCNNMetaArch with tiny fakes.
+
+Images are 32x32, the fake extractor's first stage has stride 16 (a 2x2
+feature map), grid anchors are 16x16 squares of one scale and aspect ratio
+(base size 16, stride 16, offset 8): the four quadrants of the image. The
+second stage is a 1x1 conv and a mean-pooling fully connected predictor.
+"""
+import functools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_slim as slim
+
+from od_estimator.anchor_generators import grid_anchor_generator
+from od_estimator.box_coders import faster_rcnn_box_coder
+from od_estimator.builders import box_predictor_builder
+from od_estimator.core import balanced_positive_negative_sampler as sampler
+from od_estimator.core import image_resizing
+from od_estimator.core import losses
+from od_estimator.core import post_processing
+from od_estimator.core import region_similarity_calculator
+from od_estimator.core import target_assigner
+from od_estimator.matchers import argmax_matcher
+from od_estimator.meta_architectures import faster_rcnn_meta_arch as arch
+from od_estimator.utils import spatial_transform_ops
+from tests import fakes
+
+NUM_CLASSES = 2
+BATCH = 2
+IMAGE_SIZE = 32
+MAX_PROPOSALS = 4
+SECOND_STAGE_BATCH = 3
+# Two quadrant boxes, one per class, in each image (normalized).
+GT_BOXES = [[[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 1.0, 1.0]],
+            [[0.0, 0.5, 0.5, 1.0], [0.5, 0.0, 1.0, 0.5]]]
+GT_CLASSES = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]
+
+
+def _target_assigner(matched, unmatched, force_match, use_static_shapes):
+  return target_assigner.TargetAssigner(
+      region_similarity_calculator.IouSimilarity(),
+      argmax_matcher.ArgMaxMatcher(matched, unmatched,
+                                   force_match_for_each_row=force_match,
+                                   use_matmul_gather=use_static_shapes),
+      faster_rcnn_box_coder.FasterRcnnBoxCoder([10.0, 10.0, 5.0, 5.0]))
+
+
+def _conv_hyperparams():
+  with slim.arg_scope([slim.conv2d], activation_fn=None) as scope:
+    return scope
+
+
+def _build_model(is_training=True, number_of_stages=2,
+                 use_static_shapes=False, hard_example_miner=None,
+                 clip_anchors_to_image=False, anchor_size=16):
+  """A FasterRCNNMetaArch of fakes at 32x32 pixels."""
+  nms = functools.partial(post_processing.batch_multiclass_non_max_suppression,
+                          use_static_shapes=use_static_shapes)
+  first_stage = arch.FirstStageParams(
+      anchor_generator=grid_anchor_generator.GridAnchorGenerator(
+          scales=[1.0], aspect_ratios=[1.0],
+          base_anchor_size=[anchor_size, anchor_size],
+          anchor_stride=[16, 16], anchor_offset=[8, 8]),
+      conv_hyperparams_fn=_conv_hyperparams,
+      box_predictor=box_predictor_builder.build_convolutional_box_predictor(
+          is_training=is_training, num_classes=1,
+          conv_hyperparams_fn=_conv_hyperparams, min_depth=0, max_depth=0,
+          num_layers_before_predictor=0, use_dropout=False,
+          dropout_keep_prob=1.0, kernel_size=1, box_code_size=4),
+      target_assigner=_target_assigner(0.7, 0.3, True, use_static_shapes),
+      sampler=sampler.BalancedPositiveNegativeSampler(
+          0.5, is_static=use_static_shapes),
+      nms_fn=functools.partial(nms, score_thresh=0.0, iou_thresh=0.7,
+                               max_size_per_class=MAX_PROPOSALS,
+                               max_total_size=MAX_PROPOSALS),
+      kernel_size=3, depth=4, minibatch_size=4, max_proposals=MAX_PROPOSALS,
+      clip_anchors_to_image=clip_anchors_to_image)
+  roi_crop = arch.RoiCropParams(
+      crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
+                          if use_static_shapes else
+                          spatial_transform_ops.native_crop_and_resize),
+      initial_crop_size=4, maxpool_kernel_size=2, maxpool_stride=2)
+  second_stage = arch.SecondStageParams(
+      box_predictor=fakes.FakeSecondStageBoxPredictor(is_training,
+                                                      NUM_CLASSES),
+      target_assigner=_target_assigner(0.5, None, False, use_static_shapes),
+      sampler=sampler.BalancedPositiveNegativeSampler(
+          0.5, is_static=use_static_shapes),
+      nms_fn=functools.partial(nms, score_thresh=0.0, iou_thresh=0.6,
+                               max_size_per_class=5, max_total_size=5),
+      score_conversion_fn=tf.nn.softmax,
+      classification_loss=losses.WeightedSoftmaxClassificationLoss(),
+      batch_size=SECOND_STAGE_BATCH, hard_example_miner=hard_example_miner)
+  return arch.FasterRCNNMetaArch(
+      is_training=is_training,
+      feature_extractor=fakes.FakeFasterRCNNFeatureExtractor(
+          is_training, first_stage_features_stride=16),
+      model_params=arch.ModelParams(
+          num_classes=NUM_CLASSES,
+          image_resizer_fn=functools.partial(
+              image_resizing.resize_image, new_height=IMAGE_SIZE,
+              new_width=IMAGE_SIZE),
+          number_of_stages=number_of_stages,
+          use_static_shapes=use_static_shapes),
+      first_stage=first_stage, roi_crop=roi_crop,
+      second_stage=second_stage if number_of_stages == 2 else None)
+
+
+def _images():
+  return tf.random.uniform([BATCH, IMAGE_SIZE, IMAGE_SIZE, 3], 0, 255,
+                           seed=1)
+
+
+def _object_images():
+  """[BATCH, 32, 32, 3] float32: white groundtruth boxes on black."""
+  images = np.zeros([BATCH, IMAGE_SIZE, IMAGE_SIZE, 3], np.float32)
+  for image, boxes in zip(images, GT_BOXES):
+    for ymin, xmin, ymax, xmax in np.asarray(boxes) * IMAGE_SIZE:
+      image[int(ymin):int(ymax), int(xmin):int(xmax)] = 255.0
+  return images
+
+
+def _provide_groundtruth(model):
+  model.provide_groundtruth(
+      [tf.constant(boxes, tf.float32) for boxes in GT_BOXES],
+      [tf.constant(classes, tf.float32) for classes in GT_CLASSES])
+
+
+def _predict(model, images=None):
+  preprocessed, true_image_shapes = model.preprocess(
+      _images() if images is None else images)
+  return model.predict(preprocessed, true_image_shapes), true_image_shapes
+
+
+@pytest.mark.parametrize('is_training', [True, False])
+def test_first_stage_only_predict_and_postprocess(execute, is_training):
+  def graph_fn():
+    model = _build_model(is_training=is_training, number_of_stages=1)
+    prediction_dict, true_image_shapes = _predict(model)
+    return prediction_dict, model.postprocess(prediction_dict,
+                                              true_image_shapes)
+
+  prediction_dict, detections = execute(graph_fn)
+  assert prediction_dict['rpn_box_encodings'].shape == (BATCH, 4, 4)
+  assert prediction_dict[
+      'rpn_objectness_predictions_with_background'].shape == (BATCH, 4, 2)
+  assert prediction_dict['rpn_features_to_crop'].shape == (BATCH, 2, 2, 8)
+  np.testing.assert_allclose(
+      prediction_dict['anchors'],
+      [[0, 0, 16, 16], [0, 16, 16, 32], [16, 0, 32, 16], [16, 16, 32, 32]])
+  assert 'refined_box_encodings' not in prediction_dict
+  assert detections['detection_boxes'].shape == (BATCH, MAX_PROPOSALS, 4)
+  assert detections['detection_multiclass_scores'].shape == (
+      BATCH, MAX_PROPOSALS, 2)
+  assert np.all(detections['detection_classes'] == 0)
+  assert np.all(detections['detection_boxes'] >= 0.0)
+  assert np.all(detections['detection_boxes'] <= 1.0)
+  assert np.all(detections['num_detections'] >= 1)
+  assert detections['raw_detection_boxes'].shape == (BATCH, 4, 4)
+
+
+@pytest.mark.parametrize('is_training', [True, False])
+def test_two_stage_predict_shapes(execute, is_training):
+  def graph_fn():
+    model = _build_model(is_training=is_training)
+    _provide_groundtruth(model)
+    prediction_dict, _ = _predict(model)
+    return prediction_dict
+
+  prediction_dict = execute(graph_fn)
+  num_proposals = SECOND_STAGE_BATCH if is_training else MAX_PROPOSALS
+  assert prediction_dict['refined_box_encodings'].shape == (
+      BATCH * num_proposals, NUM_CLASSES, 4)
+  assert prediction_dict['class_predictions_with_background'].shape == (
+      BATCH * num_proposals, NUM_CLASSES + 1)
+  assert prediction_dict['proposal_boxes'].shape == (BATCH, num_proposals, 4)
+  assert prediction_dict['box_classifier_features'].shape == (
+      BATCH * num_proposals, 2, 2, 6)
+  assert np.all(prediction_dict['num_proposals'] <= num_proposals)
+  assert np.all(prediction_dict['num_proposals'] >= 1)
+  normalized = prediction_dict['proposal_boxes_normalized']
+  np.testing.assert_allclose(normalized * IMAGE_SIZE,
+                             prediction_dict['proposal_boxes'], atol=1e-4)
+
+
+def test_proposals_are_decoded_anchors_after_nms(execute):
+  """Zero box codes decode to the anchors; NMS keeps disjoint quadrants."""
+  def graph_fn():
+    model = _build_model(is_training=False, number_of_stages=1)
+    anchors = tf.constant([[0, 0, 16, 16], [0, 16, 16, 32]], tf.float32)
+    objectness = tf.constant([[[0.0, 2.0], [0.0, 1.0]]], tf.float32)
+    return model.postprocess(
+        {'rpn_box_encodings': tf.zeros([1, 2, 4]),
+         'rpn_objectness_predictions_with_background': objectness,
+         'anchors': anchors},
+        tf.constant([[32, 32, 3]], tf.int32))
+
+  detections = execute(graph_fn)
+  assert detections['num_detections'][0] == 2
+  np.testing.assert_allclose(detections['detection_boxes'][0, :2],
+                             [[0, 0, 0.5, 0.5], [0, 0.5, 0.5, 1.0]],
+                             atol=1e-5)
+  np.testing.assert_allclose(detections['detection_scores'][0, :2],
+                             [1 / (1 + np.exp(-2.0)), 1 / (1 + np.exp(-1.0))],
+                             rtol=1e-5)
+
+
+@pytest.mark.parametrize('number_of_stages', [1, 2])
+def test_losses_are_finite_and_decrease(number_of_stages):
+  with tf.Graph().as_default():
+    tf.compat.v1.set_random_seed(3)
+    model = _build_model(number_of_stages=number_of_stages)
+    _provide_groundtruth(model)
+    images = tf.constant(_object_images())
+    prediction_dict, true_image_shapes = _predict(model, images)
+    loss_dict = model.loss(prediction_dict, true_image_shapes)
+    total = tf.add_n(list(loss_dict.values()))
+    train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(total)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      first = sess.run(loss_dict)
+      for _ in range(30):
+        sess.run(train_op)
+      last = sess.run(loss_dict)
+  expected = {'Loss/RPNLoss/localization_loss',
+              'Loss/RPNLoss/objectness_loss'}
+  if number_of_stages == 2:
+    expected |= {'Loss/BoxClassifierLoss/localization_loss',
+                 'Loss/BoxClassifierLoss/classification_loss'}
+  assert set(first) == expected
+  assert all(np.isfinite(value) for value in first.values())
+  assert sum(last.values()) < sum(first.values())
+  assert last['Loss/RPNLoss/objectness_loss'] < first[
+      'Loss/RPNLoss/objectness_loss']
+
+
+def test_box_classifier_loss_on_hand_made_targets(execute):
+  """Proposals equal to the groundtruth: zero localization loss, and a
+  uniform classifier gives log(num_classes + 1) per proposal."""
+  def graph_fn():
+    model = _build_model(is_training=False)
+    _provide_groundtruth(model)
+    proposals = tf.constant(GT_BOXES, tf.float32) * IMAGE_SIZE
+    num_rows = BATCH * 2
+    groundtruth = model._format_groundtruth(
+        tf.constant([[IMAGE_SIZE, IMAGE_SIZE, 3]] * BATCH))
+    return model._box_classifier.loss(
+        tf.zeros([num_rows, NUM_CLASSES, 4]),
+        tf.zeros([num_rows, NUM_CLASSES + 1]), proposals,
+        tf.constant([2, 2], tf.int32), groundtruth['boxlists'],
+        groundtruth['classes'], groundtruth['weights'])
+
+  loss_dict = execute(graph_fn)
+  assert loss_dict['Loss/BoxClassifierLoss/localization_loss'] == (
+      pytest.approx(0.0, abs=1e-6))
+  assert loss_dict['Loss/BoxClassifierLoss/classification_loss'] == (
+      pytest.approx(np.log(NUM_CLASSES + 1), rel=1e-5))
+
+
+def test_postprocess_contract(execute):
+  def graph_fn():
+    model = _build_model(is_training=False)
+    prediction_dict, true_image_shapes = _predict(model)
+    return model.postprocess(prediction_dict, true_image_shapes)
+
+  detections = execute(graph_fn)
+  assert detections['detection_boxes'].shape == (BATCH, 5, 4)
+  assert detections['detection_scores'].shape == (BATCH, 5)
+  assert detections['detection_classes'].shape == (BATCH, 5)
+  assert detections['num_detections'].shape == (BATCH,)
+  assert detections['detection_multiclass_scores'].shape == (
+      BATCH, 5, NUM_CLASSES + 1)
+  assert detections['raw_detection_boxes'].shape == (BATCH, MAX_PROPOSALS, 4)
+  assert detections['raw_detection_scores'].shape == (
+      BATCH, MAX_PROPOSALS, NUM_CLASSES + 1)
+  assert set(np.unique(detections['detection_classes'])) <= {0.0, 1.0}
+  assert np.all((detections['raw_detection_boxes'] >= 0) &
+                (detections['raw_detection_boxes'] <= 1))
+  np.testing.assert_allclose(
+      detections['raw_detection_scores'].sum(axis=-1), 1.0, rtol=1e-5)
+
+
+def test_hard_example_miner_sends_every_proposal(execute):
+  def graph_fn():
+    model = _build_model(hard_example_miner=losses.HardExampleMiner(
+        num_hard_examples=2, iou_threshold=0.99))
+    _provide_groundtruth(model)
+    prediction_dict, true_image_shapes = _predict(model)
+    return (prediction_dict['proposal_boxes'],
+            model.loss(prediction_dict, true_image_shapes))
+
+  proposal_boxes, loss_dict = execute(graph_fn)
+  assert proposal_boxes.shape == (BATCH, MAX_PROPOSALS, 4)
+  assert all(np.isfinite(value) for value in loss_dict.values())
+
+
+def test_static_shape_training_step_is_fully_static():
+  with tf.Graph().as_default() as graph:
+    model = _build_model(use_static_shapes=True, clip_anchors_to_image=True)
+    _provide_groundtruth(model)
+    prediction_dict, true_image_shapes = _predict(model)
+    loss_dict = model.loss(prediction_dict, true_image_shapes)
+    total = tf.add_n(list(loss_dict.values()))
+    tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(total)
+  for op in graph.get_operations():
+    for tensor in op.outputs:
+      assert tensor.shape.is_fully_defined(), (op.type, tensor.name,
+                                               tensor.shape)
+
+
+def test_training_prunes_anchors_crossing_the_border(execute):
+  """Anchors of 24 px around the quadrant centres cross the image border."""
+  def graph_fn(clip):
+    model = _build_model(clip_anchors_to_image=clip, anchor_size=24)
+    _provide_groundtruth(model)
+    return _predict(model)[0]['anchors']
+
+  assert execute(lambda: graph_fn(False)).shape == (0, 4)
+  clipped = execute(lambda: graph_fn(True))
+  np.testing.assert_allclose(clipped[0], [0, 0, 20, 20])
+
+
+def test_restore_maps(execute):
+  with tf.Graph().as_default():
+    model = _build_model()
+    _provide_groundtruth(model)
+    _predict(model)
+    classification = model.restore_map('classification')
+    detection = model.restore_map('detection')
+    everything = model.restore_map('detection',
+                                   load_all_detection_checkpoint_vars=True)
+    with pytest.raises(ValueError, match='fine_tune_checkpoint_type'):
+      model.restore_map('segmentation')
+  assert sorted(classification) == ['layer1/biases', 'layer1/weights',
+                                    'layer2/biases', 'layer2/weights']
+  assert sorted(detection) == [
+      'FirstStageFeatureExtractor/layer1/biases',
+      'FirstStageFeatureExtractor/layer1/weights',
+      'SecondStageFeatureExtractor/layer2/biases',
+      'SecondStageFeatureExtractor/layer2/weights']
+  assert {'Conv/weights', 'FirstStageBoxPredictor/BoxEncodingPredictor/weights',
+          'FirstStageBoxPredictor/ClassPredictor/weights',
+          'SecondStageBoxPredictor/BoxEncodingPredictor/weights',
+          'SecondStageBoxPredictor/ClassPredictor/weights'} <= set(everything)
+
+
+def test_rejects_bad_stage_settings():
+  with pytest.raises(ValueError, match='number_of_stages'):
+    arch.FasterRCNNMetaArch(
+        True, fakes.FakeFasterRCNNFeatureExtractor(),
+        arch.ModelParams(num_classes=1, image_resizer_fn=None,
+                         number_of_stages=3),
+        first_stage=None)
