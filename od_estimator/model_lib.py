@@ -594,6 +594,23 @@ def mirrored_run_config_kwargs(num_devices, device_type='GPU'):
   return kwargs
 
 
+def _train_config_for_device(train_config, use_tpu):
+  """train_config as trained here: use_bfloat16 applies on TPU only.
+
+  bfloat16 is a TPU number format; elsewhere the original trains in float32
+  whatever the config says, and so do the input pipeline and model_fn built
+  from the returned config. The given config is left unchanged.
+  """
+  if use_tpu or not train_config.use_bfloat16:
+    return train_config
+  logging.warning('train_config.use_bfloat16 is ignored off TPU: training '
+                  'in float32.')
+  float32_config = train_config.__class__()
+  float32_config.CopyFrom(train_config)
+  float32_config.use_bfloat16 = False
+  return float32_config
+
+
 def create_estimator_and_inputs(run_config, hparams=None,
                                 pipeline_config_path=None,
                                 config_override=None, train_steps=None,
@@ -643,7 +660,7 @@ def create_estimator_and_inputs(run_config, hparams=None,
   configs = config_util.merge_external_params_with_configs(
       configs, hparams, kwargs_dict=overrides)
   model_config = configs['model']
-  train_config = configs['train_config']
+  train_config = _train_config_for_device(configs['train_config'], use_tpu)
   train_input_config = configs['train_input_config']
   eval_config = configs['eval_config']
   eval_input_configs = configs['eval_input_configs']
@@ -669,8 +686,9 @@ def create_estimator_and_inputs(run_config, hparams=None,
       model_config, eval_input_configs[0] if eval_input_configs else
       train_input_config)
 
-  model_fn = model_fn_creator(detection_model_fn, configs, hparams, use_tpu,
-                              postprocess_on_cpu)
+  model_fn = model_fn_creator(detection_model_fn,
+                              dict(configs, train_config=train_config),
+                              hparams, use_tpu, postprocess_on_cpu)
   if use_tpu_estimator:
     estimator = tpu_estimator.TPUEstimator(
         model_fn=model_fn, train_batch_size=train_config.batch_size,
