@@ -515,3 +515,29 @@ def test_upstream_two_stage_predictors(name):
     outputs = predictor.predict([tf.zeros([2, 2, 2, 8])], [1],
                                 scope='SecondStageBoxPredictor')
   assert outputs[CLASSES].shape.as_list() == [2, 1, model.num_classes + 1]
+
+
+def test_fc_hyperparams_reach_the_fully_connected_layers():
+  # stddev 0 makes every weight 1; the l2 weight shows in the losses.
+  text = """
+    mask_rcnn_box_predictor {
+      fc_hyperparams {
+        op: FC
+        activation: RELU_6
+        regularizer { l2_regularizer { weight: 0.5 } }
+        initializer { random_normal_initializer { mean: 1.0 stddev: 0.0 } }
+      }
+    }"""
+  with tf.Graph().as_default():
+    outputs = _build(text, num_classes=2).predict(
+        [tf.fill([3, 2, 2, 8], -1.0)], [1])
+    losses = tf.compat.v1.get_collection(
+        tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES)
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      outputs, losses = sess.run((outputs, losses))
+  # Linear outputs (the hyperparams' RELU_6 is overridden): 8 * -1.
+  np.testing.assert_allclose(outputs[BOXES], np.full([3, 1, 2, 4], -8.0))
+  np.testing.assert_allclose(outputs[CLASSES], np.full([3, 1, 3], -8.0))
+  # slim's l2: 0.5 * sum(w ** 2) / 2 for the [8, 8] and [8, 3] weights.
+  np.testing.assert_allclose(sorted(losses), [0.5 * 24 / 2, 0.5 * 64 / 2])

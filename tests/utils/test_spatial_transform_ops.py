@@ -51,11 +51,12 @@ def _inputs(seed=0, batch=2, height=9, width=11, depth=3, num_boxes=7):
 CROP_SIZES = [[3, 4], [1, 1], [1, 5], [14, 14]]
 
 
+@pytest.mark.parametrize('dynamic', [False, True])
 @pytest.mark.parametrize('crop_size', CROP_SIZES)
-def test_native_matches_numpy(execute, crop_size):
+def test_native_matches_numpy(execute, crop_size, dynamic):
   image, boxes = _inputs()
   crops = execute(lambda i, b: ops.native_crop_and_resize(i, b, crop_size),
-                  [image, boxes])
+                  [image, boxes], dynamic=dynamic)
   np.testing.assert_allclose(
       crops, _numpy_crop_and_resize(image, boxes, crop_size), atol=1e-5)
 
