@@ -14,8 +14,14 @@ import abc
 
 import tensorflow as tf
 
+from od_estimator import errors
+
 FIRST_STAGE_SCOPE = 'FirstStageFeatureExtractor'
 SECOND_STAGE_SCOPE = 'SecondStageFeatureExtractor'
+
+# Where the constructor's arguments come from in a pipeline.config, for
+# errors about values a backbone cannot honour.
+CONFIG_FIELD = 'model.faster_rcnn.feature_extractor'
 
 
 class FasterRCNNFeatureExtractor(abc.ABC):
@@ -41,6 +47,20 @@ class FasterRCNNFeatureExtractor(abc.ABC):
     self._train_batch_norm = batch_norm_trainable and is_training
     self._reuse_weights = reuse_weights
     self._weight_decay = weight_decay
+
+  def _check_first_stage_stride(self, supported_strides):
+    """Raises UserInputError unless the stride is one the backbone builds.
+
+    Args:
+      supported_strides: the output strides this backbone can produce.
+    """
+    if self._first_stage_features_stride not in supported_strides:
+      raise errors.UserInputError(
+          '%s.first_stage_features_stride: %s cannot produce stride %r; '
+          'supported: %s.' % (
+              CONFIG_FIELD, type(self).__name__,
+              self._first_stage_features_stride,
+              ', '.join(str(s) for s in sorted(supported_strides))))
 
   @abc.abstractmethod
   def preprocess(self, resized_inputs):
@@ -98,18 +118,33 @@ class FasterRCNNFeatureExtractor(abc.ABC):
 
     A classification checkpoint names the backbone's variables without the
     two stage scopes (e.g. `resnet_v1_101/block4/...`); both stages'
-    variables map to those names. Extractors whose second stage is named
-    differently from the classification network override this.
+    variables map to those names. When both stages hold a variable of the
+    same name (a first stage that also builds the layers the second stage
+    runs, as ResNet's does), the second stage's takes the checkpoint value:
+    it is the one the detector uses. Extractors whose second stage is
+    named differently from the classification network override this.
 
     Args:
       first_stage_feature_extractor_scope: e.g. FIRST_STAGE_SCOPE.
       second_stage_feature_extractor_scope: e.g. SECOND_STAGE_SCOPE.
+
+    Returns:
+      {checkpoint variable name: tf.Variable}.
     """
     variables_to_restore = {}
-    for variable in tf.compat.v1.global_variables():
-      for scope_name in (first_stage_feature_extractor_scope,
-                         second_stage_feature_extractor_scope):
-        if variable.op.name.startswith(scope_name + '/'):
-          name = variable.op.name[len(scope_name) + 1:]
-          variables_to_restore[name] = variable
+    for scope_name in (first_stage_feature_extractor_scope,
+                       second_stage_feature_extractor_scope):
+      variables_to_restore.update(variables_under_scope(scope_name))
     return variables_to_restore
+
+
+def variables_under_scope(scope_name):
+  """{name without `scope_name/`: variable} of the graph's global variables.
+
+  Args:
+    scope_name: a top-level variable scope, e.g. FIRST_STAGE_SCOPE.
+  """
+  prefix = scope_name + '/'
+  return {variable.op.name[len(prefix):]: variable
+          for variable in tf.compat.v1.global_variables()
+          if variable.op.name.startswith(prefix)}

@@ -1,0 +1,20 @@
+"""Faster R-CNN feature extractor classes by `FasterRcnnFeatureExtractor.type`.
+
+The model builder looks the config's type up here. Every class takes
+(is_training, first_stage_features_stride, batch_norm_trainable=False,
+reuse_weights=None, weight_decay=0.0) and may add keyword arguments of its
+own with defaults.
+"""
+from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor
+
+FASTER_RCNN_FEATURE_EXTRACTORS = {
+    'faster_rcnn_resnet50':
+        faster_rcnn_resnet_v1_feature_extractor
+        .FasterRCNNResnet50FeatureExtractor,
+    'faster_rcnn_resnet101':
+        faster_rcnn_resnet_v1_feature_extractor
+        .FasterRCNNResnet101FeatureExtractor,
+    'faster_rcnn_resnet152':
+        faster_rcnn_resnet_v1_feature_extractor
+        .FasterRCNNResnet152FeatureExtractor,
+}
