@@ -4,6 +4,7 @@ Graphs of the full-size backbones take seconds to build and initialise, so
 each test module builds one `Backbone` in a module-scoped fixture and its
 tests share it: shapes, variables, the restore map and a few training steps.
 """
+import collections
 import dataclasses
 
 import numpy as np
@@ -94,17 +95,24 @@ def first_stage_shape(extractor, image_size=64):
     return rpn_feature_map.shape.as_list()
 
 
-def second_stage_collections(extractor, crop_shape):
+SecondStage = collections.namedtuple(
+    'SecondStage', ['shape', 'update_ops', 'regularization_losses'])
+
+
+def second_stage_alone(extractor, crop_shape):
   """Builds the second stage alone on zero crops (cheap: few layers).
 
   Returns:
-    (number of UPDATE_OPS, number of regularization losses).
+    SecondStage: the output's static shape, the number of UPDATE_OPS and
+    the number of regularization losses.
   """
   with tf.Graph().as_default() as graph:
-    extractor.extract_box_classifier_features(tf.zeros(crop_shape),
-                                              scope=SECOND)
-    return (len(graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)),
-            len(tf.compat.v1.losses.get_regularization_losses()))
+    features = extractor.extract_box_classifier_features(
+        tf.zeros(crop_shape), scope=SECOND)
+    return SecondStage(
+        features.shape.as_list(),
+        len(graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)),
+        len(tf.compat.v1.losses.get_regularization_losses()))
 
 
 def update_ops(backbone):

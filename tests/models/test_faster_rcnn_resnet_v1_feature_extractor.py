@@ -164,15 +164,16 @@ def test_batch_norm_trainable_only_when_training(is_training, trainable,
                                                  updates):
   extractor = resnet.FasterRCNNResnet50FeatureExtractor(
       is_training, 16, batch_norm_trainable=trainable)
-  assert backbones.second_stage_collections(
-      extractor, [1, 4, 4, 1024])[0] == updates
+  assert backbones.second_stage_alone(
+      extractor, [1, 4, 4, 1024]).update_ops == updates
 
 
 def test_weight_decay_regularizes_every_convolution():
   extractor = resnet.FasterRCNNResnet50FeatureExtractor(
       True, 16, weight_decay=1e-4)
-  assert backbones.second_stage_collections(extractor, [1, 4, 4, 1024]) == (
-      0, 10)
+  second_stage = backbones.second_stage_alone(extractor, [1, 4, 4, 1024])
+  assert second_stage.regularization_losses == 10
+  assert second_stage.update_ops == 0
 
 
 @pytest.mark.parametrize('stride', [4, 32])
