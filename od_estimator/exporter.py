@@ -30,15 +30,8 @@ from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
 from od_estimator.utils import shape_utils
 
-_DET = fields.DetectionResultFields
 _GLOBAL_STEP = 'global_step'
 _EMA_NAME = 'ExponentialMovingAverage'
-
-# Outputs besides the four required ones, exported when the model has them.
-_OPTIONAL_OUTPUTS = (_DET.detection_multiclass_scores,
-                     _DET.detection_features, _DET.raw_detection_boxes,
-                     _DET.raw_detection_scores, _DET.detection_keypoints,
-                     _DET.detection_masks)
 
 
 # ---------------------------------------------------------------------------
@@ -179,9 +172,8 @@ def add_output_tensor_nodes(postprocessed_tensors,
     postprocessed_tensors: DetectionModel.postprocess() outputs:
       detection_boxes [batch, max_detections, 4], detection_scores and
       detection_classes (0-based) [batch, max_detections], num_detections
-      [batch], and optionally detection_multiclass_scores, detection_features,
-      raw_detection_boxes, raw_detection_scores, detection_keypoints,
-      detection_masks.
+      [batch], and optionally any of
+      standard_fields.OPTIONAL_EXPORTED_OUTPUTS.
     output_collection_name: graph collection the outputs are added to; None
       adds them to none.
 
@@ -192,9 +184,6 @@ def add_output_tensor_nodes(postprocessed_tensors,
     float32; and the optional outputs present in postprocessed_tensors.
   """
   exported = model_lib.output_dict_for_export(postprocessed_tensors)
-  for key in _OPTIONAL_OUTPUTS:
-    if key in postprocessed_tensors:
-      exported.setdefault(key, postprocessed_tensors[key])
   outputs = {}
   for key, tensor in exported.items():
     outputs[key] = tf.identity(tensor, name=key)

@@ -394,7 +394,12 @@ def _ema_scaffold():
 
 
 def output_dict_for_export(detections):
-  """Detections with 1-based float classes, as served by exports."""
+  """Detections with 1-based float classes, as served by exports.
+
+  Both the Estimator's PREDICT signature and the exporter's graphs serve
+  this dict: the four required outputs, then those of
+  standard_fields.OPTIONAL_EXPORTED_OUTPUTS the model returns.
+  """
   outputs = {
       _DET.detection_boxes: detections[_DET.detection_boxes],
       _DET.detection_scores: detections[_DET.detection_scores],
@@ -403,9 +408,7 @@ def output_dict_for_export(detections):
       _DET.num_detections: tf.cast(detections[_DET.num_detections],
                                    tf.float32),
   }
-  for key in (_DET.detection_multiclass_scores, _DET.raw_detection_boxes,
-              _DET.raw_detection_scores, _DET.detection_masks,
-              _DET.detection_keypoints):
+  for key in fields.OPTIONAL_EXPORTED_OUTPUTS:
     if key in detections:
       outputs[key] = detections[key]
   return outputs

@@ -20,7 +20,9 @@ import tensorflow as tf
 from google.protobuf import text_format
 
 from od_estimator import exporter
+from od_estimator import model_lib
 from od_estimator.builders import model_builder
+from od_estimator.core import standard_fields
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
@@ -345,6 +347,30 @@ def test_bad_arguments_raise_clear_errors(exports, tmp_path):
   with pytest.raises(ValueError, match='ClassPredictor/weights .*graph'):
     exporter.export_inference_graph('image_tensor', _pipeline(5), directory,
                                     str(tmp_path / 'out'))
+
+
+def test_exporter_and_estimator_serve_one_list_of_outputs():
+  """Every optional output the model returns is served, in one order."""
+  fields = standard_fields.DetectionResultFields
+  with tf.Graph().as_default():
+    detections = {
+        fields.detection_boxes: tf.zeros([1, 2, 4]),
+        fields.detection_scores: tf.zeros([1, 2]),
+        fields.detection_classes: tf.zeros([1, 2]),
+        fields.num_detections: tf.zeros([1]),
+        fields.detection_anchor_indices: tf.zeros([1, 2], tf.int32),
+    }
+    for key in standard_fields.OPTIONAL_EXPORTED_OUTPUTS:
+      detections[key] = tf.zeros([1, 2, 3])
+    expected = [fields.detection_boxes, fields.detection_scores,
+                fields.detection_classes, fields.num_detections] + list(
+                    standard_fields.OPTIONAL_EXPORTED_OUTPUTS)
+    estimator_outputs = model_lib.output_dict_for_export(detections)
+    graph_outputs = exporter.add_output_tensor_nodes(detections, None)
+  assert list(estimator_outputs) == expected
+  assert list(graph_outputs) == expected
+  assert graph_outputs[fields.detection_features].name == (
+      'detection_features:0')
 
 
 def test_parse_side_inputs():

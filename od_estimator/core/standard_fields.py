@@ -172,3 +172,16 @@ SEQUENCE_FIELDS = [InputDataFields.image,
                    InputDataFields.groundtruth_weights,
                    InputDataFields.source_id,
                    InputDataFields.is_annotated]
+
+# Detection outputs that exports (the exporter's graphs and the Estimator's
+# PREDICT signature) serve besides boxes, scores, classes and
+# num_detections, whenever the model's postprocess() returns them. One list,
+# so both exports always offer the same outputs; its order is the order the
+# output nodes are added to an exported graph.
+OPTIONAL_EXPORTED_OUTPUTS = (
+    DetectionResultFields.detection_multiclass_scores,
+    DetectionResultFields.raw_detection_boxes,
+    DetectionResultFields.raw_detection_scores,
+    DetectionResultFields.detection_masks,
+    DetectionResultFields.detection_keypoints,
+    DetectionResultFields.detection_features)
