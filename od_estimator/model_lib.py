@@ -17,6 +17,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 from od_estimator import errors
 from od_estimator import eval_util
 from od_estimator import inputs
+from od_estimator import resume_check
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.core import standard_fields as fields
@@ -608,10 +609,35 @@ def _train_config_for_device(train_config, use_tpu):
     return train_config
   logging.warning('train_config.use_bfloat16 is ignored off TPU: training '
                   'in float32.')
+  return _float32_train_config(train_config)
+
+
+def _float32_train_config(train_config):
+  """train_config with use_bfloat16 off (a copy when it was on)."""
+  if not train_config.use_bfloat16:
+    return train_config
   float32_config = train_config.__class__()
   float32_config.CopyFrom(train_config)
   float32_config.use_bfloat16 = False
   return float32_config
+
+
+def _check_resumable(model_dir, configs, model_fn_creator,
+                     detection_model_fn):
+  """Stops, before model_dir is touched, if its checkpoint fits another model.
+
+  The training graph is built once more for CPU, where its variables have
+  the names and shapes they have on TPU, without fine_tune_checkpoint
+  (resuming never reads it).
+  """
+  train_config = _float32_train_config(configs['train_config'])
+  resume_check.check(
+      model_dir,
+      model_fn_creator(detection_model_fn,
+                       dict(configs, train_config=train_config),
+                       {'load_pretrained': False}, False),
+      MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
+          train_config, configs['train_input_config'], configs['model']))
 
 
 def create_estimator_and_inputs(run_config, hparams=None,
@@ -642,7 +668,10 @@ def create_estimator_and_inputs(run_config, hparams=None,
     num_shards: TPU cores.
     params: extra Estimator params.
     override_eval_num_epochs: evaluate one epoch of each eval input.
-    save_final_config: write the as-run pipeline.config to model_dir.
+    save_final_config: the job trains into model_dir: check that a
+      checkpoint already there fits the model (else raise
+      errors.UserInputError, leaving model_dir as it was), then write the
+      as-run pipeline.config there.
     postprocess_on_cpu: see create_model_fn.
     export_to_tpu: export a TPU SavedModel (TPUEstimator only).
     **kwargs: further generic config overrides (key=value).
@@ -703,6 +732,8 @@ def create_estimator_and_inputs(run_config, hparams=None,
     estimator = estimator_lib.Estimator(model_fn=model_fn, config=run_config,
                                         params=params)
   if run_config.is_chief and save_final_config:
+    _check_resumable(estimator.model_dir, configs, model_fn_creator,
+                     detection_model_fn)
     config_util.save_pipeline_config(
         config_util.create_pipeline_proto_from_configs(configs),
         estimator.model_dir)

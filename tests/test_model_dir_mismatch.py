@@ -1,0 +1,139 @@
+"""A --model_dir whose checkpoint belongs to another model (resume_check).
+
+The tiny SSD trains one step with 3 classes; model_main relaunched into the
+same model_dir with 5 classes must stop with one `error:` line naming the
+variables whose shapes differ, before it writes or changes any file there.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator import model_lib
+from od_estimator import resume_check
+from od_estimator.utils import config_util
+from tests import tiny_ssd
+
+
+def test_differences_leave_out_slots_and_extra_checkpoint_entries():
+  checkpoint = {'global_step': [], 'Box/weights': [3, 12],
+                'Box/weights/Momentum': [3, 12], 'Old/only': [2]}
+  model = {'global_step': [], 'Box/weights': [3, 18],
+           'Box/weights/Momentum': [3, 18], 'New/weights': [4],
+           'New/weights/Momentum': [4]}
+  mismatched, missing = resume_check.differences(checkpoint, model)
+  assert mismatched == [('Box/weights', [3, 12], [3, 18])]
+  assert missing == ['New/weights']
+  assert resume_check.differences(checkpoint, {'Box/weights': [3, 12]}) == (
+      [], [])
+
+
+def test_message_names_shapes_missing_variables_and_remedies():
+  message = resume_check.mismatch_message(
+      'train', 'train/model.ckpt-7', [('Box/weights', [3, 12], [3, 18])],
+      ['New/v%d' % i for i in range(12)])
+  assert 'Box/weights [3, 12] vs [3, 18]' in message
+  assert 'Not in the checkpoint: 12 variable(s): New/v0' in message
+  assert '(and 2 more)' in message
+  assert 'new --model_dir' in message
+  assert 'fine_tune_checkpoint: "train/model.ckpt-7"' in message
+
+
+def _snapshot(directory):
+  """{relative path: (mtime in ns, contents)} of every file below it."""
+  files = {}
+  for parent, _, names in os.walk(directory):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, 'rb') as f:
+        files[os.path.relpath(path, directory)] = (
+            os.stat(path).st_mtime_ns, f.read())
+  return files
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """One step of the 3-class tiny SSD; returns (root, model_dir)."""
+  root = tmp_path_factory.mktemp('mismatch')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  run_config = tf.estimator.RunConfig(model_dir=model_dir,
+                                      save_summary_steps=None,
+                                      log_step_count_steps=None)
+  parts = model_lib.create_estimator_and_inputs(
+      run_config, pipeline_config_path=config, save_final_config=True,
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
+  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  return root, model_dir
+
+
+def test_model_main_stops_before_touching_the_model_dir(trained):
+  root, model_dir = trained
+  with open(root / 'pipeline.config') as f:
+    text = f.read()
+  assert 'num_classes: 3' in text
+  five_classes = root / 'five_classes.config'
+  five_classes.write_text(text.replace('num_classes: 3', 'num_classes: 5'))
+  before = _snapshot(model_dir)
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=%s' % five_classes,
+       '--model_dir=%s' % model_dir, '--num_train_steps=2',
+       '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES],
+      capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
+      check=False)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+  error_lines = [line for line in result.stderr.splitlines()
+                 if line.startswith('error: ')]
+  assert len(error_lines) == 1, result.stderr[-3000:]
+  error = error_lines[0]
+  assert re.search(r'BoxPredictor_0/ClassPredictor/\w+ \[[\d, ]+\] vs '
+                   r'\[[\d, ]+\]', error), error
+  assert os.path.join(model_dir, 'model.ckpt-1') in error
+  assert 'new --model_dir' in error and 'fine_tune_checkpoint' in error
+  assert _snapshot(model_dir) == before
+
+
+def _model_fn(features, labels, mode, params):
+  """A one-variable model whose width is the feature size."""
+  del labels, mode, params  # Unused.
+  weights = tf.compat.v1.get_variable('Box/weights',
+                                      [features.shape[-1], 2])
+  loss = tf.reduce_sum(tf.matmul(features, weights))
+  step = tf.compat.v1.train.get_global_step()
+  return tf.estimator.EstimatorSpec(
+      tf.estimator.ModeKeys.TRAIN, loss=loss,
+      train_op=tf.compat.v1.train.MomentumOptimizer(0.1, 0.9).minimize(
+          loss, global_step=step))
+
+
+def _input_fn(width):
+  def input_fn(params):
+    del params  # Unused.
+    return tf.data.Dataset.from_tensors((tf.zeros([1, width]), tf.zeros([])))
+  return input_fn
+
+
+def test_check_raises_a_user_input_error_only_on_a_mismatch(tmp_path):
+  model_dir = str(tmp_path)
+  resume_check.check(model_dir, _model_fn, _input_fn(3))  # No checkpoint.
+  with tf.Graph().as_default():
+    step = tf.compat.v1.train.get_or_create_global_step()
+    tf.compat.v1.get_variable('Box/weights', [3, 2])
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      tf.compat.v1.train.Saver().save(session, model_dir + '/model.ckpt',
+                                      global_step=step)
+  with pytest.raises(errors.UserInputError) as raised:
+    resume_check.check(model_dir, _model_fn, _input_fn(4))
+  assert 'Box/weights [3, 2] vs [4, 2]' in str(raised.value)
+  assert 'Not in the checkpoint' not in str(raised.value)
+  with pytest.raises(errors.UserInputError,
+                     match=r'Not in the checkpoint: 1 variable\(s\): '
+                     r'Box/weights/Momentum\.'):
+    resume_check.check(model_dir, _model_fn, _input_fn(3))
