@@ -14,8 +14,12 @@ from od_estimator.utils import config_util
 
 
 def fail(message):
-  """Prints `error: message` on one line to stderr and exits with 1."""
-  print('error: %s' % ' '.join(str(message).split()), file=sys.stderr)
+  """Prints `error: message` on one line to stderr and exits with 1.
+
+  An errors.UserInputErrors prints one such line per problem.
+  """
+  for problem in getattr(message, 'problems', None) or [message]:
+    print('error: %s' % ' '.join(str(problem).split()), file=sys.stderr)
   sys.exit(1)
 
 

@@ -10,3 +10,17 @@ class UserInputError(ValueError):
 
   A ValueError, so callers that catch ValueError keep working.
   """
+
+
+class UserInputErrors(UserInputError):
+  """Several problems with the user's input, found together.
+
+  Commands print one `error: ...` line per problem.
+
+  Attributes:
+    problems: the problems, each an exception or a string.
+  """
+
+  def __init__(self, problems):
+    self.problems = list(problems)
+    super().__init__('\n'.join(str(problem) for problem in self.problems))

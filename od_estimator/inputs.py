@@ -392,6 +392,34 @@ def _check_types(**configs):
           name, expected[name].__name__, type(value).__name__))
 
 
+def check_input_options(input_config, field, train_config=None):
+  """Refuses input options this version would not honour.
+
+  Args:
+    input_config: input_reader_pb2.InputReader.
+    field: where it sits in the pipeline config, e.g. 'train_input_reader'.
+    train_config: train_pb2.TrainConfig when `input_config` feeds training.
+
+  Raises:
+    config_util.ConfigError: naming the field, for load_context_features
+      (Context R-CNN) and for train_config.use_multiclass_scores without
+      load_multiclass_scores (the one-hot labels would be trained on).
+  """
+  if input_config.load_context_features:
+    raise config_util.ConfigError(
+        'context features are read only by Context R-CNN, which is not '
+        'supported yet', field=field + '.load_context_features',
+        hint='remove load_context_features')
+  if (train_config is not None and train_config.use_multiclass_scores and
+      not input_config.load_multiclass_scores):
+    raise config_util.ConfigError(
+        'training on multiclass scores needs them decoded, but %s.'
+        'load_multiclass_scores is false, so the one-hot labels would be '
+        'used instead' % field, field='train_config.use_multiclass_scores',
+        hint='set %s.load_multiclass_scores: true, or remove '
+        'use_multiclass_scores' % field)
+
+
 def _transform_and_pad_fn(model_config, input_config, model_preprocess_fn,
                           image_resizer_config, include_source_id, **kwargs):
   """Returns fn(tensor_dict) -> (features, labels) for one example."""
@@ -430,6 +458,7 @@ def train_input(train_config, train_input_config, model_config, model=None,
   """
   _check_types(train_config=train_config, input_config=train_input_config,
                model_config=model_config)
+  check_input_options(train_input_config, 'train_input_reader', train_config)
   model = model or model_builder.build(model_config, is_training=True)
   augmentation = [preprocessor_builder.build(step)
                   for step in train_config.data_augmentation_options]
@@ -454,6 +483,7 @@ def eval_input(eval_config, eval_input_config, model_config, model=None,
   """Returns the evaluation dataset (no augmentation); see train_input."""
   _check_types(eval_config=eval_config, input_config=eval_input_config,
                model_config=model_config)
+  check_input_options(eval_input_config, 'eval_input_reader')
   resizer_config = config_util.get_image_resizer_config(model_config)
   if eval_config.force_no_resize:
     resizer_config = image_resizer_pb2.ImageResizer(

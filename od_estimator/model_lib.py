@@ -651,7 +651,7 @@ def create_estimator_and_inputs(run_config, hparams=None,
                                 override_eval_num_epochs=True,
                                 save_final_config=False,
                                 postprocess_on_cpu=False, export_to_tpu=None,
-                                **kwargs):
+                                check_configs=None, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -674,6 +674,9 @@ def create_estimator_and_inputs(run_config, hparams=None,
       as-run pipeline.config there.
     postprocess_on_cpu: see create_model_fn.
     export_to_tpu: export a TPU SavedModel (TPUEstimator only).
+    check_configs: optional fn(configs) run on the configs with every
+      override applied, before anything is built or written to model_dir;
+      it raises to stop the launch (see launch_check.check).
     **kwargs: further generic config overrides (key=value).
 
   Returns:
@@ -691,6 +694,8 @@ def create_estimator_and_inputs(run_config, hparams=None,
     overrides['eval_num_epochs'] = 1
   configs = config_util.merge_external_params_with_configs(
       configs, hparams, kwargs_dict=overrides)
+  if check_configs is not None:
+    check_configs(configs)
   model_config = configs['model']
   train_config = _train_config_for_device(configs['train_config'], use_tpu)
   train_input_config = configs['train_input_config']

@@ -20,10 +20,13 @@ share of the input files. Parameter servers serve until stopped. Several
 GPUs of one machine: add --num_gpus=N (MirroredStrategy).
 """
 
+import functools
+
 from absl import flags
 import tensorflow as tf
 
 from od_estimator import command_line
+from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator.utils import config_util
@@ -148,7 +151,12 @@ def main(unused_argv):
       sample_1_of_n_eval_examples=FLAGS.sample_1_of_n_eval_examples,
       sample_1_of_n_eval_on_train_examples=(
           FLAGS.sample_1_of_n_eval_on_train_examples),
-      save_final_config=FLAGS.checkpoint_dir is None)
+      save_final_config=FLAGS.checkpoint_dir is None,
+      check_configs=functools.partial(
+          launch_check.check,
+          pipeline_config_path=FLAGS.pipeline_config_path,
+          evaluation_only=bool(FLAGS.checkpoint_dir) and
+          not FLAGS.eval_training_data))
   if FLAGS.checkpoint_dir:
     result = _evaluate_only(parts)
   else:

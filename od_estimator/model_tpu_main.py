@@ -15,12 +15,15 @@ Evaluate each new checkpoint (on CPU/GPU, as the original's eval jobs):
 config before paying for a TPU.
 """
 
+import functools
+
 from absl import flags
 from absl import logging
 import tensorflow as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator import command_line
+from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator.utils import config_util
 
@@ -106,7 +109,13 @@ def main(unused_argv):
           FLAGS.sample_1_of_n_eval_on_train_examples),
       use_tpu_estimator=True, use_tpu=FLAGS.use_tpu,
       num_shards=FLAGS.num_shards,
-      save_final_config=FLAGS.mode == 'train', **overrides)
+      save_final_config=FLAGS.mode == 'train',
+      check_configs=functools.partial(
+          launch_check.check,
+          pipeline_config_path=FLAGS.pipeline_config_path,
+          evaluation_only=FLAGS.mode == 'eval' and
+          not FLAGS.eval_training_data),
+      **overrides)
   estimator = parts['estimator']
   if FLAGS.mode == 'train':
     estimator.train(input_fn=parts['train_input_fn'],

@@ -19,7 +19,9 @@ import sys
 
 import tensorflow as tf
 
+from od_estimator import config_notes
 from od_estimator import eval_util
+from od_estimator import inputs
 from od_estimator import tpu_check
 from od_estimator.builders import decoder_builder
 from od_estimator.builders import model_builder
@@ -28,8 +30,6 @@ from od_estimator.builders import preprocessor_builder
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
 
-# Meta-architectures that builders/model_builder can build today.
-SUPPORTED_META_ARCHITECTURES = ('ssd',)
 FINE_TUNE_CHECKPOINT_TYPES = ('', 'classification', 'detection')
 _PLACEHOLDER = 'PATH_TO_BE_CONFIGURED'
 _REMOTE_PREFIXES = ('gs://', 's3://', 'hdfs://', 'http://', 'https://')
@@ -83,11 +83,13 @@ def _check_model(configs, report):
     report.error('model', 'no model is configured',
                  hint='add model { ssd { ... } }')
     return None
-  if meta_architecture not in SUPPORTED_META_ARCHITECTURES:
+  supported = model_builder.supported_meta_architectures()
+  if meta_architecture not in supported:
     report.error('model.%s' % meta_architecture,
                  'meta-architecture %r is not supported yet' %
                  meta_architecture,
-                 hint='supported: %s' % ', '.join(SUPPORTED_META_ARCHITECTURES))
+                 hint='supported: %s' % ', '.join(supported))
+  # The families config_util reads num_classes and image_resizer of.
   if meta_architecture not in ('ssd', 'faster_rcnn'):
     return None
   num_classes = config_util.get_number_of_classes(configs['model'])
@@ -165,7 +167,8 @@ def _check_input_pattern(pattern, field, report):
                  os.path.join(matches[0], '*.record*'))
 
 
-def _check_input_reader(input_config, field, num_classes, report):
+def _check_input_reader(input_config, field, num_classes, report,
+                        train_config=None, check_paths=True):
   reader = input_config.WhichOneof('input_reader')
   if reader is None:
     report.error(field, 'no input is configured',
@@ -178,13 +181,17 @@ def _check_input_reader(input_config, field, num_classes, report):
     if not paths:
       report.error(field + '.tf_record_input_reader.input_path',
                    'no input_path is given')
-    for pattern in paths:
+    for pattern in paths if check_paths else ():
       if _is_remote(pattern):
         report.note('%s input %s is remote; not checked here.' %
                     (field, pattern))
       else:
         _check_input_pattern(pattern, field, report)
     _check_decoder_builds(input_config, field, report)
+  try:
+    inputs.check_input_options(input_config, field, train_config)
+  except config_util.ConfigError as error:
+    report.error(error.field, error.problem, hint=error.hint)
   if input_config.max_number_of_boxes < 1:
     report.error(field + '.max_number_of_boxes',
                  'must be at least 1, got %d' %
@@ -192,11 +199,61 @@ def _check_input_reader(input_config, field, num_classes, report):
   _check_label_map(input_config, field, num_classes, report)
 
 
+# Learning-rate schedule -> (rates that must be > 0, rates that must be
+# >= 0, where 0 means "none" or "start from zero").
+_SCHEDULE_RATES = {
+    'constant_learning_rate': (('learning_rate',), ()),
+    'exponential_decay_learning_rate': (
+        ('initial_learning_rate',),
+        ('burnin_learning_rate', 'min_learning_rate')),
+    'manual_step_learning_rate': (('initial_learning_rate',), ()),
+    'cosine_decay_learning_rate': (
+        ('learning_rate_base',), ('warmup_learning_rate',)),
+}
+
+
+def _check_learning_rate(optimizer_config, report):
+  """Refuses zero or negative rates in the optimizer's schedule."""
+  kind = optimizer_config.WhichOneof('optimizer')
+  if kind is None:
+    return
+  optimizer = getattr(optimizer_config, kind)
+  if not optimizer.HasField('learning_rate'):
+    return
+  schedule_kind = optimizer.learning_rate.WhichOneof('learning_rate')
+  if schedule_kind not in _SCHEDULE_RATES:
+    return
+  schedule = getattr(optimizer.learning_rate, schedule_kind)
+  prefix = 'train_config.optimizer.%s.learning_rate.%s' % (kind, schedule_kind)
+  positive, non_negative = _SCHEDULE_RATES[schedule_kind]
+  rates = [(name, getattr(schedule, name), True) for name in positive]
+  rates += [(name, getattr(schedule, name), False) for name in non_negative]
+  if schedule_kind == 'manual_step_learning_rate':
+    rates += [('schedule[%d].learning_rate' % index, step.learning_rate, True)
+              for index, step in enumerate(schedule.schedule)]
+  for name, rate, must_be_positive in rates:
+    if rate < 0 or (must_be_positive and rate == 0):
+      report.error('%s.%s' % (prefix, name), 'a learning rate must be %s, '
+                   'got %g' % ('positive' if must_be_positive else
+                               'zero or positive', rate),
+                   hint='typical SSD rates are 0.001 to 0.1')
+
+
+def _check_graph_rewriter(configs, report):
+  if configs.get('graph_rewriter_config') is not None:
+    report.error('graph_rewriter', 'quantization-aware training is not '
+                 'supported yet: training would refuse this config',
+                 hint='remove the graph_rewriter block to train a float '
+                 'model')
+
+
 def _check_train_config(train_config, report):
   if train_config.batch_size < 1:
     report.error('train_config.batch_size',
                  'must be at least 1, got %d' % train_config.batch_size)
   _check_train_builds(train_config, report)
+  if train_config.HasField('optimizer'):
+    _check_learning_rate(train_config.optimizer, report)
   checkpoint = train_config.fine_tune_checkpoint
   kind = train_config.fine_tune_checkpoint_type
   if kind not in FINE_TUNE_CHECKPOINT_TYPES:
@@ -300,13 +357,32 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
   configs = config_util.create_configs_from_pipeline_proto(pipeline_config)
   for warning in dropped:
     report.note(warning)
+  check_configs(configs, report)
+  if tpu_options is not None:
+    tpu_check.check(configs, tpu_options, report)
+  return report
+
+
+def check_configs(configs, report, check_train_input_paths=True):
+  """Runs every check but the TPU one on a configs dict, into `report`.
+
+  The training commands run this on their merged configs before launch.
+
+  Args:
+    configs: the configs dict of config_util (after any overrides).
+    report: the Report to add errors and notes to.
+    check_train_input_paths: whether train_input_reader's input files must
+      exist (an evaluation-only job does not read them).
+  """
   errors_before = len(report.errors)
   num_classes = _check_model(configs, report)
   if len(report.errors) == errors_before and num_classes is not None:
     _check_model_builds(configs['model'], report)
   _check_train_config(configs['train_config'], report)
+  _check_graph_rewriter(configs, report)
   _check_input_reader(configs['train_input_config'], 'train_input_reader',
-                      num_classes, report)
+                      num_classes, report, train_config=configs['train_config'],
+                      check_paths=check_train_input_paths)
   if not configs['eval_input_configs']:
     report.note('no eval_input_reader: model_main will train without '
                 'evaluating.')
@@ -314,9 +390,8 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
     _check_input_reader(eval_input, 'eval_input_reader[%d]' % index,
                         num_classes, report)
   _check_eval_config(configs['eval_config'], report)
-  if tpu_options is not None:
-    tpu_check.check(configs, tpu_options, report)
-  return report
+  for note in config_notes.notes(configs):
+    report.note(note)
 
 
 def _parser():

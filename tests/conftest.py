@@ -1,9 +1,21 @@
-"""Shared pytest fixtures: run graph-mode TF code and get numpy results."""
+"""Shared pytest fixtures: run graph-mode TF code and get numpy results.
+
+The original's sample configs (test data this repository does not ship):
+take the `upstream_configs` fixture (or `upstream_configs_tf2` for the
+TF2-era ones), the folder's path; the test skips with one reason line when
+the folder is absent. It is $OD_UPSTREAM_CONFIGS (or
+$OD_UPSTREAM_CONFIGS_TF2), else ../shared/upstream_configs(_tf2) next to
+the repository. To parametrize over every config of the folder, use
+`@pytest.mark.parametrize('path', upstream_folder.params())` of
+tests/upstream_folder.py; never a fixed list of names.
+"""
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
+
+from tests import upstream_folder
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -45,3 +57,15 @@ def _execute(graph_fn, inputs=(), dynamic=False):
 def execute():
   """`execute(graph_fn, inputs, dynamic=False)`: see _execute."""
   return _execute
+
+
+@pytest.fixture
+def upstream_configs():
+  """The folder of the original's TF1 sample configs; skips when absent."""
+  return upstream_folder.require()
+
+
+@pytest.fixture
+def upstream_configs_tf2():
+  """The folder of the original's TF2-era sample configs; skips if absent."""
+  return upstream_folder.require(tf2=True)

@@ -25,10 +25,8 @@ from od_estimator.nets import mobilenet_v2
 from od_estimator.utils import config_util
 from od_estimator.utils import variables_helper
 from tests import tiny_ssd
+from tests import upstream_folder
 
-UPSTREAM_DIR = os.environ.get(
-    'OD_UPSTREAM_CONFIGS',
-    os.path.join(tiny_ssd.REPO, '..', 'shared', 'upstream_configs'))
 COCO_CLASS_SLOTS = 91  # 90 classes plus background
 
 # ---------------------------------------------------------------------------
@@ -254,7 +252,7 @@ _FULL_MODELS = {
 @pytest.fixture(scope='module', params=sorted(_FULL_MODELS))
 def full_model(request):
   """(config name, {variable name: shape}, class prediction shape)."""
-  path = os.path.join(UPSTREAM_DIR, request.param + '.config')
+  path = os.path.join(upstream_folder.require(), request.param + '.config')
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   size = model_config.ssd.image_resizer.fixed_shape_resizer.height
   with tf.Graph().as_default():

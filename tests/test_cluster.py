@@ -6,6 +6,7 @@ servers serve until they are stopped (Estimator's design), so the test
 stops it once the others are done, as a cluster manager would.
 """
 import contextlib
+import fcntl
 import glob
 import json
 import os
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -53,13 +55,56 @@ def test_no_input_context_outside_a_cluster(monkeypatch):
   assert inputs.worker_input_context(None) is None
 
 
-def _free_ports(count):
-  """`count` distinct free localhost ports (held open until all are found)."""
+def _ephemeral_range_start():
+  try:
+    with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
+      return int(f.read().split()[0])
+  except (OSError, ValueError, IndexError):
+    return 32768  # Linux's default
+
+
+def _is_free(port):
+  with socket.socket() as sock:
+    try:
+      sock.bind(('localhost', port))
+    except OSError:
+      return False
+  return True
+
+
+@contextlib.contextmanager
+def _reserved_ports(count):
+  """Yields `count` free localhost ports, reserved until the block ends.
+
+  TensorFlow's gRPC servers bind their ports themselves and refuse a port
+  another socket holds, so a port cannot be handed over bound. Ports from
+  bind(0) come from the kernel's ephemeral range, where any process's
+  outgoing connection or bind(0) may take one before the servers bind it.
+  These come from below that range, which the kernel never hands out on
+  its own, and a lock file per port keeps concurrent runs of this test off
+  each other's ports.
+  """
+  stop = _ephemeral_range_start()
+  start = max(1024, stop - 8000)
+  first = start + os.getpid() % (stop - start)
+  locks = os.path.join(tempfile.gettempdir(), 'od_estimator_test_ports')
+  os.makedirs(locks, exist_ok=True)
+  ports = []
   with contextlib.ExitStack() as stack:
-    sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-    for sock in sockets:
-      sock.bind(('localhost', 0))
-    return [sock.getsockname()[1] for sock in sockets]
+    for offset in range(stop - start):
+      port = start + (first - start + offset) % (stop - start)
+      lock = stack.enter_context(
+          open(os.path.join(locks, '%d.lock' % port), 'w'))
+      try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except OSError:
+        continue  # reserved by a concurrent run
+      if _is_free(port):
+        ports.append(port)
+        if len(ports) == count:
+          yield ports
+          return
+    raise RuntimeError('no %d free ports in [%d, %d)' % (count, start, stop))
 
 
 def _launch(task_type, cluster, args, log_path):
@@ -105,36 +150,38 @@ def cluster_run(tmp_path_factory):
   root = tmp_path_factory.mktemp('cluster')
   config = tiny_ssd.write_config(root, root / 'data')
   model_dir = str(root / 'model')
-  chief, worker, ps = ['localhost:%d' % port for port in _free_ports(3)]
-  cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
-  args = ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-          '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
-          '--eval_throttle_secs=2',
-          '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES]
-  logs = {task: str(root / ('%s.log' % task))
-          for task in ('ps',) + FINISHING_TASKS}
-  processes = {task: _launch(task, cluster, args, logs[task])
-               for task in logs}
-  deadline = time.time() + DEADLINE_SECS
-  try:
-    while time.time() < deadline and any(
-        processes[task].poll() is None for task in FINISHING_TASKS):
-      time.sleep(1)
-  finally:
-    stragglers = [task for task in FINISHING_TASKS
-                  if processes[task].poll() is None]
-    ps_served = processes['ps'].poll() is None
-    # The parameter server never returns on its own: stopping it is the
-    # normal end of a cluster run, not a failure.
-    for process in processes.values():
-      if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    for process in processes.values():
-      try:
-        process.wait(timeout=30)
-      except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+  with _reserved_ports(3) as ports:
+    chief, worker, ps = ['localhost:%d' % port for port in ports]
+    cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
+    args = ['--pipeline_config_path=%s' % config,
+            '--model_dir=%s' % model_dir,
+            '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
+            '--eval_throttle_secs=2',
+            '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES]
+    logs = {task: str(root / ('%s.log' % task))
+            for task in ('ps',) + FINISHING_TASKS}
+    processes = {task: _launch(task, cluster, args, logs[task])
+                 for task in logs}
+    deadline = time.monotonic() + DEADLINE_SECS
+    try:
+      while time.monotonic() < deadline and any(
+          processes[task].poll() is None for task in FINISHING_TASKS):
+        time.sleep(1)
+    finally:
+      stragglers = [task for task in FINISHING_TASKS
+                    if processes[task].poll() is None]
+      ps_served = processes['ps'].poll() is None
+      # The parameter server never returns on its own: stopping it is the
+      # normal end of a cluster run, not a failure.
+      for process in processes.values():
+        if process.poll() is None:
+          process.send_signal(signal.SIGTERM)
+      for process in processes.values():
+        try:
+          process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+          process.kill()
+          process.wait()
   texts = {task: _read(path) for task, path in logs.items()}
   codes = {task: processes[task].returncode for task in FINISHING_TASKS}
   return model_dir, texts, stragglers, codes, ps_served

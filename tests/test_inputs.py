@@ -114,7 +114,8 @@ def test_eval_input_reads_every_example_in_order(data):
         dataset).get_next()
     assert features[_IN.image].shape.as_list() == [2, SIZE, SIZE, 3]
     with tf.compat.v1.Session() as sess:
-      while True:
+      # Bounded: an eval input that wrongly repeats fails instead of hanging.
+      for _ in range(10):
         try:
           batch = sess.run(labels)
         except tf.errors.OutOfRangeError:
@@ -185,3 +186,35 @@ def test_pad_rejects_unknown_fields(execute):
 def test_wrong_config_types_are_named():
   with pytest.raises(TypeError, match='train_config'):
     inputs.train_input(None, None, None, model=FakeModel())
+
+
+def test_multiclass_scores_without_loading_them_is_refused(data):
+  configs = _configs(data, extra_train='use_multiclass_scores: true')
+  with pytest.raises(config_util.ConfigError,
+                     match='train_config.use_multiclass_scores.*'
+                     'load_multiclass_scores is false'):
+    inputs.train_input(configs['train_config'], configs['train_input_config'],
+                       configs['model'], model=FakeModel())
+  # Loaded, the scores are what training uses: accepted.
+  configs['train_input_config'].load_multiclass_scores = True
+  inputs.check_input_options(configs['train_input_config'],
+                             'train_input_reader', configs['train_config'])
+
+
+@pytest.mark.parametrize('which', ['train', 'eval'])
+def test_context_features_are_refused_naming_the_reader(data, which):
+  configs = _configs(data)
+  if which == 'train':
+    configs['train_input_config'].load_context_features = True
+    build = lambda: inputs.train_input(  # pylint: disable=g-long-lambda
+        configs['train_config'], configs['train_input_config'],
+        configs['model'], model=FakeModel())
+  else:
+    configs['eval_input_configs'][0].load_context_features = True
+    build = lambda: inputs.eval_input(  # pylint: disable=g-long-lambda
+        configs['eval_config'], configs['eval_input_configs'][0],
+        configs['model'], model=FakeModel())
+  with pytest.raises(config_util.ConfigError,
+                     match=r'%s_input_reader\.load_context_features.*'
+                     'Context R-CNN.*not supported yet' % which):
+    build()

@@ -4,9 +4,6 @@ Each is built (training and inference graphs alternate between configs to
 bound the run time) at a reduced input size and run once on random images:
 od_estimator provides every feature extractor type they name.
 """
-import glob
-import os
-
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,15 +12,16 @@ from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
-UPSTREAM_DIR = os.environ.get(
-    'OD_UPSTREAM_CONFIGS',
-    os.path.join(os.path.dirname(__file__), '..', '..', 'shared',
-                 'upstream_configs'))
-SSD_CONFIGS = sorted(
-    path for path in glob.glob(os.path.join(UPSTREAM_DIR, '*.config'))
-    if config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
-        'model') == 'ssd')
+
+
+def _is_ssd(path):
+  return config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
+      'model') == 'ssd'
+
+
+SSD_CONFIGS = [path for path in upstream_folder.paths() if _is_ssd(path)]
 REDUCED_SIZE = 128
 
 
@@ -44,13 +42,13 @@ def _shrink(ssd_config):
   return None
 
 
-def test_the_upstream_folder_has_ssd_configs():
-  assert len(SSD_CONFIGS) > 30, UPSTREAM_DIR
+def test_the_upstream_folder_has_ssd_configs(upstream_configs):
+  assert len(SSD_CONFIGS) > 30, upstream_configs
 
 
-@pytest.mark.parametrize('index, path', list(enumerate(SSD_CONFIGS)),
-                         ids=[os.path.basename(p) for p in SSD_CONFIGS])
-def test_ssd_config_builds_and_predicts(index, path):
+@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_ssd))
+def test_ssd_config_builds_and_predicts(path):
+  index = SSD_CONFIGS.index(path)
   ssd_config = config_util.get_configs_from_pipeline_file(path)['model'].ssd
   extractor_type = ssd_config.feature_extractor.type
   model_config = config_util.get_configs_from_pipeline_file(path)['model']

@@ -7,6 +7,7 @@ import pytest
 
 from od_estimator import cli
 from od_estimator import validate
+from od_estimator.builders import model_builder
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,11 +84,12 @@ BAD_CASES = {
                             ["unknown metrics set 'coco_map'"]),
     'metrics_set_not_supported_yet': (
         _break('"coco_detection_metrics"', '"coco_mask_metrics"'),
-        ["metrics set 'coco_mask_metrics' is not supported yet",
-         'supported: coco_detection_metrics']),
-    'zero_eval_batch_size': (_break('num_examples: 200',
-                                    'num_examples: 200 batch_size: 0'),
-                             ['eval_config.batch_size', 'at least 1']),
+        ["metrics set 'coco_mask_metrics' needs instance masks",
+         'Mask R-CNN', 'accepted: coco_detection_metrics']),
+    'zero_eval_batch_size': (
+        _break('"coco_detection_metrics"\n',
+               '"coco_detection_metrics" batch_size: 0\n'),
+        ['eval_config.batch_size', 'at least 1']),
     'unsupported_meta_architecture': (
         lambda t: 'model { faster_rcnn { num_classes: 3 image_resizer { '
         'fixed_shape_resizer { height: 8 width: 8 } } } }' +
@@ -100,7 +102,8 @@ BAD_CASES = {
         _break('max_number_of_boxes: 8\n}', 'max_number_of_boxes: 8\n}}'),
         ['no matching opening brace', 'remove it']),
     'missing_closing_brace_mid_file': (
-        _break('max_number_of_boxes: 8\n}\n', 'max_number_of_boxes: 8\n'),
+        _break('random_horizontal_flip {} }\n}\n',
+               'random_horizontal_flip {} }\n'),
         ['train_config.train_input_reader',
          '`train_input_reader` belongs at the top level']),
     'input_path_is_a_directory': (
@@ -121,6 +124,56 @@ BAD_CASES = {
     'unsupported_decoder_option': (
         _break('num_readers: 1', 'num_readers: 1 load_dense_pose: true'),
         ['eval_input_reader[0]', 'load_dense_pose is not supported']),
+    'multiclass_scores_not_loaded': (
+        _break('batch_size: 16', 'batch_size: 16 use_multiclass_scores: true'),
+        ['train_config.use_multiclass_scores',
+         'train_input_reader.load_multiclass_scores is false',
+         'one-hot labels']),
+    'context_features_train': (
+        _break('max_number_of_boxes: 8', 'max_number_of_boxes: 8 '
+               'load_context_features: true'),
+        ['train_input_reader.load_context_features', 'Context R-CNN',
+         'not supported yet']),
+    'context_features_eval': (
+        _break('num_readers: 1', 'num_readers: 1 load_context_features: true'),
+        ['eval_input_reader[0].load_context_features', 'Context R-CNN']),
+    'graph_rewriter': (
+        lambda t: t + 'graph_rewriter { quantization { delay: 10 } }\n',
+        ['`graph_rewriter`',
+         'quantization-aware training is not supported yet']),
+    'zero_learning_rate_base': (
+        _break('learning_rate_base: 0.002', 'learning_rate_base: 0.0'),
+        ['adam_optimizer.learning_rate.cosine_decay_learning_rate.'
+         'learning_rate_base', 'must be positive, got 0']),
+    'negative_warmup_learning_rate': (
+        _break('warmup_learning_rate: 0.0002', 'warmup_learning_rate: -0.1'),
+        ['cosine_decay_learning_rate.warmup_learning_rate',
+         'must be zero or positive, got -0.1']),
+}
+
+_ADAM = ('cosine_decay_learning_rate {\n'
+         '          learning_rate_base: 0.002\n'
+         '          total_steps: 1000\n'
+         '          warmup_learning_rate: 0.0002\n'
+         '          warmup_steps: 100\n'
+         '        }')
+# Schedule text -> the field refused: every schedule of optimizer.proto.
+LEARNING_RATE_CASES = {
+    'constant_learning_rate { learning_rate: -0.01 }':
+        'constant_learning_rate.learning_rate',
+    'exponential_decay_learning_rate { initial_learning_rate: 0 }':
+        'exponential_decay_learning_rate.initial_learning_rate',
+    'exponential_decay_learning_rate { min_learning_rate: -1e-5 }':
+        'exponential_decay_learning_rate.min_learning_rate',
+    'exponential_decay_learning_rate { burnin_learning_rate: -1 }':
+        'exponential_decay_learning_rate.burnin_learning_rate',
+    'manual_step_learning_rate { initial_learning_rate: 0 }':
+        'manual_step_learning_rate.initial_learning_rate',
+    'manual_step_learning_rate { schedule { step: 10 learning_rate: 0.1 } '
+    'schedule { step: 20 learning_rate: 0 } }':
+        'manual_step_learning_rate.schedule[1].learning_rate',
+    'cosine_decay_learning_rate { learning_rate_base: -0.002 }':
+        'cosine_decay_learning_rate.learning_rate_base',
 }
 
 
@@ -134,6 +187,43 @@ def test_bad_config_fails_with_named_problem(data_dir, capsys, case):
   assert out.startswith('error: %s' % path)
   for word in words:
     assert word in out
+
+
+@pytest.mark.parametrize('schedule', sorted(LEARNING_RATE_CASES))
+def test_every_learning_rate_schedule_refuses_non_positive_rates(
+    data_dir, capsys, schedule):
+  text = _break(_ADAM, schedule)(_good_config(data_dir))
+  code, out, _ = _run(data_dir, text, capsys, name='rate.config')
+  assert code == 1, out
+  field = ('train_config.optimizer.adam_optimizer.learning_rate.' +
+           LEARNING_RATE_CASES[schedule])
+  assert any(line.startswith('error:') and field in line and
+             'a learning rate must be' in line
+             for line in out.splitlines()), out
+
+
+def test_zero_rates_that_mean_none_are_accepted(data_dir, capsys):
+  # No burn-in rate, no floor, a warm-up from zero: all valid.
+  text = _break(_ADAM, 'exponential_decay_learning_rate { '
+                'burnin_learning_rate: 0 min_learning_rate: 0 }')(
+                    _good_config(data_dir))
+  assert _run(data_dir, text, capsys, name='rate.config')[0] == 0
+  text = _break('warmup_learning_rate: 0.0002', 'warmup_learning_rate: 0')(
+      _good_config(data_dir))
+  assert _run(data_dir, text, capsys, name='rate.config')[0] == 0
+
+
+def test_supported_meta_architectures_come_from_the_model_registry(
+    data_dir, capsys, monkeypatch):
+  text = BAD_CASES['unsupported_meta_architecture'][0](_good_config(data_dir))
+  code, out, _ = _run(data_dir, text, capsys, name='family.config')
+  assert "meta-architecture 'faster_rcnn' is not supported yet" in out
+  assert 'supported: ssd)' in out
+  # A family the registry builds (not a refusal) is no longer refused.
+  monkeypatch.setitem(model_builder.META_ARCH_BUILDER_MAP, 'faster_rcnn',
+                      model_builder.META_ARCH_BUILDER_MAP['ssd'])
+  code, out, _ = _run(data_dir, text, capsys, name='family.config')
+  assert 'is not supported yet' not in out
 
 
 def test_missing_config_file(tmp_path, capsys):

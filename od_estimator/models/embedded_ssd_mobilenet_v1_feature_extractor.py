@@ -9,6 +9,8 @@ import tensorflow as tf
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 
 _IMAGE_SIZE = 256
+# The feature maps this extractor always builds (see _feature_maps).
+_NUM_LAYERS = 5
 
 
 class EmbeddedSSDMobileNetV1FeatureExtractor(
@@ -16,17 +18,28 @@ class EmbeddedSSDMobileNetV1FeatureExtractor(
   """MobileNet v1 SSD for 256x256 images with five maps.
 
   Constructor arguments are those of SSDFeatureExtractor; pad_to_multiple
-  must be 1 and num_layers is ignored (always five maps).
+  must be 1 and num_layers 5, its default here. (The original's constructor
+  takes no num_layers at all, so a config setting it fails there; the one
+  value this extractor honours is accepted.)
   """
+
+  def __init__(self, *args, num_layers=_NUM_LAYERS, **kwargs):
+    super().__init__(*args, num_layers=num_layers, **kwargs)
 
   # The original uses mobilenet_v1_arg_scope's default here.
   _REGULARIZE_DEPTHWISE = False
 
   def _check_arguments(self):
-    """Raises ValueError unless pad_to_multiple is 1."""
+    """Raises ValueError unless pad_to_multiple is 1 and num_layers 5."""
     if self._pad_to_multiple != 1:
       raise ValueError('Embedded-specific SSD only supports `pad_to_multiple` '
                        'of 1.')
+    if self._num_layers != _NUM_LAYERS:
+      raise ValueError(
+          'model.ssd.feature_extractor.num_layers: embedded_ssd_mobilenet_v1 '
+          'always builds %d feature maps, got num_layers %d; remove '
+          'num_layers or set it to %d.' % (_NUM_LAYERS, self._num_layers,
+                                          _NUM_LAYERS))
 
   def _check_inputs(self, preprocessed_inputs):
     """Requires 256x256 images (ValueError if static, else an assertion)."""

@@ -15,13 +15,8 @@ from od_estimator.builders import anchor_generator_builder
 from od_estimator.protos import anchor_generator_pb2
 from od_estimator.protos import grid_anchor_generator_pb2
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
-# The original's sample configs (test data, never edited).
-UPSTREAM_DIR = os.environ.get('OD_UPSTREAM_CONFIGS', os.path.join(
-    os.path.dirname(__file__), '..', '..', '..', 'shared', 'upstream_configs'))
-UPSTREAM_CONFIGS = sorted(
-    f for f in (os.listdir(UPSTREAM_DIR) if os.path.isdir(UPSTREAM_DIR) else [])
-    if f.endswith('.config'))
 
 
 def _build(text):
@@ -330,9 +325,10 @@ def test_wrong_config_type_fails():
         grid_anchor_generator_pb2.GridAnchorGenerator())
 
 
-@pytest.mark.parametrize('name', UPSTREAM_CONFIGS)
-def test_upstream_sample_configs_build(name):
-  pipeline = config_util.read_pipeline_config(os.path.join(UPSTREAM_DIR, name))
+@pytest.mark.parametrize('path', upstream_folder.params())
+def test_upstream_sample_configs_build(path):
+  name = os.path.basename(path)
+  pipeline = config_util.read_pipeline_config(path)
   arch = pipeline.model.WhichOneof('model')
   model = getattr(pipeline.model, arch)
   field = ('anchor_generator' if arch == 'ssd' else

@@ -1,6 +1,4 @@
 """preprocessor_builder: steps built from text protos like the sample configs."""
-import glob
-import os
 
 import numpy as np
 import pytest
@@ -12,9 +10,7 @@ from od_estimator.core import preprocessor
 from od_estimator.core import standard_fields as fields
 from od_estimator.protos import preprocessor_pb2
 from od_estimator.utils import config_util
-
-UPSTREAM_CONFIGS = os.environ.get('OD_UPSTREAM_CONFIGS',
-                                  '/work/shared/upstream_configs')
+from tests import upstream_folder
 
 
 def _build(text):
@@ -365,13 +361,7 @@ def test_built_steps_run_through_preprocess(execute):
   assert out[fields.InputDataFields.groundtruth_boxes].shape == (num, 4)
 
 
-def _upstream_configs():
-  return sorted(glob.glob(os.path.join(UPSTREAM_CONFIGS, '*.config')))
-
-
-@pytest.mark.skipif(not _upstream_configs(),
-                    reason='no upstream configs in %s' % UPSTREAM_CONFIGS)
-@pytest.mark.parametrize('path', _upstream_configs(), ids=os.path.basename)
+@pytest.mark.parametrize('path', upstream_folder.params())
 def test_upstream_data_augmentation_options_build(path):
   configs = config_util.get_configs_from_pipeline_file(path)
   default_map = preprocessor.get_default_func_arg_map(

@@ -172,9 +172,19 @@ def test_matmul_gather(execute):
   np.testing.assert_array_equal(out['matched_rows'], [2, 0, 1])
 
 
-def test_valid_argument_corner_cases():
-  argmax_matcher.ArgMaxMatcher(matched_threshold=1., unmatched_threshold=1.)
-  argmax_matcher.ArgMaxMatcher(matched_threshold=None)
+def test_equal_thresholds_leave_no_column_ignored(execute):
+  matcher = argmax_matcher.ArgMaxMatcher(matched_threshold=1.,
+                                         unmatched_threshold=1.)
+  # Column maxima 2, .5, 1 and 3: at or above 1 matches, below is unmatched.
+  similarity = np.array([[2., .5, 0., 3.], [1., .2, 1., 0.]], np.float32)
+  np.testing.assert_array_equal(_run(execute, matcher, similarity),
+                                [0, -1, 1, 0])
+
+
+def test_no_matched_threshold_matches_every_column(execute):
+  matcher = argmax_matcher.ArgMaxMatcher(matched_threshold=None)
+  similarity = np.array([[.1, -5., .3], [.2, -6., .1]], np.float32)
+  np.testing.assert_array_equal(_run(execute, matcher, similarity), [1, 0, 0])
 
 
 @pytest.mark.parametrize('kwargs, message', [

@@ -64,3 +64,25 @@ def test_shapes_and_names():
   # weights are not regularized.
   assert not any('_depthwise/' in name for name in regularized)
   assert any('Conv2d_1_pointwise/' in name for name in regularized)
+
+
+@pytest.mark.parametrize('num_layers', [4, 6])
+def test_num_layers_other_than_five_is_refused(num_layers):
+  # Five maps are always built: another count cannot be honoured.
+  with pytest.raises(ValueError, match='num_layers.*always builds 5'):
+    (embedded_ssd_mobilenet_v1_feature_extractor
+     .EmbeddedSSDMobileNetV1FeatureExtractor(
+         is_training=False, depth_multiplier=0.25, min_depth=16,
+         pad_to_multiple=1, conv_hyperparams_fn=_conv_hyperparams_fn,
+         num_layers=num_layers))
+
+
+def test_num_layers_five_builds_five_maps():
+  extractor = (embedded_ssd_mobilenet_v1_feature_extractor
+               .EmbeddedSSDMobileNetV1FeatureExtractor(
+                   is_training=False, depth_multiplier=0.25, min_depth=16,
+                   pad_to_multiple=1, conv_hyperparams_fn=_conv_hyperparams_fn,
+                   num_layers=5))
+  with tf.Graph().as_default():
+    maps = extractor.extract_features(tf.zeros([1, 256, 256, 3]))
+  assert len(maps) == 5

@@ -16,11 +16,8 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
-UPSTREAM_DIR = os.environ.get(
-    'OD_UPSTREAM_CONFIGS',
-    os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared',
-                 'upstream_configs'))
 
 # conv_hyperparams of the upstream ssdlite_mobilenet_edgetpu configs.
 CONV_HYPERPARAMS = """
@@ -105,7 +102,7 @@ def test_shapes_names_and_restore_128():
 
 
 def test_upstream_config_variables():
-  path = os.path.join(UPSTREAM_DIR,
+  path = os.path.join(upstream_folder.require(),
                       'ssdlite_mobilenet_edgetpu_320x320_coco.config')
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   with tf.Graph().as_default():

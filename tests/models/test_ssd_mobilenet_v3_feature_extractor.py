@@ -19,11 +19,8 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v3_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
-UPSTREAM_DIR = os.environ.get(
-    'OD_UPSTREAM_CONFIGS',
-    os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared',
-                 'upstream_configs'))
 
 # conv_hyperparams of the upstream ssdlite_mobilenet_v3_* configs.
 CONV_HYPERPARAMS = """
@@ -149,7 +146,7 @@ def default_128(request):
 def upstream_model(request):
   """The upstream config's model, with its predict graph at 128 x 128."""
   kind = request.param
-  path = os.path.join(UPSTREAM_DIR, UPSTREAM[kind][0])
+  path = os.path.join(upstream_folder.require(), UPSTREAM[kind][0])
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   with tf.Graph().as_default():
     model = model_builder.build(model_config, is_training=True)
@@ -240,7 +237,7 @@ def test_too_small_static_image():
 
 
 def test_use_hardswish_is_refused():
-  path = os.path.join(UPSTREAM_DIR, UPSTREAM['small'][0])
+  path = os.path.join(upstream_folder.require(), UPSTREAM['small'][0])
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   model_config.ssd.feature_extractor.use_hardswish = True
   with pytest.raises(ValueError, match='use_hardswish is not supported by '

