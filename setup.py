@@ -72,6 +72,9 @@ setup(
         'Pillow',
         'pycocotools',
         'faster-coco-eval',
+        # TensorBoard 2.15 imports pkg_resources, which setuptools 81
+        # removed: without this pin `tensorboard` fails to start.
+        'setuptools>=64,<81',
     ],
     extras_require={
         'test': ['pytest', 'pytest-xdist', 'grpcio-tools>=1.62,<1.63'],
