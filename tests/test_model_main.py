@@ -4,9 +4,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator
 
+from od_estimator import model_main
 from tests import tiny_ssd
 
 MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
@@ -83,3 +85,26 @@ def test_bad_config_is_a_one_line_error(tmp_path):
   assert result.returncode == 1
   assert 'bad.config:1' in result.stderr
   assert 'Traceback' not in result.stderr
+
+
+def test_metrics_printout_shows_every_scalar_of_every_family(capsys):
+  scalars = {
+      'DetectionBoxes_Precision/mAP': np.float32(0.25),
+      'DetectionMasks_Recall/AR@100': np.float32(0.5),
+      'PascalBoxes_Precision/mAP@0.5IOU': 0.125,
+      'WeightedPascalBoxes_Precision/mAP@0.5IOU': np.float64(0.75),
+      'PrecisionAtRecallBoxes_Precision/mAP@0.5IOU@[0.0,0.5]Recall': 1.0,
+      'OpenImagesV2_PerformanceByCategory/AP@0.5IOU/cat': np.float32(0.5),
+      'Loss/RPNLoss/objectness_loss': np.float32(2.0),
+      'loss': np.float32(3.0),
+      'learning_rate': np.float32(0.004),
+  }
+  metrics = dict(scalars, global_step=np.int64(7),
+                 per_image=np.zeros([2, 3], np.float32), note=b'text')
+  model_main._print_metrics((metrics, None))
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == 'Evaluation at step 7:'
+  printed = {line.split()[0]: float(line.split()[-1]) for line in lines[1:]}
+  assert printed == pytest.approx(
+      {name: float(value) for name, value in scalars.items()}, abs=1e-4)
+  assert [line.split()[0] for line in lines[1:]] == sorted(scalars)

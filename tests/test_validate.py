@@ -91,10 +91,9 @@ BAD_CASES = {
                '"coco_detection_metrics" batch_size: 0\n'),
         ['eval_config.batch_size', 'at least 1']),
     'unsupported_meta_architecture': (
-        lambda t: 'model { faster_rcnn { num_classes: 3 image_resizer { '
-        'fixed_shape_resizer { height: 8 width: 8 } } } }' +
+        lambda t: 'model { center_net { num_classes: 3 } }' +
         t[t.index('train_config'):],
-        ["meta-architecture 'faster_rcnn' is not supported"]),
+        ["meta-architecture 'center_net' is not supported"]),
     'missing_closing_brace_at_end': (
         lambda t: t.rstrip()[:-1],
         ['`eval_input_reader` is closed', 'truncated', 'add 1 closing `}`']),
@@ -217,10 +216,12 @@ def test_supported_meta_architectures_come_from_the_model_registry(
     data_dir, capsys, monkeypatch):
   text = BAD_CASES['unsupported_meta_architecture'][0](_good_config(data_dir))
   code, out, _ = _run(data_dir, text, capsys, name='family.config')
-  assert "meta-architecture 'faster_rcnn' is not supported yet" in out
-  assert 'supported: ssd)' in out
+  assert code == 1
+  assert "meta-architecture 'center_net' is not supported yet" in out
+  assert 'supported: %s)' % ', '.join(
+      model_builder.supported_meta_architectures()) in out
   # A family the registry builds (not a refusal) is no longer refused.
-  monkeypatch.setitem(model_builder.META_ARCH_BUILDER_MAP, 'faster_rcnn',
+  monkeypatch.setitem(model_builder.META_ARCH_BUILDER_MAP, 'center_net',
                       model_builder.META_ARCH_BUILDER_MAP['ssd'])
   code, out, _ = _run(data_dir, text, capsys, name='family.config')
   assert 'is not supported yet' not in out
