@@ -23,6 +23,7 @@ GPUs of one machine: add --num_gpus=N (MirroredStrategy).
 import functools
 
 from absl import flags
+import numpy as np
 import tensorflow as tf
 
 from od_estimator import command_line
@@ -130,14 +131,21 @@ def _train_and_evaluate(parts):
 
 
 def _print_metrics(result):
-  """Prints the evaluation numbers, one per line, on stdout."""
+  """Prints every scalar the evaluation returned, one per line, on stdout.
+
+  Whatever the metrics family (COCO, PASCAL, Open Images, masks, every
+  model's losses): only global_step, which heads the list, and non-scalar
+  values are left out.
+  """
   metrics = result[0] if isinstance(result, tuple) else result
   if not isinstance(metrics, dict):
     return
   print('Evaluation at step %s:' % metrics.get('global_step'))
   for name in sorted(metrics):
-    if name.startswith(('DetectionBoxes_', 'PascalBoxes_', 'Loss/')):
-      print('  %-50s %.4f' % (name, metrics[name]))
+    value = np.asarray(metrics[name])
+    if name != 'global_step' and value.ndim == 0 and (
+        value.dtype.kind in 'biuf'):
+      print('  %-50s %.4f' % (name, value))
 
 
 def main(unused_argv):
