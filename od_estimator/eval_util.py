@@ -3,12 +3,15 @@
 `eval_config.metrics_set` names evaluators by the original's names; each
 evaluator turns a batched result dict into Estimator eval_metric_ops.
 """
+from absl import logging
+import tensorflow as tf
+
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_evaluation
+from od_estimator.metrics import oid_evaluation
 from od_estimator.metrics import pascal_evaluation
+from od_estimator.utils import config_util
 from od_estimator.utils import shape_utils
-
-import tensorflow as tf
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -22,16 +25,37 @@ EVAL_METRICS_CLASS_DICT = {
         pascal_evaluation.WeightedPascalDetectionEvaluator,
     'precision_at_recall_detection_metrics':
         pascal_evaluation.PrecisionAtRecallDetectionEvaluator,
+    'oid_V2_detection_metrics': oid_evaluation.OpenImagesDetectionEvaluator,
+    'oid_challenge_detection_metrics':
+        oid_evaluation.OpenImagesDetectionChallengeEvaluator,
 }
 EVAL_DEFAULT_METRIC = 'coco_detection_metrics'
 
-# Names the original accepts that od_estimator does not implement yet.
-NOT_YET_SUPPORTED_METRICS = (
-    'coco_mask_metrics', 'coco_keypoint_metrics', 'coco_panoptic_metrics',
-    'lvis_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
-    'oid_V2_detection_metrics', 'oid_challenge_detection_metrics',
-    'oid_challenge_segmentation_metrics',
-)
+# Older names the original still accepts (some only in its legacy eval.py),
+# each with the name that replaced it: same evaluator, same metric names.
+DEPRECATED_METRICS_SETS = {
+    'open_images_V2_detection_metrics': 'oid_V2_detection_metrics',
+    'open_images_metrics': 'oid_V2_detection_metrics',
+    'oid_challenge_object_detection_metrics':
+        'oid_challenge_detection_metrics',
+    'pascal_voc_metrics': 'pascal_voc_detection_metrics',
+    'weighted_pascal_voc_metrics': 'weighted_pascal_voc_detection_metrics',
+}
+
+_NEEDS_MASKS = ('needs instance masks, which only a mask model (Mask R-CNN) '
+                'predicts; od_estimator does not build one yet')
+# Names the original accepts whose evaluators od_estimator cannot run yet,
+# with the reason.
+NOT_YET_SUPPORTED_METRICS = {
+    'coco_mask_metrics': _NEEDS_MASKS,
+    'pascal_voc_instance_segmentation_metrics': _NEEDS_MASKS,
+    'weighted_pascal_voc_instance_segmentation_metrics': _NEEDS_MASKS,
+    'oid_challenge_segmentation_metrics': _NEEDS_MASKS,
+    'lvis_mask_metrics': _NEEDS_MASKS,
+    'coco_panoptic_metrics': ('needs panoptic masks, which only a mask model '
+                              'predicts; od_estimator does not build one yet'),
+    'coco_keypoint_metrics': 'is not supported yet (COCO keypoint evaluation)',
+}
 
 
 def register_evaluator(name, evaluator_class):
@@ -39,10 +63,46 @@ def register_evaluator(name, evaluator_class):
   EVAL_METRICS_CLASS_DICT[name] = evaluator_class
 
 
+def check_metrics_set(name):
+  """The current name of eval_config.metrics_set `name`.
+
+  Deprecated names give the name that replaced them (and log a warning).
+
+  Raises:
+    config_util.ConfigError: for a name od_estimator cannot evaluate yet
+      (saying what it needs) or does not know, listing the accepted names.
+  """
+  if name in DEPRECATED_METRICS_SETS:
+    current = DEPRECATED_METRICS_SETS[name]
+    logging.warning('eval_config.metrics_set %r is deprecated; use %r '
+                    'instead (same metrics).', name, current)
+    return current
+  if name in EVAL_METRICS_CLASS_DICT:
+    return name
+  if name in NOT_YET_SUPPORTED_METRICS:
+    problem = 'metrics set %r %s' % (name, NOT_YET_SUPPORTED_METRICS[name])
+  else:
+    problem = 'unknown metrics set %r' % name
+  raise config_util.ConfigError(
+      problem, field='eval_config.metrics_set',
+      hint='accepted: %s' % ', '.join(sorted(EVAL_METRICS_CLASS_DICT)))
+
+
+def _metrics_sets(eval_config):
+  """Current names of the configured metrics sets, each once, in order."""
+  names = []
+  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
+    name = check_metrics_set(name)
+    if name not in names:
+      names.append(name)
+  return names
+
+
 def evaluator_options_from_eval_config(eval_config):
   """Keyword arguments per metrics set, from eval_config fields."""
   options = {}
   for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
+    name = DEPRECATED_METRICS_SETS.get(name, name)
     if name == 'coco_detection_metrics':
       options[name] = {
           'include_metrics_per_category':
@@ -66,21 +126,13 @@ def get_evaluators(eval_config, categories, evaluator_options=None):
     evaluator_options: {metrics set: kwargs}; default from eval_config.
 
   Raises:
-    ValueError: for a name that is unknown or not supported yet, listing
-      the supported names.
+    config_util.ConfigError: see check_metrics_set.
   """
   if evaluator_options is None:
     evaluator_options = evaluator_options_from_eval_config(eval_config)
-  evaluators = []
-  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
-    if name not in EVAL_METRICS_CLASS_DICT:
-      status = ('is not supported yet' if name in NOT_YET_SUPPORTED_METRICS
-                else 'is not a known metrics set')
-      raise ValueError('eval_config.metrics_set %r %s; supported: %s' % (
-          name, status, ', '.join(sorted(EVAL_METRICS_CLASS_DICT))))
-    evaluators.append(EVAL_METRICS_CLASS_DICT[name](
-        categories, **evaluator_options.get(name, {})))
-  return evaluators
+  return [EVAL_METRICS_CLASS_DICT[name](categories,
+                                        **evaluator_options.get(name, {}))
+          for name in _metrics_sets(eval_config)]
 
 
 def get_eval_metric_ops_for_evaluators(eval_config, categories, eval_dict):

@@ -319,16 +319,11 @@ def _check_eval_config(eval_config, report):
   if eval_config.batch_size < 1:
     report.error('eval_config.batch_size',
                  'must be at least 1, got %d' % eval_config.batch_size)
-  supported = sorted(eval_util.EVAL_METRICS_CLASS_DICT)
   for name in eval_config.metrics_set:
-    if name in eval_util.EVAL_METRICS_CLASS_DICT:
-      continue
-    if name in eval_util.NOT_YET_SUPPORTED_METRICS:
-      problem = 'metrics set %r is not supported yet' % name
-    else:
-      problem = 'unknown metrics set %r' % name
-    report.error('eval_config.metrics_set', problem,
-                 hint='supported: %s' % ', '.join(supported))
+    try:
+      eval_util.check_metrics_set(name)
+    except config_util.ConfigError as error:
+      report.error(error.field, error.problem, hint=error.hint)
 
 
 def validate(pipeline_config_path, config_override=None, tpu_options=None):

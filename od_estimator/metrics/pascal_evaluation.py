@@ -193,6 +193,36 @@ def _tp_fp_single_class(boxes, scores, gt_boxes, gt_difficult, gt_group_of,
                           np.full(len(group_scores), group_of_weight)]))
 
 
+def optional_box_flags(groundtruth_dict, field):
+  """An image's optional per-box flags, or None when they were not given.
+
+  An empty array for an image that has boxes means "not given" (a batch
+  whose records lack the key), as opposed to an image without boxes.
+  """
+  flags = groundtruth_dict.get(field)
+  if flags is None:
+    return None
+  if not np.size(flags) and np.size(
+      groundtruth_dict[_IN.groundtruth_classes]):
+    return None
+  return flags
+
+
+def _keep_detections(detections_dict, keep):
+  """A copy of one image's detections with only the entries `keep` selects.
+
+  Args:
+    detections_dict: detection_boxes [M, 4], detection_scores [M] and
+      detection_classes [M].
+    keep: [M] bool.
+  """
+  kept = dict(detections_dict)
+  for name in (_DET.detection_boxes, _DET.detection_scores,
+               _DET.detection_classes):
+    kept[name] = np.asarray(detections_dict[name])[keep]
+  return kept
+
+
 class ObjectDetectionEvaluation:
   """Accumulates per-class TP/FP labels; 0-based classes, numpy inputs."""
 
@@ -359,10 +389,14 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
   """Box evaluator on top of ObjectDetectionEvaluation (1-based classes).
 
   Reads groundtruth_difficult; like the original, it ignores
-  groundtruth_group_of (those boxes count as ordinary boxes).
+  groundtruth_group_of (those boxes count as ordinary boxes). Subclasses
+  pick other per-box flags by overriding _box_flags (the Open Images
+  evaluators read group_of instead, see oid_evaluation).
   """
 
   optional_groundtruth_box_fields = (_IN.groundtruth_difficult,)
+  # Classes evaluated in an image without groundtruth (None: all).
+  _classes_of_images_without_groundtruth = None
 
   def __init__(self, categories, matching_iou_threshold=0.5,
                recall_lower_bound=0.0, recall_upper_bound=1.0,
@@ -425,6 +459,9 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
   def clear(self):
     self._evaluation = ObjectDetectionEvaluation(**self._evaluation_kwargs)
     self._image_ids = set()
+    # image id -> 1-based ids of the classes whose detections count there,
+    # or None for every class (see _classes_evaluated_in).
+    self._evaluated_classes = {}
 
   def metric_names(self):
     return [self._summary_name] + list(self._category_names.values())
@@ -441,16 +478,47 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
     if image_id in self._image_ids:
       logging.warning('Image with id %s already added.', image_id)
     classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes])
-    difficult = groundtruth_dict.get(_IN.groundtruth_difficult)
-    if difficult is not None and not np.size(difficult) and classes.size:
-      difficult = None
+    difficult, group_of = self._box_flags(groundtruth_dict)
     self._evaluation.add_single_ground_truth_image_info(
         image_key=image_id,
         groundtruth_boxes=groundtruth_dict[_IN.groundtruth_boxes],
         groundtruth_class_labels=(classes.astype(int) -
                                   self._label_id_offset),
-        groundtruth_is_difficult_list=difficult)
+        groundtruth_is_difficult_list=difficult,
+        groundtruth_is_group_of_list=group_of)
     self._image_ids.add(image_id)
+    self._evaluated_classes[image_id] = self._classes_evaluated_in(
+        groundtruth_dict)
+
+  def _classes_evaluated_in(self, groundtruth_dict):
+    """Ids of the classes whose detections count in an image; None: all.
+
+    Detections of other classes are dropped, neither true nor false
+    positives. Images whose groundtruth was never added use
+    _classes_of_images_without_groundtruth.
+    """
+    del groundtruth_dict
+    return None
+
+  def _labeled_class_ids(self, k_hot):
+    """Class ids set in a [num_classes + 1] k-hot indexed by class id.
+
+    Raises:
+      ValueError: for another shape.
+    """
+    k_hot = np.asarray(k_hot)
+    if k_hot.shape != (self._num_classes + 1,):
+      raise ValueError(
+          'Invalid shape for groundtruth labeled classes: %s, '
+          'num_categories_including_background: %d' % (
+              k_hot.shape, self._num_classes + 1))
+    return np.flatnonzero(k_hot == 1)
+
+  def _box_flags(self, groundtruth_dict):
+    """(difficult, group_of) flags of an image's boxes; None: not given."""
+    difficult = optional_box_flags(groundtruth_dict,
+                                   _IN.groundtruth_difficult)
+    return difficult, None
 
   def add_single_detected_image_info(self, image_id, detections_dict):
     """Adds one image's detections.
@@ -461,6 +529,12 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
       detections_dict: detection_boxes [M, 4] absolute, detection_scores
         [M], detection_classes [M] 1-based.
     """
+    evaluated = self._evaluated_classes.get(
+        image_id, self._classes_of_images_without_groundtruth)
+    if evaluated is not None:
+      detections_dict = _keep_detections(detections_dict, np.isin(
+          np.asarray(detections_dict[_DET.detection_classes]).astype(int),
+          evaluated))
     classes = np.asarray(detections_dict[_DET.detection_classes])
     self._evaluation.add_single_detected_image_info(
         image_key=image_id,
@@ -525,38 +599,14 @@ class PrecisionAtRecallDetectionEvaluator(ObjectDetectionEvaluator):
                      metric_prefix='PrecisionAtRecallBoxes')
     self._skip_predictions_for_unlabeled_class = (
         skip_predictions_for_unlabeled_class)
-    self.groundtruth_labeled_classes = {}
 
-  def clear(self):
-    super().clear()
-    self.groundtruth_labeled_classes = {}
-
-  def add_single_ground_truth_image_info(self, image_id, groundtruth_dict):
-    """As the base, also reading optional groundtruth_labeled_classes.
+  def _classes_evaluated_in(self, groundtruth_dict):
+    """The labeled classes, when asked to skip the others.
 
     Raises:
       ValueError: if groundtruth_labeled_classes is not [num_classes + 1].
     """
-    super().add_single_ground_truth_image_info(image_id, groundtruth_dict)
     labeled = groundtruth_dict.get(_IN.groundtruth_labeled_classes)
     if self._skip_predictions_for_unlabeled_class and labeled is not None:
-      labeled = np.asarray(labeled)
-      if labeled.shape != (self._num_classes + 1,):
-        raise ValueError(
-            'Invalid shape for groundtruth labeled classes: %s, '
-            'num_categories_including_background: %d' % (
-                labeled.shape, self._num_classes + 1))
-      labeled = np.flatnonzero(labeled == 1)
-    else:
-      labeled = None
-    self.groundtruth_labeled_classes[image_id] = labeled
-
-  def add_single_detected_image_info(self, image_id, detections_dict):
-    labeled = self.groundtruth_labeled_classes.get(image_id)
-    if labeled is not None:
-      allowed = np.isin(detections_dict[_DET.detection_classes], labeled)
-      detections_dict = dict(detections_dict)
-      for name in (_DET.detection_boxes, _DET.detection_scores,
-                   _DET.detection_classes):
-        detections_dict[name] = np.asarray(detections_dict[name])[allowed]
-    super().add_single_detected_image_info(image_id, detections_dict)
+      return self._labeled_class_ids(labeled)
+    return None
