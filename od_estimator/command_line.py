@@ -1,26 +1,30 @@
 """What the original's commands share: absl flags, and bad input reported as
 one `error: ...` line on stderr with exit status 1 instead of a traceback.
 
-Errors outside those named here are bugs and keep their traceback.
+Bad input is an errors.UserInputError (config_util.ConfigError is one), an
+unusable --model_dir, or a bad input record (see record_scanner). Any other
+exception is a bug in od_estimator: it keeps its traceback, followed by one
+line asking for a report.
 """
+import os
 import re
 import sys
+import traceback
 
 from absl import app
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator import model_lib
-from od_estimator.utils import config_util
+from od_estimator import record_scanner
+
+_BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
+               'Please report it with the command line above and your '
+               'pipeline.config.')
 
 
-def fail(message):
-  """Prints `error: message` on one line to stderr and exits with 1.
-
-  An errors.UserInputErrors prints one such line per problem.
-  """
-  for problem in getattr(message, 'problems', None) or [message]:
-    print('error: %s' % ' '.join(str(problem).split()), file=sys.stderr)
-  sys.exit(1)
+# `error: ...` lines and exit 1 (one line per problem of a UserInputErrors).
+fail = errors.fail
 
 
 def run_training(main, model_dir, doc, module_name):
@@ -34,21 +38,68 @@ def run_training(main, model_dir, doc, module_name):
     module_name: the module whose flags --help lists.
 
   Returns:
-    0 after --help; otherwise absl exits with main's status, or with 1 and
-    one line on bad input.
+    0 after --help; otherwise absl exits with main's status, or with 1: one
+    line on bad input, the traceback and a request for a report on a bug.
   """
   if _help_requested(sys.argv[1:]):
     return _print_help(doc, module_name)
+
+  def checked_main(argv):
+    check_output_dir(model_dir(), '--model_dir')
+    return main(argv)
+
   try:
-    app.run(main)
-  except (config_util.ConfigError, ValueError, TypeError) as error:
+    app.run(checked_main)
+  except errors.UserInputError as error:
     fail(error)
   except tf.compat.v1.train.NanLossDuringTrainingError as error:
     _fail_non_finite_loss(error, model_dir())
-  except tf.errors.InvalidArgumentError as error:
-    if model_lib.NON_FINITE_LOSS not in str(error):
-      raise
-    _fail_non_finite_loss(error, model_dir())
+  except tf.errors.OpError as error:
+    if model_lib.NON_FINITE_LOSS in str(error):
+      _fail_non_finite_loss(error, model_dir())
+    if record_scanner.is_data_error(error):
+      fail(record_scanner.describe(error, _flag('pipeline_config_path')))
+    report_bug()
+  except Exception:  # pylint: disable=broad-except
+    report_bug()
+
+
+def report_bug():
+  """Prints the handled exception's traceback and a report request; exits 1."""
+  traceback.print_exc()
+  print(_BUG_REPORT, file=sys.stderr)
+  sys.exit(1)
+
+
+def check_output_dir(path, flag):
+  """Raises UserInputError unless `path` is, or can become, a writable dir.
+
+  Args:
+    path: a local directory path; None or a URL (gs://...) is not checked.
+    flag: the flag that named it, for the message.
+
+  Raises:
+    errors.UserInputError: the path or one of its parents is a file, or the
+      nearest existing directory is not writable.
+  """
+  if not path or '://' in path:
+    return
+  existing = os.path.abspath(path)
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise errors.UserInputError(
+        '%s=%s: %s is a file, not a directory. Choose another directory.' % (
+            flag, path, existing))
+  if not os.access(existing, os.W_OK | os.X_OK):
+    raise errors.UserInputError(
+        '%s=%s: %s is not writable by this user. Choose a writable '
+        'directory.' % (flag, path, existing))
+
+
+def _flag(name):
+  """The value of flag `name`, or None when the command has no such flag."""
+  return getattr(app.flags.FLAGS, name, None)
 
 
 def _fail_non_finite_loss(error, model_dir):
@@ -75,15 +126,20 @@ def run_export(export, prog, doc, module_name, argv=None):
 
   Returns:
     0 after --help or a finished export; exits with 1 on bad flags, config or
-    checkpoint.
+    checkpoint (one line), and on a bug (with its traceback).
   """
   argv = sys.argv[1:] if argv is None else list(argv)
   if _help_requested(argv):
     return _print_help(doc, module_name)
   try:
     app.run(export, argv=[prog] + argv)
-  except (ValueError, TypeError, tf.errors.OpError) as error:
-    fail(getattr(error, 'message', None) or error)
+  except errors.UserInputError as error:
+    fail(error)
+  except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as error:
+    # A file the flags named is missing or unreadable.
+    fail(error.message)
+  except Exception:  # pylint: disable=broad-except
+    report_bug()
   return 0
 
 

@@ -25,6 +25,7 @@ import sys
 from absl import flags
 
 from od_estimator import command_line
+from od_estimator import errors
 from od_estimator import exporter
 from od_estimator.utils import config_util
 
@@ -71,7 +72,7 @@ _REQUIRED = ('pipeline_config_path', 'trained_checkpoint_prefix',
 def _export(unused_argv):
   missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
   if missing:
-    raise ValueError('missing required flag(s): %s' % ', '.join(
+    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
         '--' + name for name in missing))
   pipeline_config = config_util.read_pipeline_config(
       FLAGS.pipeline_config_path, FLAGS.config_override or None)
@@ -81,8 +82,9 @@ def _export(unused_argv):
       input_shape = [None if dim.strip() == '-1' else int(dim)
                      for dim in FLAGS.input_shape.split(',')]
     except ValueError:
-      raise ValueError('--input_shape must be comma-separated integers (-1 '
-                       'for unknown), got %r' % FLAGS.input_shape) from None
+      raise errors.UserInputError(
+          '--input_shape must be comma-separated integers (-1 '
+          'for unknown), got %r' % FLAGS.input_shape) from None
   side_input_shapes = side_input_names = side_input_types = None
   if FLAGS.use_side_inputs:
     side_input_shapes, side_input_names, side_input_types = (

@@ -26,6 +26,7 @@ import sys
 from absl import flags
 
 from od_estimator import command_line
+from od_estimator import errors
 from od_estimator import export_tflite_ssd_graph_lib
 from od_estimator.utils import config_util
 
@@ -56,7 +57,7 @@ _REQUIRED = ('output_directory', 'pipeline_config_path',
 def _export(unused_argv):
   missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
   if missing:
-    raise ValueError('missing required flag(s): %s' % ', '.join(
+    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
         '--' + name for name in missing))
   pipeline_config = config_util.read_pipeline_config(
       FLAGS.pipeline_config_path, FLAGS.config_override or None)

@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow.core.framework import attr_value_pb2
 from tensorflow.core.framework import types_pb2
 
+from od_estimator import errors
 from od_estimator import exporter
 from od_estimator.builders import model_builder
 from od_estimator.builders import post_processing_builder
@@ -122,21 +123,25 @@ def _check_config(pipeline_config):
                      '%s.' % type(pipeline_config).__name__)
   meta_architecture = pipeline_config.model.WhichOneof('model')
   if meta_architecture != 'ssd':
-    raise ValueError('Only ssd models are supported in tflite. Found %s in '
-                     'config (model).' % meta_architecture)
+    raise errors.UserInputError(
+        'Only ssd models are supported in tflite. Found %s in '
+        'config (model).' % meta_architecture)
   ssd = pipeline_config.model.ssd
   box_coder = ssd.box_coder.WhichOneof('box_coder_oneof')
   if box_coder != 'faster_rcnn_box_coder':
-    raise ValueError('model.ssd.box_coder: the TFLite postprocessing op '
-                     'decodes faster_rcnn_box_coder codes only, found %s.' %
-                     box_coder)
+    raise errors.UserInputError(
+        'model.ssd.box_coder: the TFLite postprocessing op '
+        'decodes faster_rcnn_box_coder codes only, found %s.' %
+        box_coder)
   resizer = ssd.image_resizer.WhichOneof('image_resizer_oneof')
   if resizer != 'fixed_shape_resizer':
-    raise ValueError('model.ssd.image_resizer: only fixed_shape_resizer is '
-                     'supported with tflite, found %s.' % resizer)
+    raise errors.UserInputError(
+        'model.ssd.image_resizer: only fixed_shape_resizer is '
+        'supported with tflite, found %s.' % resizer)
   if pipeline_config.HasField('graph_rewriter'):
-    raise ValueError('graph_rewriter (quantization-aware graphs) is not '
-                     'supported by the tflite exporter.')
+    raise errors.UserInputError(
+        'graph_rewriter (quantization-aware graphs) is not '
+        'supported by the tflite exporter.')
   fixed = ssd.image_resizer.fixed_shape_resizer
   channels = 1 if fixed.convert_to_grayscale else 3
   return [1, fixed.height, fixed.width, channels]

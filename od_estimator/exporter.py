@@ -21,6 +21,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
@@ -58,15 +59,17 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
                       (side_input_names_string, 'side_input_names'),
                       (side_input_types_string, 'side_input_types')):
     if not value:
-      raise ValueError('--%s is required with --use_side_inputs.' % flag)
+      raise errors.UserInputError(
+          '--%s is required with --use_side_inputs.' % flag)
   shapes = [_parse_shape(part)
             for part in side_input_shapes_string.split('/')]
   names = side_input_names_string.split(',')
   types = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
   unknown = [t for t in side_input_types_string.split(',') if t not in types]
   if unknown:
-    raise ValueError('--side_input_types: unknown type(s) %s; use float, int '
-                     'or string.' % ', '.join(unknown))
+    raise errors.UserInputError(
+        '--side_input_types: unknown type(s) %s; use float, int '
+        'or string.' % ', '.join(unknown))
   return shapes, names, [types[t] for t in side_input_types_string.split(',')]
 
 
@@ -81,8 +84,9 @@ def _resize_fn(input_shape):
     return None
   height, width = input_shape[1:3]
   if height is None or width is None:
-    raise ValueError('input_shape %s: height and width must be known (not '
-                     '-1) to resize decoded images.' % (list(input_shape),))
+    raise errors.UserInputError(
+        'input_shape %s: height and width must be known (not '
+        '-1) to resize decoded images.' % (list(input_shape),))
   return lambda image: tf.image.resize(image, [height, width])
 
 
@@ -233,14 +237,16 @@ def build_detection_graph(input_type, detection_model, input_shape,
     ValueError: for an unknown input_type or a malformed input_shape.
   """
   if input_type not in input_placeholder_fn_map:
-    raise ValueError('Unknown input type: %r; expected one of %s.' % (
+    raise errors.UserInputError(
+        'Unknown input type: %r; expected one of %s.' % (
         input_type, ', '.join(sorted(input_placeholder_fn_map))))
   placeholder_args = {}
   if input_shape is not None:
     input_shape = list(input_shape)
     if len(input_shape) != 4 or input_shape[3] not in (3, None):
-      raise ValueError('input_shape must be [batch, height, width, 3] (-1 or '
-                       'None for unknown), got %s.' % (input_shape,))
+      raise errors.UserInputError(
+          'input_shape must be [batch, height, width, 3] (-1 or '
+          'None for unknown), got %s.' % (input_shape,))
     placeholder_args['input_shape'] = input_shape
   placeholder, images = input_placeholder_fn_map[input_type](
       **placeholder_args)
@@ -287,14 +293,16 @@ def _resolve_checkpoint(trained_checkpoint_prefix):
   if prefix and tf.io.gfile.isdir(prefix):
     latest = tf.train.latest_checkpoint(prefix)
     if not latest:
-      raise ValueError('no checkpoint in directory %s (expected a prefix '
-                       'like %s/model.ckpt-NNNN).' % (prefix, prefix))
+      raise errors.UserInputError(
+          'no checkpoint in directory %s (expected a prefix '
+          'like %s/model.ckpt-NNNN).' % (prefix, prefix))
     prefix = latest
   if not prefix or not (tf.io.gfile.exists(prefix + '.index') or
                         tf.io.gfile.exists(prefix)):
-    raise ValueError('checkpoint not found: %s (pass the prefix of the '
-                     '.index/.data files, e.g. path/model.ckpt-50000).' %
-                     prefix)
+    raise errors.UserInputError(
+        'checkpoint not found: %s (pass the prefix of the '
+        '.index/.data files, e.g. path/model.ckpt-50000).' %
+        prefix)
   return prefix
 
 
@@ -329,9 +337,9 @@ def _restore_lenient(sess, name_to_variable, checkpoint_prefix):
     if mismatched:
       problems.append('%d have another shape: %s' % (
           len(mismatched), ', '.join(mismatched)))
-    raise ValueError('checkpoint %s does not match the model of the '
-                     'pipeline config; %s.' % (checkpoint_prefix,
-                                               '; '.join(problems)))
+    raise errors.UserInputError(
+        'checkpoint %s does not match the model of the pipeline config; %s.'
+        % (checkpoint_prefix, '; '.join(problems)))
   sess.run(tf.compat.v1.global_variables_initializer())
   tf.compat.v1.train.Saver(available).restore(sess, checkpoint_prefix)
 
@@ -571,16 +579,17 @@ def export_inference_graph(input_type, pipeline_config,
     side_input_types: see build_detection_graph.
 
   Raises:
-    ValueError: for a missing checkpoint, one that does not match the model,
-      an unsupported config or bad input arguments.
+    errors.UserInputError: for a missing checkpoint, one that does not
+      match the model, an unsupported config or bad input arguments.
   """
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
   checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
   if pipeline_config.HasField('graph_rewriter'):
-    raise ValueError('graph_rewriter (quantization-aware graphs) is not '
-                     'supported by the exporter.')
+    raise errors.UserInputError(
+        'graph_rewriter (quantization-aware graphs) is not '
+        'supported by the exporter.')
   with tf.Graph().as_default():
     detection_model = model_builder.build(pipeline_config.model,
                                           is_training=False,

@@ -10,6 +10,8 @@ batch size or a label map beyond num_classes is reported in one go instead
 of as a traceback once training has started, and a failed launch leaves the
 pipeline.config of the last good run in --model_dir.
 """
+import json
+import os
 import sys
 
 from od_estimator import errors
@@ -25,7 +27,8 @@ def check(configs, pipeline_config_path, evaluation_only=False,
     pipeline_config_path: the --pipeline_config_path the configs came from,
       named in the messages.
     evaluation_only: the job only evaluates: the training input files need
-      not exist.
+      not exist. So does a TF_CONFIG cluster's evaluator task; a parameter
+      server reads no input files at all.
     stream: where `note:` lines go; None for stderr.
 
   Raises:
@@ -33,8 +36,12 @@ def check(configs, pipeline_config_path, evaluation_only=False,
       a line saying --model_dir was left as it was.
   """
   report = validate.Report(pipeline_config_path)
-  validate.check_configs(configs, report,
-                         check_train_input_paths=not evaluation_only)
+  task_type = _cluster_task_type()
+  validate.check_configs(
+      configs, report,
+      check_train_input_paths=not evaluation_only and task_type not in (
+          'evaluator', 'ps'),
+      check_eval_input_paths=task_type != 'ps')
   stream = stream or sys.stderr
   for note in report.notes:
     print('note: %s' % note, file=stream)
@@ -45,3 +52,13 @@ def check(configs, pipeline_config_path, evaluation_only=False,
         'written to --model_dir. Fix them and relaunch (`od-estimator '
         'validate --pipeline_config_path=%s` checks the file alone).' % (
             pipeline_config_path, len(report.errors), pipeline_config_path)])
+
+
+def _cluster_task_type():
+  """This process's task type in a TF_CONFIG cluster, or None outside one."""
+  try:
+    task = json.loads(os.environ.get('TF_CONFIG') or '{}').get('task') or {}
+  except (ValueError, AttributeError):
+    # RunConfig reports a malformed TF_CONFIG itself.
+    return None
+  return task.get('type')

@@ -259,8 +259,9 @@ def _restore_map(model, train_config):
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
   if kind not in ('detection', 'classification'):
-    raise ValueError('train_config.fine_tune_checkpoint_type %r is not '
-                     'supported; use "detection" or "classification"' % kind)
+    raise errors.UserInputError(
+        'train_config.fine_tune_checkpoint_type %r is not '
+        'supported; use "detection" or "classification"' % kind)
   wanted = model.restore_map(
       fine_tune_checkpoint_type=kind,
       load_all_detection_checkpoint_vars=(
@@ -270,7 +271,7 @@ def _restore_map(model, train_config):
         variables_helper.get_variables_available_in_checkpoint_with_report(
             wanted, checkpoint, include_global_step=False))
   except tf.errors.NotFoundError:
-    raise ValueError(
+    raise errors.UserInputError(
         'train_config.fine_tune_checkpoint %r: no checkpoint found there. '
         'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
         'from scratch with --hparams_overrides=load_pretrained=false.' %
@@ -452,8 +453,9 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   eval_input_config = configs['eval_input_configs'][0] if configs[
       'eval_input_configs'] else configs['train_input_config']
   if configs.get('graph_rewriter_config') is not None:
-    raise ValueError('graph_rewriter (quantization-aware training) is not '
-                     'supported; remove the graph_rewriter block.')
+    raise errors.UserInputError(
+        'graph_rewriter (quantization-aware training) is not '
+        'supported; remove the graph_rewriter block.')
   load_pretrained = True
   if hparams is not None:
     load_pretrained = (hparams.get('load_pretrained', True) if
@@ -575,12 +577,13 @@ def mirrored_run_config_kwargs(num_devices, device_type='GPU'):
   if device_type not in ('GPU', 'CPU'):
     raise ValueError('device_type must be GPU or CPU, got %r' % device_type)
   if num_devices < 1:
-    raise ValueError('--num_gpus must be positive, got %d' % num_devices)
+    raise errors.UserInputError(
+        '--num_gpus must be positive, got %d' % num_devices)
   kwargs = {}
   if device_type == 'GPU':
     found = len(tf.config.list_physical_devices('GPU'))
     if found < num_devices:
-      raise ValueError(
+      raise errors.UserInputError(
           '--num_gpus=%d asks for %d GPUs but TensorFlow sees %d (a CPU-only '
           'TensorFlow, or CUDA_VISIBLE_DEVICES hides them).' %
           (num_devices, num_devices, found))

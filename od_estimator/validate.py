@@ -358,7 +358,8 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
   return report
 
 
-def check_configs(configs, report, check_train_input_paths=True):
+def check_configs(configs, report, check_train_input_paths=True,
+                  check_eval_input_paths=True):
   """Runs every check but the TPU one on a configs dict, into `report`.
 
   The training commands run this on their merged configs before launch.
@@ -368,6 +369,8 @@ def check_configs(configs, report, check_train_input_paths=True):
     report: the Report to add errors and notes to.
     check_train_input_paths: whether train_input_reader's input files must
       exist (an evaluation-only job does not read them).
+    check_eval_input_paths: whether the eval_input_readers' input files must
+      exist (a parameter server reads no input).
   """
   errors_before = len(report.errors)
   num_classes = _check_model(configs, report)
@@ -383,7 +386,8 @@ def check_configs(configs, report, check_train_input_paths=True):
                 'evaluating.')
   for index, eval_input in enumerate(configs['eval_input_configs']):
     _check_input_reader(eval_input, 'eval_input_reader[%d]' % index,
-                        num_classes, report)
+                        num_classes, report,
+                        check_paths=check_eval_input_paths)
   _check_eval_config(configs['eval_config'], report)
   for note in config_notes.notes(configs):
     report.note(note)

@@ -1,9 +1,13 @@
 """Tests for od_estimator.command_line (the commands' error plumbing)."""
+import os
+
 import pytest
 import tensorflow as tf
 
 from od_estimator import command_line
+from od_estimator import errors
 from od_estimator import model_lib
+from od_estimator.utils import config_util
 
 
 def _raiser(error):
@@ -25,13 +29,71 @@ def test_fail_prints_one_line(capsys):
   assert (code, err) == (1, 'error: bad config\n')
 
 
-@pytest.mark.parametrize('error', [ValueError('no such file x.record'),
-                                   TypeError('no such file x.record')])
+@pytest.mark.parametrize('error', [
+    errors.UserInputError('no such file x.record'),
+    config_util.ConfigError('no such file x.record', path='a.config')])
 def test_training_input_errors_are_one_line(capsys, monkeypatch, error):
   monkeypatch.setattr('sys.argv', ['model_main'])
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
       _raiser(error), lambda: None, 'doc', __name__))
-  assert (code, err) == (1, 'error: no such file x.record\n')
+  assert (code, err) == (1, 'error: %s\n' % error)
+
+
+def _assert_bug_report(err, text):
+  lines = err.strip().splitlines()
+  assert lines[0] == 'Traceback (most recent call last):'
+  assert text in lines[-2]
+  assert lines[-1].startswith('error: this is a bug in od_estimator')
+  assert 'pipeline.config' in lines[-1]
+
+
+@pytest.mark.parametrize('error', [
+    ValueError('shapes do not match in the box predictor'),
+    TypeError('unsupported operand'), KeyError('detection_boxes')])
+def test_code_errors_keep_traceback_and_ask_for_report(capsys, monkeypatch,
+                                                       error):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      _raiser(error), lambda: None, 'doc', __name__))
+  assert code == 1
+  _assert_bug_report(err, type(error).__name__)
+
+
+def test_export_code_errors_keep_traceback(capsys):
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(ValueError('rank mismatch')), 'prog', 'The doc.', __name__, []))
+  assert code == 1
+  _assert_bug_report(err, 'ValueError: rank mismatch')
+
+
+def test_model_dir_under_a_file_is_one_line(capsys, monkeypatch, tmp_path):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  (tmp_path / 'file').write_text('x')
+  model_dir = str(tmp_path / 'file' / 'model')
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      _raiser(AssertionError('main must not run')), lambda: model_dir, 'doc',
+      __name__))
+  assert code == 1
+  assert err.count('\n') == 1
+  assert err.startswith('error: --model_dir=%s: %s is a file' % (
+      model_dir, tmp_path / 'file'))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
+def test_read_only_model_dir_is_one_line(capsys, monkeypatch, tmp_path):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  read_only = tmp_path / 'read_only'
+  read_only.mkdir()
+  read_only.chmod(0o500)
+  try:
+    code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+        _raiser(AssertionError('main must not run')),
+        lambda: str(read_only / 'model'), 'doc', __name__))
+  finally:
+    read_only.chmod(0o700)
+  assert code == 1
+  assert err.count('\n') == 1
+  assert 'is not writable' in err
 
 
 def test_non_finite_loss_names_step_and_checkpoint(capsys, monkeypatch,
@@ -52,16 +114,18 @@ def test_non_finite_loss_names_step_and_checkpoint(capsys, monkeypatch,
   assert prefix in err
 
 
-def test_other_tensorflow_errors_keep_their_traceback(monkeypatch):
+def test_other_tensorflow_errors_keep_their_traceback(capsys, monkeypatch):
   monkeypatch.setattr('sys.argv', ['model_main'])
   error = tf.errors.InvalidArgumentError(None, None, 'shape mismatch')
-  with pytest.raises(tf.errors.InvalidArgumentError):
-    command_line.run_training(_raiser(error), lambda: None, 'doc', __name__)
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      _raiser(error), lambda: None, 'doc', __name__))
+  assert code == 1
+  _assert_bug_report(err, 'shape mismatch')
 
 
 def test_export_help_and_errors(capsys):
   assert command_line.run_export(
-      _raiser(ValueError('x')), 'prog', 'The doc.', __name__,
+      _raiser(errors.UserInputError('x')), 'prog', 'The doc.', __name__,
       ['--help']) == 0
   assert capsys.readouterr().out.startswith('The doc.\nflags:')
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(

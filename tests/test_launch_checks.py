@@ -134,3 +134,22 @@ def test_command_reports_every_problem_and_exits_1(config, model_dir, tmp_path,
   assert 'nothing was written to --model_dir' in errors_lines[-1]
   with open(os.path.join(model_dir, 'pipeline.config')) as f:
     assert f.read() == _AS_RUN
+
+
+@pytest.mark.parametrize('task_type, missing, refused', [
+    ('evaluator', 'shapes_train.record-*', False),
+    ('evaluator', 'shapes_val.record-*', True),
+    ('ps', 'shapes_val.record-*', False),
+    ('worker', 'shapes_train.record-*', True),
+])
+def test_cluster_tasks_need_only_the_files_they_read(
+    config, tmp_path, monkeypatch, task_type, missing, refused):
+  path = _edited(config, missing, 'elsewhere-*', tmp_path)
+  configs = config_util.get_configs_from_pipeline_file(path)
+  monkeypatch.setenv('TF_CONFIG', '{"cluster": {}, "task": {"type": "%s", '
+                     '"index": 0}}' % task_type)
+  if refused:
+    with pytest.raises(errors.UserInputErrors, match='elsewhere-'):
+      launch_check.check(configs, path)
+  else:
+    launch_check.check(configs, path)

@@ -31,6 +31,8 @@ from PIL import Image
 from pycocotools import mask as coco_mask
 import tensorflow as tf
 
+from od_estimator import errors
+from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import label_map_util
 
@@ -121,17 +123,17 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
     SKIP_OUTSIDE_IMAGE).
 
   Raises:
-    ValueError: if the image file's size differs from the JSON's, or an
-      annotation names a category the JSON does not define.
+    errors.UserInputError: if the image file is missing or unreadable, its
+      size differs from the JSON's, or an annotation names a category the
+      JSON does not define.
   """
   image_height = int(image['height'])
   image_width = int(image['width'])
   filename = image['file_name']
-  with tf.io.gfile.GFile(os.path.join(image_dir, filename), 'rb') as fid:
-    encoded_image = fid.read()
-  pil_image = Image.open(io.BytesIO(encoded_image))
+  encoded_image, pil_image = tool_flags.read_image(
+      os.path.join(image_dir, filename))
   if pil_image.size != (image_width, image_height):
-    raise ValueError(
+    raise errors.UserInputError(
         'image %r is %dx%d (width x height) but the annotations file says '
         '%dx%d' % (filename, pil_image.size[0], pil_image.size[1],
                    image_width, image_height))
@@ -148,7 +150,7 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
       continue
     category_id = int(annotation['category_id'])
     if category_id not in category_index:
-      raise ValueError(
+      raise errors.UserInputError(
           'annotation %s of image %r has category_id %d, which is not in '
           'the "categories" list' % (annotation.get('id'), filename,
                                      category_id))
@@ -208,8 +210,8 @@ def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
     'num_orphan_annotations' (annotations of image ids not in 'images'),
     'output_path', 'files' (shard names).
   """
-  with tf.io.gfile.GFile(annotations_file, 'r') as fid:
-    groundtruth = json.load(fid)
+  groundtruth = json.loads(
+      tool_flags.read_bytes(annotations_file, 'annotations file'))
   images = groundtruth['images']
   category_index = label_map_util.create_category_index(
       groundtruth.get('categories', []))
@@ -269,21 +271,12 @@ def format_summary(split, summary):
   return lines
 
 
-def _bool(text):
-  lowered = text.lower()
-  if lowered in ('1', 'true', 't', 'yes', 'y'):
-    return True
-  if lowered in ('0', 'false', 'f', 'no', 'n'):
-    return False
-  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
-
-
 def _parser():
   parser = argparse.ArgumentParser(
       description='Convert COCO detection annotations to sharded TFRecords.')
   # Accept the tf.flags boolean spellings: --include_masks,
   # --include_masks=true|false and --noinclude_masks.
-  parser.add_argument('--include_masks', type=_bool, nargs='?', const=True,
+  parser.add_argument('--include_masks', type=tool_flags.parse_bool, nargs='?', const=True,
                       default=False,
                       help='Store instance masks (PNG) in the examples.')
   parser.add_argument('--noinclude_masks', dest='include_masks',
@@ -298,9 +291,10 @@ def _parser():
   parser.add_argument('--num_train_shards', type=int, default=100)
   parser.add_argument('--num_val_shards', type=int, default=50)
   parser.add_argument('--num_testdev_shards', type=int, default=50)
-  return parser
+  return tool_flags.add_logging_flags(parser)
 
 
+@tool_flags.reporting_input_errors
 def main(argv=None):
   logging.basicConfig(level=logging.INFO, format='%(message)s')
   parser = _parser()

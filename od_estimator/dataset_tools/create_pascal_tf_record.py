@@ -12,15 +12,15 @@ and images from DATA_DIR/<folder in the XML>/JPEGImages/<filename>.
 """
 import argparse
 import hashlib
-import io
 import logging
 import os
 import sys
 import xml.etree.ElementTree as ElementTree
 
-from PIL import Image
 import tensorflow as tf
 
+from od_estimator import errors
+from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import label_map_util
 
@@ -33,9 +33,8 @@ def read_examples_list(path):
 
   VOC lines look like `000005 -1`; only the image id matters here.
   """
-  with tf.io.gfile.GFile(path) as fid:
-    return [line.split()[0] for line in fid.read().splitlines()
-            if line.strip()]
+  text = tool_flags.read_bytes(path, 'examples list').decode('utf-8')
+  return [line.split()[0] for line in text.splitlines() if line.strip()]
 
 
 def recursive_parse_xml_to_dict(xml):
@@ -81,15 +80,14 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
     The tf.train.Example with normalized boxes.
 
   Raises:
-    ValueError: if the image is not a JPEG or an object's class is not in
-      the label map.
+    errors.UserInputError: if the image is missing, unreadable or not a
+      JPEG, or an object's class is not in the label map.
   """
   image_path = os.path.join(dataset_directory, data['folder'] or '',
                             image_subdirectory, data['filename'])
-  with tf.io.gfile.GFile(image_path, 'rb') as fid:
-    encoded_jpg = fid.read()
-  if Image.open(io.BytesIO(encoded_jpg)).format != 'JPEG':
-    raise ValueError('image %s is not a JPEG' % image_path)
+  encoded_jpg, image = tool_flags.read_image(image_path)
+  if image.format != 'JPEG':
+    raise errors.UserInputError('image %s is not a JPEG' % image_path)
   key = hashlib.sha256(encoded_jpg).hexdigest()
   width = int(data['size']['width'])
   height = int(data['size']['height'])
@@ -103,8 +101,8 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
       continue
     name = obj['name']
     if name not in label_map_dict:
-      raise ValueError('class %r of %s is not in the label map' % (
-          name, data['filename']))
+      raise errors.UserInputError(
+          'class %r of %s is not in the label map' % (name, data['filename']))
     box = obj['bndbox']
     xmin.append(float(box['xmin']) / width)
     ymin.append(float(box['ymin']) / height)
@@ -138,15 +136,6 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
-def _bool(text):
-  lowered = text.lower()
-  if lowered in ('1', 'true', 't', 'yes', 'y'):
-    return True
-  if lowered in ('0', 'false', 'f', 'no', 'n'):
-    return False
-  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
-
-
 def _parser():
   parser = argparse.ArgumentParser(
       description='Convert a PASCAL VOC set to a TFRecord file.')
@@ -160,14 +149,15 @@ def _parser():
   parser.add_argument('--label_map_path',
                       default='data/pascal_label_map.pbtxt')
   # tf.flags boolean spellings: --flag, --flag=true|false, --noflag.
-  parser.add_argument('--ignore_difficult_instances', type=_bool, nargs='?',
+  parser.add_argument('--ignore_difficult_instances', type=tool_flags.parse_bool, nargs='?',
                       const=True, default=False)
   parser.add_argument('--noignore_difficult_instances',
                       dest='ignore_difficult_instances',
                       action='store_false', help=argparse.SUPPRESS)
-  return parser
+  return tool_flags.add_logging_flags(parser)
 
 
+@tool_flags.reporting_input_errors
 def main(argv=None):
   logging.basicConfig(level=logging.INFO, format='%(message)s')
   args = _parser().parse_args(argv)
@@ -190,8 +180,8 @@ def main(argv=None):
         if index % 1000 == 0:
           logging.info('On image %d of %d', index, len(examples))
         path = os.path.join(annotations_dir, example_id + '.xml')
-        with tf.io.gfile.GFile(path, 'rb') as fid:
-          xml = ElementTree.fromstring(fid.read())
+        xml = ElementTree.fromstring(
+            tool_flags.read_bytes(path, 'annotation'))
         data = recursive_parse_xml_to_dict(xml)['annotation']
         example = dict_to_tf_example(data, args.data_dir, label_map_dict,
                                      args.ignore_difficult_instances)

@@ -23,6 +23,7 @@ from PIL import Image
 from PIL import ImageDraw
 import tensorflow as tf
 
+from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 
 CLASSES = ('circle', 'square', 'triangle')
@@ -194,12 +195,14 @@ def _parser():
   parser.add_argument('--num_sample_images', type=int, default=0,
                       help='Also write this many unlabelled images, '
                       'images/shapes_<k>.png, to run a trained model on.')
-  return parser
+  return tool_flags.add_logging_flags(parser)
 
 
 def main(argv=None):
-  args = _parser().parse_args(argv)
-  written = create_dataset(**vars(args))
+  args = vars(_parser().parse_args(argv))
+  for name in ('logtostderr', 'alsologtostderr'):
+    del args[name]  # Messages go to stderr anyway.
+  written = create_dataset(**args)
   print('wrote %d train shard(s), %d val shard(s), %d sample image(s) and %s'
         % (len(written['train']), len(written['val']), len(written['images']),
            written['label_map']))

@@ -281,3 +281,37 @@ def test_skip_reasons_in_process(tmp_path):
                      (4, coco.SKIP_OUTSIDE_IMAGE)]
   np.testing.assert_allclose(_box(example.features.feature),
                              [[0.0, 0.0, 1.0, 1.0]])
+
+
+def test_original_logging_flags_are_accepted():
+  args = coco._parser().parse_args(['--logtostderr', '--alsologtostderr',
+                                    '--nologtostderr'])
+  assert args.alsologtostderr and not args.logtostderr
+
+
+@pytest.mark.parametrize('damage', ['missing', 'not_an_image'])
+def test_bad_image_is_one_line_naming_it(tmp_path, capsys, damage):
+  image_dir, annotations = _make_coco_tree(tmp_path)
+  with open(annotations) as f:
+    image = os.path.join(image_dir, json.load(f)['images'][0]['file_name'])
+  os.remove(image)
+  if damage == 'not_an_image':
+    with open(image, 'wb') as f:
+      f.write(b'\x00' * 10)
+  with pytest.raises(SystemExit) as raised:
+    coco.main(['--logtostderr', '--val_image_dir', image_dir,
+               '--val_annotations_file', annotations,
+               '--num_val_shards', '1', '--output_dir', str(tmp_path / 'out')])
+  err = capsys.readouterr().err
+  assert raised.value.code == 1
+  assert err.count('\n') == 1 and err.startswith('error: ')
+  assert image in err
+
+
+def test_missing_annotations_file_is_one_line(tmp_path, capsys):
+  missing = str(tmp_path / 'instances_val.json')
+  with pytest.raises(SystemExit):
+    coco.main(['--val_image_dir', str(tmp_path), '--val_annotations_file',
+               missing, '--output_dir', str(tmp_path / 'out')])
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1 and missing in err

@@ -199,3 +199,29 @@ def test_read_examples_list(tmp_path):
   path.write_text('000005 -1\n000007  1\n\n2008_000001 0\n')
   assert pascal.read_examples_list(str(path)) == [
       '000005', '000007', '2008_000001']
+
+
+def test_original_logging_flags_are_accepted(tmp_path):
+  data_dir, label_map = _make_voc_tree(tmp_path)
+  output = str(tmp_path / 'logged.record')
+  assert pascal.main(['--logtostderr', '--alsologtostderr=true',
+                      '--data_dir', data_dir, '--output_path', output,
+                      '--label_map_path', label_map]) == 0
+  assert len(_read(output)) == 2
+
+
+@pytest.mark.parametrize('damage', ['missing', 'not_an_image'])
+def test_bad_image_is_one_line_naming_it(tmp_path, capsys, damage):
+  data_dir, label_map = _make_voc_tree(tmp_path)
+  image = os.path.join(data_dir, 'VOC2007', 'JPEGImages', '000002.jpg')
+  os.remove(image)
+  if damage == 'not_an_image':
+    with open(image, 'w') as f:
+      f.write('<html>not found</html>')
+  with pytest.raises(SystemExit) as raised:
+    pascal.main(['--data_dir', data_dir, '--output_path',
+                 str(tmp_path / 'x.record'), '--label_map_path', label_map])
+  err = capsys.readouterr().err
+  assert raised.value.code == 1
+  assert err.count('\n') == 1 and err.startswith('error: ')
+  assert image in err

@@ -79,3 +79,10 @@ def test_sample_images_are_png_files_of_the_image_size(tmp_path):
   pixels = [np.array(Image.open(p)) for p in paths]
   assert all(p.shape == (40, 40, 3) and p.dtype == np.uint8 for p in pixels)
   assert not np.array_equal(pixels[0], pixels[1])
+
+
+def test_original_logging_flags_are_accepted(tmp_path):
+  assert synth.main(['--logtostderr', '--alsologtostderr',
+                     '--output_dir=%s' % tmp_path, '--num_train=1',
+                     '--num_val=1', '--image_size=32']) == 0
+  assert (tmp_path / 'shapes_label_map.pbtxt').exists()

@@ -1,0 +1,87 @@
+"""What the dataset tools share: the original's flag spellings and errors.
+
+The original's tools were absl programs, so their documented command lines
+carry absl's `--logtostderr` / `--alsologtostderr`; ours log to stderr
+already and accept both. Bad input (a missing or unreadable image, an
+annotation that does not fit) is one `error: ...` line and exit status 1.
+"""
+import argparse
+import functools
+import io
+import sys
+
+from PIL import Image
+import tensorflow as tf
+
+from od_estimator import errors
+
+
+def parse_bool(text):
+  """argparse type for the tf.flags boolean spellings (true/false, 1/0)."""
+  value = text.strip().lower()
+  if value in ('1', 'true', 't', 'yes', 'y'):
+    return True
+  if value in ('0', 'false', 'f', 'no', 'n'):
+    return False
+  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
+
+
+def add_logging_flags(parser):
+  """Accepts absl's logging flags; messages go to stderr in any case."""
+  for name in ('logtostderr', 'alsologtostderr'):
+    parser.add_argument('--' + name, type=parse_bool, nargs='?', const=True,
+                        default=True, help=argparse.SUPPRESS)
+    parser.add_argument('--no' + name, dest=name, action='store_false',
+                        help=argparse.SUPPRESS)
+  return parser
+
+
+def read_bytes(path, what='file'):
+  """The contents of `path`; a missing or unreadable file is bad input.
+
+  Args:
+    path: the file.
+    what: what the file is, for the message ('image', 'annotations file').
+
+  Raises:
+    errors.UserInputError: naming the file.
+  """
+  try:
+    with tf.io.gfile.GFile(path, 'rb') as fid:
+      return fid.read()
+  except tf.errors.OpError as error:
+    raise errors.UserInputError('cannot read %s %s: %s' % (
+        what, path, error.message)) from None
+
+
+def read_image(path):
+  """Reads an image file; returns (encoded bytes, opened PIL image).
+
+  Args:
+    path: the image file.
+
+  Raises:
+    errors.UserInputError: naming the file, when it is missing, unreadable
+      or not an image PIL can open.
+  """
+  encoded = read_bytes(path, 'image')
+  try:
+    image = Image.open(io.BytesIO(encoded))
+  except (OSError, SyntaxError, ValueError) as error:
+    # What PIL raises for unknown, truncated or corrupt data.
+    raise errors.UserInputError('image %s is not a readable image: %s' % (
+        path, error)) from None
+  return encoded, image
+
+
+def reporting_input_errors(main):
+  """Decorates a tool's main(argv): bad input becomes one line, exit 1."""
+
+  @functools.wraps(main)
+  def wrapper(argv=None):
+    try:
+      return main(argv)
+    except errors.UserInputError as error:
+      errors.fail(error)
+
+  return wrapper
