@@ -5,6 +5,7 @@ builder of that meta-architecture family (one module per family:
 ssd_model_builder, ...). A family the registry refuses raises a clear
 error naming it.
 """
+from od_estimator.builders import faster_rcnn_model_builder
 from od_estimator.builders import ssd_model_builder
 from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
@@ -22,8 +23,7 @@ def _unsupported(message):
 # `model` oneof field -> fn(sub-config, is_training, add_summaries).
 META_ARCH_BUILDER_MAP = {
     'ssd': ssd_model_builder.build,
-    'faster_rcnn': _unsupported(
-        'model.faster_rcnn is not supported yet (SSD only).'),
+    'faster_rcnn': faster_rcnn_model_builder.build,
     'center_net': _unsupported(
         'model.center_net is not supported (TF2-only in the original; SSD '
         'only).'),

@@ -193,11 +193,13 @@ def test_mask_head_is_an_error():
                         is_training=True)
 
 
-def test_faster_rcnn_is_not_supported_yet():
+def test_faster_rcnn_goes_to_its_builder():
+  # Its own tests: tests/builders/test_faster_rcnn_model_builder.py.
   config = _config(text='faster_rcnn { num_classes: 3 }')
-  with pytest.raises(ValueError, match=r'model\.faster_rcnn is not supported '
-                     r'yet \(SSD only\)'):
+  with pytest.raises(ValueError, match=r'model\.faster_rcnn\.first_stage_'
+                     r'anchor_generator'):
     model_builder.build(config, is_training=True)
+  assert 'faster_rcnn' in model_builder.supported_meta_architectures()
 
 
 @pytest.mark.parametrize('text,field', [

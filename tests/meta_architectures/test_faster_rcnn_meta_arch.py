@@ -63,11 +63,8 @@ def _build_model(is_training=True, number_of_stages=2,
           base_anchor_size=[anchor_size, anchor_size],
           anchor_stride=[16, 16], anchor_offset=[8, 8]),
       conv_hyperparams_fn=_conv_hyperparams,
-      box_predictor=box_predictor_builder.build_convolutional_box_predictor(
-          is_training=is_training, num_classes=1,
-          conv_hyperparams_fn=_conv_hyperparams, min_depth=0, max_depth=0,
-          num_layers_before_predictor=0, use_dropout=False,
-          dropout_keep_prob=1.0, kernel_size=1, box_code_size=4),
+      box_predictor=box_predictor_builder.build_rpn_box_predictor(
+          is_training, _conv_hyperparams),
       target_assigner=_target_assigner(0.7, 0.3, True, use_static_shapes),
       sampler=sampler.BalancedPositiveNegativeSampler(
           0.5, is_static=use_static_shapes),

@@ -1,0 +1,257 @@
+"""Builds a FasterRCNNMetaArch from a model.proto `faster_rcnn` config.
+
+The feature extractor class comes from
+od_estimator.models.faster_rcnn_feature_extractor_registry by its config
+`type` (e.g. "faster_rcnn_resnet101"). Fixed choices follow the original:
+both stages encode boxes with FasterRcnnBoxCoder(10, 10, 5, 5) and match by
+IoU with an argmax matcher (anchors: matched >= 0.7, unmatched < 0.3, every
+groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
+RPN's losses are smooth L1 and softmax, its predictor a 1x1 convolutional
+box predictor with one class (objectness).
+"""
+import functools
+
+from od_estimator.builders import anchor_generator_builder
+from od_estimator.builders import box_predictor_builder
+from od_estimator.builders import hyperparams_builder
+from od_estimator.builders import image_resizer_builder
+from od_estimator.builders import losses_builder
+from od_estimator.builders import post_processing_builder
+from od_estimator.box_coders import faster_rcnn_box_coder
+from od_estimator.core import balanced_positive_negative_sampler as sampler
+from od_estimator.core import post_processing
+from od_estimator.core import region_similarity_calculator
+from od_estimator.core import target_assigner
+from od_estimator.errors import UserInputError
+from od_estimator.matchers import argmax_matcher
+from od_estimator.meta_architectures import faster_rcnn_meta_arch
+from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.utils import spatial_transform_ops
+
+_FRCNN = 'model.faster_rcnn'
+_FE = _FRCNN + '.feature_extractor'
+_BOX_CODER_SCALES = (10.0, 10.0, 5.0, 5.0)
+# Extractor types of the original that this version does not build yet.
+_LATER_EXTRACTORS = {
+    'faster_rcnn_nas': 'NASNet (faster_rcnn_nas) comes later',
+    'faster_rcnn_pnas': 'PNASNet (faster_rcnn_pnas) comes later',
+}
+# Set fields this version cannot honour -> why.
+_UNSUPPORTED_FIELDS = {
+    'context_config': 'Context R-CNN comes later',
+    'output_final_box_features': 'box feature outputs are not built',
+    'output_final_box_rpn_features': 'box feature outputs are not built',
+    'return_raw_detections_during_predict':
+        'raw detections come from postprocess (raw_detection_boxes/scores)',
+}
+
+
+def _check_config(config):
+  """Raises UserInputError naming a field this version cannot honour."""
+  if config.num_classes <= 0:
+    raise UserInputError('%s.num_classes must be > 0, got %d.' %
+                         (_FRCNN, config.num_classes))
+  if config.number_of_stages not in (1, 2):
+    raise UserInputError(
+        '%s.number_of_stages: %d is not supported; use 1 (RPN only) or 2 (3 '
+        'is for Mask R-CNN, which comes later).' %
+        (_FRCNN, config.number_of_stages))
+  for field, why in _UNSUPPORTED_FIELDS.items():
+    if config.HasField(field) and (
+        field == 'context_config' or getattr(config, field)):
+      raise UserInputError('%s.%s is not supported: %s.' % (_FRCNN, field,
+                                                             why))
+  extractor = config.feature_extractor
+  if extractor.HasField('fpn'):
+    raise UserInputError('%s.fpn is not supported (Faster R-CNN FPN '
+                         'extractors are TF2 Keras models).' % _FE)
+  for field in ('conv_hyperparams',
+                'override_base_feature_extractor_hyperparams'):
+    if extractor.HasField(field) and getattr(extractor, field):
+      raise UserInputError(
+          '%s.%s is not supported: the tf-slim Faster R-CNN extractors use '
+          'their own hyperparameters, as in the original.' % (_FE, field))
+  anchors = config.first_stage_anchor_generator.WhichOneof(
+      'anchor_generator_oneof')
+  if anchors != 'grid_anchor_generator':
+    raise UserInputError(
+        '%s.first_stage_anchor_generator: %s is not supported; use '
+        'grid_anchor_generator.' % (_FRCNN, anchors or 'nothing set'))
+  if not 0.0 <= config.first_stage_nms_iou_threshold <= 1.0:
+    raise UserInputError('%s.first_stage_nms_iou_threshold must be in [0, 1], '
+                         'got %g.' % (_FRCNN,
+                                      config.first_stage_nms_iou_threshold))
+  if config.number_of_stages == 2:
+    _check_second_stage(config)
+
+
+def _check_second_stage(config):
+  predictor = config.second_stage_box_predictor.WhichOneof(
+      'box_predictor_oneof')
+  if predictor == 'rfcn_box_predictor':
+    raise UserInputError('%s.second_stage_box_predictor.rfcn_box_predictor '
+                         '(R-FCN) is not supported yet.' % _FRCNN)
+  if predictor != 'mask_rcnn_box_predictor':
+    raise UserInputError(
+        '%s.second_stage_box_predictor: %s is not supported; use '
+        'mask_rcnn_box_predictor.' % (_FRCNN, predictor or 'nothing set'))
+  mask_config = config.second_stage_box_predictor.mask_rcnn_box_predictor
+  if mask_config.predict_instance_masks:
+    raise UserInputError(
+        '%s.second_stage_box_predictor.mask_rcnn_box_predictor.'
+        'predict_instance_masks is not supported yet (Mask R-CNN comes '
+        'later).' % _FRCNN)
+  if config.initial_crop_size <= 0:
+    raise UserInputError('%s.initial_crop_size must be > 0, got %d.' %
+                         (_FRCNN, config.initial_crop_size))
+  if config.maxpool_kernel_size > 0 and config.maxpool_stride <= 0:
+    raise UserInputError('%s.maxpool_stride must be > 0 with a max pool, got '
+                         '%d.' % (_FRCNN, config.maxpool_stride))
+
+
+def _build_feature_extractor(config, is_training):
+  """The registered extractor of config.feature_extractor.type."""
+  extractor = config.feature_extractor
+  extractors = (
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS)
+  if extractor.type in _LATER_EXTRACTORS:
+    raise UserInputError('%s.type %r is not supported yet: %s.' % (
+        _FE, extractor.type, _LATER_EXTRACTORS[extractor.type]))
+  if extractor.type not in extractors:
+    raise UserInputError('%s.type %r is not supported; available types: %s' %
+                         (_FE, extractor.type, ', '.join(sorted(extractors))))
+  return extractors[extractor.type](
+      is_training, extractor.first_stage_features_stride,
+      batch_norm_trainable=extractor.batch_norm_trainable)
+
+
+def _target_assigner(matched_threshold, unmatched_threshold,
+                     force_match_for_each_row, use_matmul_gather):
+  """An IoU / argmax TargetAssigner with the Faster R-CNN box coder."""
+  return target_assigner.TargetAssigner(
+      region_similarity_calculator.IouSimilarity(),
+      argmax_matcher.ArgMaxMatcher(
+          matched_threshold, unmatched_threshold,
+          force_match_for_each_row=force_match_for_each_row,
+          use_matmul_gather=use_matmul_gather),
+      faster_rcnn_box_coder.FasterRcnnBoxCoder(list(_BOX_CODER_SCALES)))
+
+
+def _build_first_stage(config, is_training, use_static_shapes):
+  """FirstStageParams of the region proposal network."""
+  if is_training and config.second_stage_batch_size > (
+      config.first_stage_max_proposals) and config.number_of_stages == 2:
+    raise UserInputError(
+        '%s.second_stage_batch_size (%d) must not exceed '
+        'first_stage_max_proposals (%d).' % (
+            _FRCNN, config.second_stage_batch_size,
+            config.first_stage_max_proposals))
+  anchor_generator = anchor_generator_builder.build(
+      config.first_stage_anchor_generator)
+  conv_hyperparams_fn = hyperparams_builder.build(
+      config.first_stage_box_predictor_conv_hyperparams, is_training)
+  return faster_rcnn_meta_arch.FirstStageParams(
+      anchor_generator=anchor_generator,
+      conv_hyperparams_fn=conv_hyperparams_fn,
+      box_predictor=box_predictor_builder.build_rpn_box_predictor(
+          is_training, conv_hyperparams_fn,
+          box_code_size=len(_BOX_CODER_SCALES)),
+      target_assigner=_target_assigner(
+          0.7, 0.3, True, config.use_matmul_gather_in_matcher),
+      sampler=sampler.BalancedPositiveNegativeSampler(
+          positive_fraction=config.first_stage_positive_balance_fraction,
+          is_static=(config.use_static_balanced_label_sampler and
+                     use_static_shapes)),
+      nms_fn=functools.partial(
+          post_processing.batch_multiclass_non_max_suppression,
+          score_thresh=config.first_stage_nms_score_threshold,
+          iou_thresh=config.first_stage_nms_iou_threshold,
+          max_size_per_class=config.first_stage_max_proposals,
+          max_total_size=config.first_stage_max_proposals,
+          use_static_shapes=use_static_shapes,
+          use_partitioned_nms=config.use_partitioned_nms_in_first_stage,
+          use_combined_nms=config.use_combined_nms_in_first_stage),
+      kernel_size=config.first_stage_box_predictor_kernel_size,
+      depth=config.first_stage_box_predictor_depth,
+      atrous_rate=config.first_stage_atrous_rate,
+      minibatch_size=config.first_stage_minibatch_size,
+      max_proposals=config.first_stage_max_proposals,
+      localization_loss_weight=config.first_stage_localization_loss_weight,
+      objectness_loss_weight=config.first_stage_objectness_loss_weight,
+      clip_anchors_to_image=config.clip_anchors_to_image)
+
+
+def _build_second_stage(config, is_training, use_static_shapes):
+  """(RoiCropParams, SecondStageParams) of the box classifier."""
+  roi_crop = faster_rcnn_meta_arch.RoiCropParams(
+      crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
+                          if config.use_matmul_crop_and_resize else
+                          spatial_transform_ops.native_crop_and_resize),
+      initial_crop_size=config.initial_crop_size,
+      maxpool_kernel_size=config.maxpool_kernel_size,
+      maxpool_stride=config.maxpool_stride)
+  nms_fn, score_conversion_fn = post_processing_builder.build(
+      config.second_stage_post_processing)
+  localization_weight = config.second_stage_localization_loss_weight
+  classification_weight = config.second_stage_classification_loss_weight
+  hard_example_miner = None
+  if config.HasField('hard_example_miner'):
+    hard_example_miner = losses_builder.build_hard_example_miner(
+        config.hard_example_miner, classification_weight,
+        localization_weight)
+  second_stage = faster_rcnn_meta_arch.SecondStageParams(
+      box_predictor=box_predictor_builder.build(
+          hyperparams_builder.build, config.second_stage_box_predictor,
+          is_training=is_training, num_classes=config.num_classes),
+      target_assigner=_target_assigner(
+          0.5, None, False, config.use_matmul_gather_in_matcher),
+      sampler=sampler.BalancedPositiveNegativeSampler(
+          positive_fraction=config.second_stage_balance_fraction,
+          is_static=(config.use_static_balanced_label_sampler and
+                     use_static_shapes)),
+      nms_fn=nms_fn,
+      score_conversion_fn=score_conversion_fn,
+      classification_loss=losses_builder.build_faster_rcnn_classification_loss(
+          config.second_stage_classification_loss),
+      batch_size=config.second_stage_batch_size,
+      localization_loss_weight=localization_weight,
+      classification_loss_weight=classification_weight,
+      hard_example_miner=hard_example_miner)
+  return roi_crop, second_stage
+
+
+def build(config, is_training, add_summaries=True):
+  """Builds a FasterRCNNMetaArch from a faster_rcnn_pb2.FasterRcnn config.
+
+  Args:
+    config: faster_rcnn_pb2.FasterRcnn.
+    is_training: whether the model is built for training.
+    add_summaries: whether the model may add tf summaries.
+
+  Returns:
+    A FasterRCNNMetaArch.
+
+  Raises:
+    UserInputError: naming a field that is set but cannot be honoured, or
+      an unknown feature extractor type.
+  """
+  _check_config(config)
+  # Static shapes hold in training, and in evaluation only when asked for.
+  use_static_shapes = config.use_static_shapes and (
+      is_training or config.use_static_shapes_for_eval)
+  roi_crop = second_stage = None
+  if config.number_of_stages == 2:
+    roi_crop, second_stage = _build_second_stage(config, is_training,
+                                                 use_static_shapes)
+  return faster_rcnn_meta_arch.FasterRCNNMetaArch(
+      is_training=is_training,
+      feature_extractor=_build_feature_extractor(config, is_training),
+      model_params=faster_rcnn_meta_arch.ModelParams(
+          num_classes=config.num_classes,
+          image_resizer_fn=image_resizer_builder.build(config.image_resizer),
+          number_of_stages=config.number_of_stages,
+          use_static_shapes=use_static_shapes,
+          inplace_batchnorm_update=config.inplace_batchnorm_update),
+      first_stage=_build_first_stage(config, is_training, use_static_shapes),
+      roi_crop=roi_crop, second_stage=second_stage,
+      add_summaries=add_summaries)

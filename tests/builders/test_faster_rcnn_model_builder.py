@@ -1,0 +1,182 @@
+"""faster_rcnn_model_builder: configs to FasterRCNNMetaArch, and refusals."""
+import pytest
+import tensorflow as tf
+from google.protobuf import text_format
+
+from od_estimator.builders import faster_rcnn_model_builder
+from od_estimator.builders import model_builder
+from od_estimator.errors import UserInputError
+from od_estimator.meta_architectures import faster_rcnn_meta_arch
+from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.protos import model_pb2
+from tests import fakes
+
+_CONFIG = """
+faster_rcnn {
+  num_classes: 3
+  number_of_stages: %(stages)d
+  image_resizer { fixed_shape_resizer { height: 32 width: 32 } }
+  feature_extractor { type: 'fake' first_stage_features_stride: 16 }
+  first_stage_anchor_generator {
+    grid_anchor_generator {
+      scales: [0.5, 1.0] aspect_ratios: [1.0]
+      height_stride: 16 width_stride: 16
+    }
+  }
+  first_stage_box_predictor_conv_hyperparams {
+    op: CONV
+    regularizer { l2_regularizer { weight: 0.0 } }
+    initializer { truncated_normal_initializer { stddev: 0.01 } }
+  }
+  first_stage_max_proposals: 8
+  first_stage_box_predictor_depth: 4
+  initial_crop_size: 4
+  maxpool_kernel_size: 2
+  maxpool_stride: 2
+  second_stage_batch_size: 4
+  second_stage_box_predictor {
+    mask_rcnn_box_predictor {
+      use_dropout: false
+      fc_hyperparams {
+        op: FC
+        regularizer { l2_regularizer { weight: 0.0 } }
+        initializer { variance_scaling_initializer { factor: 1.0 } }
+      }
+    }
+  }
+  second_stage_post_processing {
+    batch_non_max_suppression {
+      score_threshold: 0.0 iou_threshold: 0.6
+      max_detections_per_class: 5 max_total_detections: 5
+    }
+    score_converter: SOFTMAX
+  }
+  %(extra)s
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def fake_extractor(monkeypatch):
+  monkeypatch.setitem(
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+      'fake', fakes.FakeFasterRCNNFeatureExtractor)
+
+
+def _config(stages=2, extra=''):
+  return text_format.Parse(_CONFIG % {'stages': stages, 'extra': extra},
+                           model_pb2.DetectionModel())
+
+
+def _build(is_training=True, **kwargs):
+  with tf.Graph().as_default():
+    return model_builder.build(_config(**kwargs), is_training)
+
+
+def test_registered_in_model_builder():
+  assert model_builder.META_ARCH_BUILDER_MAP['faster_rcnn'] is (
+      faster_rcnn_model_builder.build)
+  assert 'faster_rcnn' in model_builder.supported_meta_architectures()
+
+
+def test_two_stage_model_trains_on_the_fake_extractor():
+  with tf.Graph().as_default():
+    model = model_builder.build(_config(), is_training=True)
+    assert isinstance(model, faster_rcnn_meta_arch.FasterRCNNMetaArch)
+    assert model.num_classes == 3
+    assert model.max_num_proposals == 4
+    images = tf.random.uniform([1, 40, 40, 3], 0, 255)
+    preprocessed, true_image_shapes = model.preprocess(images)
+    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])],
+                              [tf.constant([[0.0, 1.0, 0.0]])])
+    prediction_dict = model.predict(preprocessed, true_image_shapes)
+    loss_dict = model.loss(prediction_dict, true_image_shapes)
+    assert prediction_dict['class_predictions_with_background'].shape == (
+        4, 4)
+    assert prediction_dict['refined_box_encodings'].shape == (4, 3, 4)
+    assert sorted(loss_dict) == [
+        'Loss/BoxClassifierLoss/classification_loss',
+        'Loss/BoxClassifierLoss/localization_loss',
+        'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
+    names = {v.op.name: v.shape.as_list()
+             for v in tf.compat.v1.global_variables()}
+  assert names['Conv/weights'] == [3, 3, 8, 4]
+  assert names['FirstStageBoxPredictor/BoxEncodingPredictor/weights'] == [
+      1, 1, 4, 2 * 4]
+  assert names['FirstStageBoxPredictor/ClassPredictor/weights'] == [
+      1, 1, 4, 2 * 2]
+  assert names['SecondStageBoxPredictor/BoxEncodingPredictor/weights'] == [
+      6, 3 * 4]
+  assert names['SecondStageBoxPredictor/ClassPredictor/weights'] == [6, 4]
+
+
+def test_inference_model_sees_first_stage_max_proposals():
+  assert _build(is_training=False).max_num_proposals == 8
+
+
+def test_first_stage_only_needs_no_second_stage():
+  model = _build(stages=1)
+  assert model.max_num_proposals == 8
+
+
+@pytest.mark.parametrize('is_training,for_eval,static', [
+    (True, False, True), (False, False, False), (False, True, True)])
+def test_static_shapes_in_training_or_when_asked_for_eval(is_training,
+                                                         for_eval, static):
+  extra = ('use_static_shapes: true use_static_balanced_label_sampler: true '
+           'use_static_shapes_for_eval: %s' % str(for_eval).lower())
+  model = _build(is_training=is_training, extra=extra)
+  assert model._params.use_static_shapes is static
+
+
+@pytest.mark.parametrize('extra,field', [
+    ('context_config { max_num_context_features: 10 }', 'context_config'),
+    ('output_final_box_features: true', 'output_final_box_features'),
+    ('return_raw_detections_during_predict: true',
+     'return_raw_detections_during_predict'),
+    ('first_stage_nms_iou_threshold: 1.5', 'first_stage_nms_iou_threshold'),
+])
+def test_refuses_fields_it_cannot_honour(extra, field):
+  with pytest.raises(UserInputError, match=field):
+    _build(extra=extra)
+
+
+def test_refuses_a_second_stage_batch_above_the_proposals():
+  config = _config()
+  config.faster_rcnn.second_stage_batch_size = 20
+  with pytest.raises(UserInputError, match='second_stage_batch_size'):
+    model_builder.build(config, True)
+
+
+def test_refuses_three_stages_and_other_second_stage_predictors():
+  with pytest.raises(UserInputError, match='number_of_stages'):
+    _build(stages=3)
+  config = _config()
+  config.faster_rcnn.second_stage_box_predictor.rfcn_box_predictor.SetInParent()
+  with pytest.raises(UserInputError, match='rfcn_box_predictor'):
+    model_builder.build(config, True)
+  config = _config()
+  (config.faster_rcnn.second_stage_box_predictor.mask_rcnn_box_predictor
+   .predict_instance_masks) = True
+  with pytest.raises(UserInputError, match='predict_instance_masks'):
+    model_builder.build(config, True)
+
+
+def test_refuses_other_anchor_generators_and_extractor_options():
+  config = _config()
+  config.faster_rcnn.first_stage_anchor_generator.ssd_anchor_generator.SetInParent()
+  with pytest.raises(UserInputError, match='first_stage_anchor_generator'):
+    model_builder.build(config, True)
+  config = _config()
+  config.faster_rcnn.feature_extractor.fpn.min_level = 2
+  with pytest.raises(UserInputError, match='feature_extractor.fpn'):
+    model_builder.build(config, True)
+
+
+@pytest.mark.parametrize('extractor_type,message', [
+    ('faster_rcnn_nas', 'NASNet'), ('faster_rcnn_made_up', 'available types')])
+def test_refuses_unknown_and_later_extractors(extractor_type, message):
+  config = _config()
+  config.faster_rcnn.feature_extractor.type = extractor_type
+  with pytest.raises(UserInputError, match=message):
+    model_builder.build(config, True)
