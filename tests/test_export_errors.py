@@ -71,7 +71,8 @@ def test_unknown_input_type(capsys, tmp_path, fake_checkpoint):
 def test_unsupported_graph_rewriter(capsys, tmp_path, fake_checkpoint):
   line = _one_error_line(capsys, export_inference_graph.main,
                          _inference_graph_flags(
-                             tmp_path, trained_checkpoint_prefix=fake_checkpoint,
+                             tmp_path,
+                             trained_checkpoint_prefix=fake_checkpoint,
                              config_override='graph_rewriter { quantization '
                              '{ delay: 10 } }'))
   assert 'graph_rewriter' in line and 'not supported' in line

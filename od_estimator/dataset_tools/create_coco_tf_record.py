@@ -276,8 +276,8 @@ def _parser():
       description='Convert COCO detection annotations to sharded TFRecords.')
   # Accept the tf.flags boolean spellings: --include_masks,
   # --include_masks=true|false and --noinclude_masks.
-  parser.add_argument('--include_masks', type=tool_flags.parse_bool, nargs='?', const=True,
-                      default=False,
+  parser.add_argument('--include_masks', type=tool_flags.parse_bool,
+                      nargs='?', const=True, default=False,
                       help='Store instance masks (PNG) in the examples.')
   parser.add_argument('--noinclude_masks', dest='include_masks',
                       action='store_false', help=argparse.SUPPRESS)

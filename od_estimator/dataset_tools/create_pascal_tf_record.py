@@ -149,8 +149,9 @@ def _parser():
   parser.add_argument('--label_map_path',
                       default='data/pascal_label_map.pbtxt')
   # tf.flags boolean spellings: --flag, --flag=true|false, --noflag.
-  parser.add_argument('--ignore_difficult_instances', type=tool_flags.parse_bool, nargs='?',
-                      const=True, default=False)
+  parser.add_argument('--ignore_difficult_instances',
+                      type=tool_flags.parse_bool, nargs='?', const=True,
+                      default=False)
   parser.add_argument('--noignore_difficult_instances',
                       dest='ignore_difficult_instances',
                       action='store_false', help=argparse.SUPPRESS)
