@@ -62,13 +62,51 @@ def _get_multiplier_for_color_randomness():
 
 
 @functools.lru_cache(maxsize=1)
-def _font():
+def label_font_size(width, height):
+  """Label font size in points for an image of that many pixels.
+
+  24 points (the original's fixed size) on a 640 x 480 image, in proportion
+  to the image's geometric-mean side elsewhere, and never below 8, so labels
+  neither swamp a thumbnail nor vanish on a large photo.
+  """
+  scale = np.sqrt(width * height / (640. * 480.))
+  return max(8, int(round(_FONT_SIZE * scale)))
+
+
+def _font(size=_FONT_SIZE):
   for name in ('arial.ttf', 'DejaVuSans.ttf'):
     try:
-      return ImageFont.truetype(name, _FONT_SIZE)
+      return ImageFont.truetype(name, size)
     except OSError:
       continue
-  return ImageFont.load_default()
+  return ImageFont.load_default(size)
+
+
+def label_position(left, top, label_width, label_height, image_width,
+                   image_height):
+  """Where a box's label block goes so that no part of it leaves the image.
+
+  Above the box when it fits there, else just inside the box's top edge;
+  shifted left when it would pass the right edge, and kept inside the image
+  in any case.
+
+  Args:
+    left: the box's left edge in pixels.
+    top: the box's top edge in pixels.
+    label_width: width of the label block in pixels.
+    label_height: height of the label block in pixels.
+    image_width: the image's width in pixels.
+    image_height: the image's height in pixels.
+
+  Returns:
+    (x, bottom): the block's left edge and its bottom edge, in pixels.
+  """
+  x = max(0., min(float(left), image_width - float(label_width)))
+  if top >= label_height:
+    bottom = float(top)
+  else:
+    bottom = max(float(top), 0.) + label_height
+  return x, min(bottom, float(image_height))
 
 
 def _text_size(font, text):
@@ -109,8 +147,8 @@ def draw_bounding_box_on_image_array(image, ymin, xmin, ymax, xmax,
     xmax: right of the box.
     color: PIL color name or RGB tuple of the box and the label background.
     thickness: line width in pixels; 0 draws the labels only.
-    display_str_list: strings shown one per line above the box (below it
-      when there is no room above).
+    display_str_list: strings shown one per line above the box (inside it
+      when there is no room above), always inside the image.
     use_normalized_coordinates: coordinates are fractions of the image size
       rather than pixels.
 
@@ -165,19 +203,20 @@ def draw_bounding_box_on_image(image, ymin, xmin, ymax, xmax, color='red',
       draw.rectangle(rect, fill=color)
   if not display_str_list:
     return
-  font = _font()
+  font = _font(label_font_size(width, height))
   sizes = [_text_size(font, text) for text in display_str_list]
-  total_height = (1 + 2 * _TEXT_MARGIN) * sum(h for _, h in sizes)
-  # Above the box when the labels fit there, otherwise inside the image
-  # below the box's bottom edge.
-  text_bottom = top if top > total_height else bottom + total_height
-  for text, (text_width, text_height) in zip(display_str_list[::-1],
-                                             sizes[::-1]):
-    margin = np.ceil(_TEXT_MARGIN * text_height)
+  margins = [np.ceil(_TEXT_MARGIN * h) for _, h in sizes]
+  total_height = sum(h + 2 * m for (_, h), m in zip(sizes, margins))
+  total_width = max(w + 2 * m for (w, _), m in zip(sizes, margins))
+  text_left, text_bottom = label_position(left, top, total_width,
+                                          total_height, width, height)
+  for text, (text_width, text_height), margin in zip(
+      display_str_list[::-1], sizes[::-1], margins[::-1]):
     text_top = text_bottom - text_height - 2 * margin
-    draw.rectangle([(left, text_top),
-                    (left + text_width + 2 * margin, text_bottom)], fill=color)
-    draw.text((left + margin, text_top + margin), text, fill='black',
+    draw.rectangle([(text_left, text_top),
+                    (text_left + text_width + 2 * margin, text_bottom)],
+                   fill=color)
+    draw.text((text_left + margin, text_top + margin), text, fill='black',
               font=font)
     text_bottom = text_top
 

@@ -197,3 +197,37 @@ def test_png_encoding_round_trip(tmp_path):
   path = str(tmp_path / 'x.png')
   visualization_utils.save_image_array_as_png(image, path)
   np.testing.assert_array_equal(np.array(Image.open(path)), image)
+
+
+def test_label_font_scales_with_the_image():
+  assert visualization_utils.label_font_size(640, 480) == 24
+  assert visualization_utils.label_font_size(1280, 960) == 48
+  assert visualization_utils.label_font_size(64, 64) == 8
+
+
+@pytest.mark.parametrize('box, expected', [
+    # Room above the box: the label sits on its top edge.
+    ((50, 40), (50, 40)),
+    # A box touching the top edge: the label goes inside it.
+    ((50, 0), (50, 20)),
+    # A box near the right edge: the label shifts left to stay inside.
+    ((90, 40), (70, 40)),
+    # A box above the image (clipped coordinates): still inside the image.
+    ((-5, -30), (0, 20)),
+])
+def test_label_position_stays_inside_the_image(box, expected):
+  left, top = box
+  assert visualization_utils.label_position(
+      left, top, label_width=30, label_height=20, image_width=100,
+      image_height=80) == expected
+
+
+def test_label_of_a_box_at_the_corner_is_drawn_whole():
+  """A box filling the image: its label is inside it, not cut at the edge."""
+  image = np.zeros([60, 80, 3], np.uint8)
+  visualization_utils.draw_bounding_box_on_image_array(
+      image, 0.0, 0.0, 1.0, 1.0, color=(0, 255, 0), thickness=0,
+      display_str_list=['circle: 99%'])
+  drawn_rows = np.flatnonzero((image[:, :, 1] == 255).any(axis=1))
+  # The label background starts at the top row and ends inside the image.
+  assert drawn_rows[0] == 0 and 0 < drawn_rows[-1] < 59
