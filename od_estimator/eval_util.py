@@ -143,6 +143,88 @@ def get_eval_metric_ops_for_evaluators(eval_config, categories, eval_dict):
   return metric_ops
 
 
+# Per-box label fields carried into the eval dict, padded to max boxes, for
+# whichever evaluator reads them (classes are converted apart).
+_PER_BOX_GROUNDTRUTH_FIELDS = (
+    _IN.groundtruth_boxes, _IN.groundtruth_is_crowd, _IN.groundtruth_area,
+    _IN.groundtruth_difficult, _IN.groundtruth_group_of,
+    _IN.groundtruth_instance_masks, _IN.groundtruth_keypoints,
+    _IN.groundtruth_keypoint_visibilities)
+
+
+def _pad_boxes_dimension(tensors, max_boxes):
+  """Per-image [n, ...] tensors → [B, max_boxes, ...] (zero padded)."""
+  return tf.stack([
+      shape_utils.pad_or_clip_nd(
+          tensor, [max_boxes] + [None] * (tensor.shape.rank - 1))
+      for tensor in tensors])
+
+
+def _labeled_classes(labels):
+  """[B, num_classes + 1] k-hot of each image's labeled classes, or None.
+
+  Index = 1-based class id (index 0, the background, is never set). The
+  classes come from groundtruth_labeled_classes when the input provides
+  them, else from the image-level labels (image/class/label), which the
+  input pipeline turns into an all-ones k-hot when an image lists none.
+  """
+  k_hots = labels.get(_IN.groundtruth_labeled_classes) or labels.get(
+      _IN.groundtruth_image_classes)
+  if not k_hots:
+    return None
+  return tf.stack([tf.pad(tf.cast(k_hot, tf.float32), [[1, 0]])
+                   for k_hot in k_hots])
+
+
+def groundtruth_from_labels(labels, max_boxes, label_id_offset=1):
+  """Batched groundtruth for the evaluators, from model_fn's labels.
+
+  One path for every meta-architecture: the groundtruth comes from the input
+  pipeline's labels, not from the model.
+
+  Args:
+    labels: per-image lists (model_lib.unstack_batch) keyed by
+      InputDataFields, each tensor cut to the image's boxes or still padded:
+      num_groundtruth_boxes, groundtruth_boxes [n, 4] normalized,
+      groundtruth_classes [n, num_classes] one-hot without background, and
+      any of groundtruth_is_crowd, groundtruth_area, groundtruth_difficult,
+      groundtruth_group_of, groundtruth_instance_masks [n, H, W],
+      groundtruth_keypoints [n, K, 2], groundtruth_keypoint_visibilities,
+      groundtruth_labeled_classes or groundtruth_image_classes
+      [num_classes] k-hot.
+    max_boxes: rows per image in the result (the input's
+      max_number_of_boxes).
+    label_id_offset: added to the 0-based class index.
+
+  Returns:
+    {field: [B, max_boxes, ...]} with num_groundtruth_boxes [B] (at most
+    max_boxes), groundtruth_classes [B, max_boxes] int32 1-based (0 past
+    each image's boxes), the present per-box fields zero padded, and
+    groundtruth_labeled_classes [B, num_classes + 1] k-hot indexed by class
+    id when the labels have image-level classes.
+  """
+  counts = tf.minimum(
+      tf.cast(tf.stack(labels[_IN.num_groundtruth_boxes]), tf.int32),
+      max_boxes)
+  class_ids = _pad_boxes_dimension(
+      [tf.argmax(one_hot, axis=1, output_type=tf.int32) + label_id_offset
+       for one_hot in labels[_IN.groundtruth_classes]], max_boxes)
+  in_image = tf.expand_dims(tf.range(max_boxes), 0) < tf.expand_dims(
+      counts, 1)
+  groundtruth = {
+      _IN.num_groundtruth_boxes: counts,
+      _IN.groundtruth_classes: tf.where(in_image, class_ids,
+                                        tf.zeros_like(class_ids)),
+  }
+  for field in _PER_BOX_GROUNDTRUTH_FIELDS:
+    if labels.get(field):
+      groundtruth[field] = _pad_boxes_dimension(labels[field], max_boxes)
+  labeled = _labeled_classes(labels)
+  if labeled is not None:
+    groundtruth[_IN.groundtruth_labeled_classes] = labeled
+  return groundtruth
+
+
 def _scale_to_absolute(boxes, image_shapes):
   """[B, N, 4] normalized boxes × per-image [height, width]."""
   sizes = tf.cast(image_shapes[:, :2], tf.float32)
@@ -162,10 +244,11 @@ def result_dict_for_batched_example(images, keys, detections,
     images: [B, H, W, C] images (kept as original_image).
     keys: [B] image ids.
     detections: postprocess output (0-based detection_classes).
-    groundtruth: optional dict with groundtruth_boxes [B, N, 4] normalized,
-      groundtruth_classes [B, N] 1-based, num_groundtruth_boxes [B], and
-      optionally groundtruth_is_crowd, groundtruth_area,
-      groundtruth_difficult.
+    groundtruth: optional dict (groundtruth_from_labels) with
+      groundtruth_boxes [B, N, 4] normalized, groundtruth_classes [B, N]
+      1-based, num_groundtruth_boxes [B], and optional fields (is_crowd,
+      area, difficult, group_of, masks, keypoints normalized, labeled
+      classes) passed through.
     class_agnostic: report every detection as class 1.
     scale_to_absolute: scale boxes by original_image_spatial_shapes.
     original_image_spatial_shapes: [B, 2] int32 original height, width.

@@ -23,7 +23,6 @@ from od_estimator.builders import optimizer_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
-from od_estimator.utils import shape_utils
 from od_estimator.utils import variables_helper
 
 _IN = fields.InputDataFields
@@ -80,27 +79,6 @@ def provide_groundtruth(model, labels):
       groundtruth_weights_list=optional(_IN.groundtruth_weights),
       groundtruth_confidences_list=optional(_IN.groundtruth_confidences),
       groundtruth_is_crowd_list=optional(_IN.groundtruth_is_crowd))
-
-
-def _groundtruth_for_eval(model, max_boxes):
-  """Padded [B, max_boxes, ...] groundtruth with 1-based classes."""
-  boxes = model.groundtruth_lists(fields.BoxListFields.boxes)
-  classes = model.groundtruth_lists(fields.BoxListFields.classes)
-  counts = tf.stack([tf.shape(b)[0] for b in boxes])
-  groundtruth = {
-      _IN.groundtruth_boxes: tf.stack([
-          shape_utils.pad_or_clip_nd(b, [max_boxes, 4]) for b in boxes]),
-      _IN.groundtruth_classes: tf.stack([
-          shape_utils.pad_or_clip_nd(
-              tf.argmax(c, axis=1, output_type=tf.int32) + LABEL_ID_OFFSET,
-              [max_boxes]) for c in classes]),
-      _IN.num_groundtruth_boxes: tf.minimum(counts, max_boxes),
-  }
-  if model.groundtruth_has_field(fields.BoxListFields.is_crowd):
-    groundtruth[_IN.groundtruth_is_crowd] = tf.stack([
-        shape_utils.pad_or_clip_nd(tf.cast(c, tf.bool), [max_boxes])
-        for c in model.groundtruth_lists(fields.BoxListFields.is_crowd)])
-  return groundtruth
 
 
 # ---------------------------------------------------------------------------
@@ -348,9 +326,11 @@ def _categories(eval_input_config, num_classes):
             for i in range(1, num_classes + 1)]
 
 
-def _build_eval_dict(model, features, detections, eval_input_config):
-  groundtruth = _groundtruth_for_eval(model,
-                                      eval_input_config.max_number_of_boxes)
+def _build_eval_dict(labels, features, detections, eval_input_config):
+  """The evaluators' batched dict: detections and groundtruth from labels."""
+  groundtruth = eval_util.groundtruth_from_labels(
+      labels, eval_input_config.max_number_of_boxes,
+      label_id_offset=LABEL_ID_OFFSET)
   return eval_util.result_dict_for_batched_example(
       features[_IN.image], features[inputs.HASH_KEY], detections,
       groundtruth, scale_to_absolute=True,
@@ -527,7 +507,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     losses, total_loss = _build_losses(model, prediction_dict,
                                        features[_IN.true_image_shape],
                                        train_config)
-    eval_dict = _build_eval_dict(model, features, detections,
+    eval_dict = _build_eval_dict(labels, features, detections,
                                  eval_input_config)
     if tpu_spec:
       return tpu_estimator.TPUEstimatorSpec(
