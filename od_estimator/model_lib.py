@@ -742,16 +742,19 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                                 train_steps, eval_on_train_data=False,
                                 final_exporter_name='Servo',
                                 eval_spec_names=None, hooks=None,
-                                throttle_secs=0):
+                                throttle_secs=0, saving_listeners=None):
   """Returns (TrainSpec, [EvalSpec, ...]) for train_and_evaluate.
 
   The first EvalSpec carries a FinalExporter (`final_exporter_name`) that
   exports a SavedModel fed serialized tf.Examples. `throttle_secs` is the
   least time between two evaluations: 0 evaluates every checkpoint of a
   local run, but makes a cluster's evaluator task poll without pause.
+  `saving_listeners` run after each checkpoint is written, before the
+  evaluation train_and_evaluate makes of it.
   """
   train_spec = tf.estimator.TrainSpec(input_fn=train_input_fn,
-                                      max_steps=train_steps, hooks=hooks)
+                                      max_steps=train_steps, hooks=hooks,
+                                      saving_listeners=saving_listeners)
   eval_spec_names = eval_spec_names or [str(i) for i in
                                         range(len(eval_input_fns))]
   eval_specs = []

@@ -12,7 +12,9 @@ Evaluate only, each new checkpoint (or once with --run_once):
       --model_dir=EVAL_DIR --checkpoint_dir=TRAIN_DIR [--run_once]
 
 Relaunching the same command after a crash resumes from the last
-checkpoint in --model_dir.
+checkpoint in --model_dir. SIGTERM (a preemptible VM or Cloud TPU being
+stopped) or Ctrl-C first saves a checkpoint at the current step, then exits
+(status 0 after SIGTERM, 130 after Ctrl-C) without evaluating.
 
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
@@ -119,13 +121,15 @@ def _evaluate_only(parts):
 
 
 def _train_and_evaluate(parts):
+  preemption = training_hooks.PreemptionHook(parts['estimator'].model_dir)
   hooks = [training_hooks.ProgressHook(FLAGS.log_every_n_steps,
-                                       parts['train_steps'])]
+                                       parts['train_steps']), preemption]
   train_spec, eval_specs = model_lib.create_train_and_eval_specs(
       parts['train_input_fn'], parts['eval_input_fns'],
       parts['eval_on_train_input_fn'], parts['predict_input_fn'],
       parts['train_steps'], eval_on_train_data=False, hooks=hooks,
-      throttle_secs=_throttle_secs(parts['estimator'].config))
+      throttle_secs=_throttle_secs(parts['estimator'].config),
+      saving_listeners=[preemption.saving_listener()])
   return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
                                          eval_specs[0])
 
@@ -168,7 +172,11 @@ def main(unused_argv):
   if FLAGS.checkpoint_dir:
     result = _evaluate_only(parts)
   else:
-    result = _train_and_evaluate(parts)
+    try:
+      result = _train_and_evaluate(parts)
+    except training_hooks.TrainingPreempted as stop:
+      # The checkpoint is saved: exit without the evaluation and export.
+      return stop.exit_status
   _print_metrics(result)
 
 

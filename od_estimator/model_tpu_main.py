@@ -13,6 +13,9 @@ Evaluate each new checkpoint (on CPU/GPU, as the original's eval jobs):
 
 --use_tpu=false runs the same TPUEstimator path on CPU, e.g. to check a
 config before paying for a TPU.
+
+SIGTERM (a preempted Cloud TPU or VM) or Ctrl-C during training saves a
+checkpoint at the current step and exits; the same command resumes.
 """
 
 import functools
@@ -25,6 +28,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config
 from od_estimator import command_line
 from od_estimator import launch_check
 from od_estimator import model_lib
+from od_estimator import training_hooks
 from od_estimator.utils import config_util
 
 flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')
@@ -118,8 +122,13 @@ def main(unused_argv):
       **overrides)
   estimator = parts['estimator']
   if FLAGS.mode == 'train':
-    estimator.train(input_fn=parts['train_input_fn'],
-                    max_steps=parts['train_steps'])
+    preemption = training_hooks.PreemptionHook(estimator.model_dir)
+    try:
+      estimator.train(input_fn=parts['train_input_fn'],
+                      max_steps=parts['train_steps'], hooks=[preemption],
+                      saving_listeners=[preemption.saving_listener()])
+    except training_hooks.TrainingPreempted as stop:
+      return stop.exit_status
     return
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']

@@ -1,4 +1,10 @@
-"""Session hooks that make long trainings readable: progress with an ETA."""
+"""Session hooks for long trainings: progress with an ETA, and preemption.
+
+ProgressHook logs how far training is; PreemptionHook turns SIGTERM and
+Ctrl-C into a checkpoint at the current step and a clean exit.
+"""
+import signal
+import threading
 import time
 
 from absl import logging
@@ -64,3 +70,122 @@ class ProgressHook(tf.compat.v1.train.SessionRunHook):
       line += ', ETA %s' % _format_duration((self._last_step - step) / rate)
     self.lines.append(line)
     logging.info(line)
+
+
+class TrainingPreempted(Exception):
+  """Training stopped on a signal after saving a checkpoint.
+
+  Raised once the Estimator's checkpoint of the last step is written, so
+  that train_and_evaluate does not go on to evaluate and export: the
+  commands catch it and exit.
+
+  Attributes:
+    signal_name: 'SIGTERM' or 'SIGINT'.
+    step: the global step of the saved checkpoint.
+    exit_status: 0 after SIGTERM (a preemption the job survives); 130
+      after Ctrl-C, so that a shell script running the command stops.
+  """
+
+  def __init__(self, signal_name, step):
+    super().__init__('%s: saved a checkpoint at step %d' % (signal_name,
+                                                            step))
+    self.signal_name = signal_name
+    self.step = step
+    self.exit_status = 0 if signal_name == 'SIGTERM' else 130
+
+
+class PreemptionHook(tf.compat.v1.train.SessionRunHook):
+  """On SIGTERM or Ctrl-C, stops after the current step with a checkpoint.
+
+  Preemptible VMs and Cloud TPUs send SIGTERM shortly before they stop a
+  job. While training runs, this hook turns SIGTERM and SIGINT into a
+  request to stop after the step under way; the Estimator's
+  CheckpointSaverHook then saves that step as training ends, and the
+  listener from `saving_listener()` (passed to the Estimator as a saving
+  listener) logs the step and raises TrainingPreempted, so no evaluation
+  follows. Relaunching the same command resumes from that checkpoint. A
+  second Ctrl-C interrupts at once. The previous signal handlers are back
+  when training ends.
+  """
+
+  _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+  def __init__(self, model_dir=None):
+    """Creates the hook.
+
+    Args:
+      model_dir: where the checkpoint goes, named in the log line.
+    """
+    self._model_dir = model_dir
+    self._previous_handlers = {}
+    self.received = None
+
+  def begin(self):
+    self.received = None
+    # Python lets only the main thread install signal handlers.
+    if threading.current_thread() is not threading.main_thread():
+      logging.warning('Training runs outside the main thread: SIGTERM and '
+                      'Ctrl-C will not save a checkpoint before exiting.')
+      return
+    for signum in self._SIGNALS:
+      self._previous_handlers[signum] = signal.signal(signum, self._handle)
+
+  def _handle(self, signum, frame):
+    del frame  # Unused.
+    if self.received is not None and signum == signal.SIGINT:
+      self.restore_handlers()
+      raise KeyboardInterrupt
+    self.received = signal.Signals(signum).name
+    logging.warning('Received %s: stopping after the current step and '
+                    'saving a checkpoint (Ctrl-C again stops at once).',
+                    self.received)
+
+  def after_run(self, run_context, run_values):
+    del run_values  # Unused.
+    if self.received is not None:
+      run_context.request_stop()
+
+  def end(self, session):
+    del session  # Unused.
+    self.restore_handlers()
+
+  def restore_handlers(self):
+    """Puts back the signal handlers installed before training began."""
+    for signum, handler in self._previous_handlers.items():
+      signal.signal(signum, handler)
+    self._previous_handlers = {}
+
+  def saving_listener(self):
+    """The CheckpointSaverListener ending training after a signal's save."""
+    return _PreemptionListener(self)
+
+  def checkpoint_saved(self, step):
+    """Called once the checkpoint at `step` is written; raises after a signal.
+
+    Raises:
+      TrainingPreempted: when a signal was received.
+    """
+    if self.received is None:
+      return
+    self.restore_handlers()
+    logging.warning(
+        '%s: saved a checkpoint at step %d%s. Relaunch the same command to '
+        'resume training from it.', self.received, step,
+        ' in %s' % self._model_dir if self._model_dir else '')
+    raise TrainingPreempted(self.received, step)
+
+
+class _PreemptionListener(tf.compat.v1.train.CheckpointSaverListener):
+  """Hands each written checkpoint's step to a PreemptionHook."""
+
+  def __init__(self, hook):
+    self._hook = hook
+
+  def after_save(self, session, global_step_value):
+    del session  # Unused.
+    self._hook.checkpoint_saved(global_step_value)
+
+  def end(self, session, global_step_value):
+    # Training ended on a step saved earlier: no new checkpoint is written.
+    del session  # Unused.
+    self._hook.checkpoint_saved(global_step_value)
