@@ -27,6 +27,7 @@ DEADLINE_SECS = 600
 
 def test_hook_stops_on_sigterm_and_restores_the_handlers():
   previous = signal.getsignal(signal.SIGTERM)
+  previous_sigint = signal.getsignal(signal.SIGINT)
   hook = training_hooks.PreemptionHook('train_dir')
   hook.begin()
   try:
@@ -43,10 +44,11 @@ def test_hook_stops_on_sigterm_and_restores_the_handlers():
   finally:
     hook.end(None)
   assert signal.getsignal(signal.SIGTERM) == previous
-  assert signal.getsignal(signal.SIGINT) == signal.default_int_handler
+  assert signal.getsignal(signal.SIGINT) == previous_sigint
 
 
 def test_hook_without_a_signal_lets_training_run():
+  previous = signal.getsignal(signal.SIGTERM)
   hook = training_hooks.PreemptionHook()
   hook.begin()
   context = tf.compat.v1.train.SessionRunContext(original_args=None,
@@ -55,7 +57,7 @@ def test_hook_without_a_signal_lets_training_run():
   hook.checkpoint_saved(3)
   hook.end(None)
   assert not context.stop_requested
-  assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+  assert signal.getsignal(signal.SIGTERM) == previous
 
 
 class _SignalAtStep(tf.compat.v1.train.SessionRunHook):
