@@ -3,8 +3,12 @@
 Usage:
   od-estimator detect --saved_model_dir=EXPORT/saved_model \\
       --label_map_path=label_map.pbtxt --input=IMAGE_OR_FOLDER \\
-      [--output_dir=DIR] [--min_score_threshold=0.5] [--max_boxes=100]
+      [--output_dir=DIR] [--min_score_threshold=0.5] [--max_boxes=100] \\
+      [--coco_annotations=instances_val.json | --image_id_map=ids.json]
   python -m od_estimator.detect ...   (same flags)
+
+Any export of export_inference_graph works: --input_type image_tensor,
+encoded_image_string_tensor or tf_example (the signature's input says which).
 
 Writes, into --output_dir:
   detections.json            COCO results: [{image_id, category_id, bbox:
@@ -12,9 +16,12 @@ Writes, into --output_dir:
   detections_image_ids.json  {image file name: image_id}.
   <stem>_detections.png      each image with its boxes and 'name: 87%' labels.
 
-image_id is the file stem as an int when it is all digits (COCO names its
-images 000000397133.jpg for id 397133), else the stem itself, so the json can
-be scored with pycocotools against groundtruth using the same ids.
+image_id comes from --coco_annotations (the id of the annotations' image
+whose file_name is the file's name) or --image_id_map ({file name: id});
+without either it is the file stem as an int when it is all digits (COCO
+names its images 000000397133.jpg for id 397133), else the stem itself. With
+annotations, the json can be scored with pycocotools against them.
+category_id is the label map id of the class (1-based).
 """
 import argparse
 import io
@@ -80,6 +87,13 @@ def _parser():
   parser.add_argument('--max_boxes', type=int, default=100,
                       help='keep at most this many detections per image '
                            '(default 100).')
+  ids = parser.add_mutually_exclusive_group()
+  ids.add_argument('--coco_annotations', default=None,
+                   help='COCO annotations json (e.g. instances_val2017.json): '
+                        'each image gets the id of the annotations image '
+                        'with its file_name.')
+  ids.add_argument('--image_id_map', default=None,
+                   help='json {image file name: image_id} giving the ids.')
   return parser
 
 
@@ -115,12 +129,19 @@ def _default_output_dir(input_path):
   return os.path.join(base, 'detections')
 
 
-def image_ids_for(paths):
+def image_ids_for(paths, known_ids=None):
   """Maps each image path to (image_id, output stem).
 
-  The id is the file stem (an int if all digits). Files sharing a stem
-  (a.jpg, a.png) after the first use their full file name instead, so ids
-  and annotated image names stay unique.
+  Args:
+    paths: the image files.
+    known_ids: optional {file name: image_id}; an image missing from it
+      gets the id None.
+
+  Returns:
+    {path: (image_id, stem)}. Without known_ids the id is the file stem (an
+    int if all digits). Files sharing a stem (a.jpg, a.png) after the first
+    use their full file name instead, so ids and annotated image names stay
+    unique.
   """
   result, used = {}, set()
   for path in paths:
@@ -129,8 +150,57 @@ def image_ids_for(paths):
     if stem in used:
       stem = name
     used.add(stem)
-    result[path] = (int(stem) if stem.isdigit() else stem, stem)
+    if known_ids is not None:
+      image_id = known_ids.get(name)
+    else:
+      image_id = int(stem) if stem.isdigit() else stem
+    result[path] = (image_id, stem)
   return result
+
+
+def _read_json(path, flag):
+  try:
+    with tf.io.gfile.GFile(path, 'r') as f:
+      return json.load(f)
+  except tf.errors.OpError as error:
+    raise DetectError('%s=%s: %s' % (flag, path, error.message)) from None
+  except ValueError as error:
+    raise DetectError('%s=%s is not valid json: %s' % (flag, path,
+                                                       error)) from None
+
+
+def known_image_ids(coco_annotations=None, image_id_map=None):
+  """{file name: image_id} from a COCO annotations file or an id map.
+
+  Args:
+    coco_annotations: path of a COCO json with "images" [{id, file_name}].
+    image_id_map: path of a json {file name: image_id}.
+
+  Returns:
+    The map, or None when neither is given.
+
+  Raises:
+    DetectError: the file is missing, not json, or not of that form.
+  """
+  if coco_annotations:
+    data = _read_json(coco_annotations, '--coco_annotations')
+    images = data.get('images') if isinstance(data, dict) else None
+    if not isinstance(images, list) or not all(
+        isinstance(image, dict) and 'id' in image and 'file_name' in image
+        for image in images):
+      raise DetectError('--coco_annotations=%s has no "images" list of '
+                        '{"id", "file_name"}.' % coco_annotations)
+    # file_name may carry a folder (e.g. val2017/x.jpg); images are matched
+    # by their base name.
+    return {os.path.basename(image['file_name']): image['id']
+            for image in images}
+  if image_id_map:
+    data = _read_json(image_id_map, '--image_id_map')
+    if not isinstance(data, dict):
+      raise DetectError('--image_id_map=%s must hold a json object '
+                        '{"image file name": image_id}.' % image_id_map)
+    return data
+  return None
 
 
 def _read_image(path):
@@ -173,22 +243,28 @@ class _Detector:
           _SIGNATURE, saved_model_dir, ', '.join(missing)))
     info = signature.inputs[_INPUT_KEY]
     self._input = info.name
-    # encoded_image_string_tensor exports take the file bytes; image_tensor
-    # ones the decoded pixels (tf_example exports are not supported here).
-    self._takes_strings = info.dtype == tf.string.as_datatype_enum
+    self.input_type = _input_type(info)
     dims = [d.size for d in info.tensor_shape.dim]
     self._fixed_size = None
-    if (not self._takes_strings and len(dims) == 4 and dims[1] > 0 and
-        dims[2] > 0):
+    if (self.input_type == 'image_tensor' and len(dims) == 4 and
+        dims[1] > 0 and dims[2] > 0):
       self._fixed_size = (dims[2], dims[1])  # PIL order: width, height
     self._outputs = {key: signature.outputs[key].name for key in _OUTPUT_KEYS}
 
   def close(self):
     self._sess.close()
 
-  def detect(self, image, encoded):
-    """Returns {output key: value of the single image}."""
-    if self._takes_strings:
+  def detect(self, image, encoded, name):
+    """Returns {output key: value of the single image}.
+
+    Args:
+      image: the decoded image, uint8 [height, width, 3].
+      encoded: the image file's bytes.
+      name: the image file's name (a tf_example's filename and source_id).
+    """
+    if self.input_type == 'tf_example':
+      feed = np.array([_tf_example(encoded, name)], dtype=object)
+    elif self.input_type == 'encoded_image_string_tensor':
       feed = np.array([encoded], dtype=object)
     else:
       if self._fixed_size and image.shape[1::-1] != self._fixed_size:
@@ -197,6 +273,34 @@ class _Detector:
       feed = image[np.newaxis]
     values = self._sess.run(self._outputs, feed_dict={self._input: feed})
     return {key: value[0] for key, value in values.items()}
+
+
+def _input_type(info):
+  """The exporter's --input_type behind a signature input (its TensorInfo).
+
+  image_tensor takes uint8 pixels; the two string inputs are told apart by
+  the exporter's placeholder names (tf_example, encoded_image_string_tensor).
+  """
+  if info.dtype != tf.string.as_datatype_enum:
+    return 'image_tensor'
+  if info.name.split(':')[0].split('/')[-1] == 'tf_example':
+    return 'tf_example'
+  return 'encoded_image_string_tensor'
+
+
+def _tf_example(encoded, name):
+  """A serialized tf.Example holding one image file, as the records do."""
+  with Image.open(io.BytesIO(encoded)) as image:
+    image_format = (image.format or 'jpeg').lower()
+  feature = {
+      'image/encoded': [encoded],
+      'image/format': [image_format.encode('utf-8')],
+      'image/filename': [name.encode('utf-8')],
+      'image/source_id': [name.encode('utf-8')],
+  }
+  return tf.train.Example(features=tf.train.Features(feature={
+      key: tf.train.Feature(bytes_list=tf.train.BytesList(value=value))
+      for key, value in feature.items()})).SerializeToString()
 
 
 def _coco_results(image_id, detections, height, width):
@@ -226,7 +330,8 @@ def _kept(detections, min_score_threshold, max_boxes):
 
 
 def run(saved_model_dir, label_map_path, input_path, output_dir=None,
-        min_score_threshold=0.5, max_boxes=100, log=None):
+        min_score_threshold=0.5, max_boxes=100, log=None,
+        coco_annotations=None, image_id_map=None):
   """Detects objects in the input images and writes the results.
 
   Args:
@@ -237,9 +342,14 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
     min_score_threshold: minimum score of a kept detection.
     max_boxes: most detections kept per image.
     log: fn(str) for warnings; defaults to printing on stderr.
+    coco_annotations: optional COCO annotations json giving the image ids
+      (see known_image_ids).
+    image_id_map: optional json {file name: image_id} giving them instead.
 
   Returns:
-    List of the image paths that could not be read.
+    {'failed': image paths that could not be read, 'images': number of
+    images processed, 'detections': number of results written, 'output':
+    the detections json's path}.
 
   Raises:
     DetectError: when the model, label map or input cannot be used.
@@ -252,11 +362,12 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   except ValueError as error:
     raise DetectError(str(error).splitlines()[0]) from None
   paths = _list_images(input_path)
+  known_ids = known_image_ids(coco_annotations, image_id_map)
   output_dir = output_dir or _default_output_dir(input_path)
   tf.io.gfile.makedirs(output_dir)
-  ids = image_ids_for(paths)
+  ids = image_ids_for(paths, known_ids)
   detector = _Detector(saved_model_dir)
-  results, id_map, failed = [], {}, []
+  results, id_map, failed, processed = [], {}, [], 0
   try:
     for path in paths:
       try:
@@ -268,10 +379,17 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
         failed.append(path)
         continue
       image_id, stem = ids[path]
-      id_map[os.path.basename(path)] = image_id
-      detections = _kept(detector.detect(image, encoded),
+      name = os.path.basename(path)
+      detections = _kept(detector.detect(image, encoded, name),
                          min_score_threshold, max_boxes)
-      results += _coco_results(image_id, detections, *image.shape[:2])
+      if image_id is None:
+        log('warning: %s is not among the images of %s; drawn, but left '
+            'out of %s.' % (name, coco_annotations or image_id_map,
+                            DETECTIONS_FILE))
+      else:
+        id_map[name] = image_id
+        results += _coco_results(image_id, detections, *image.shape[:2])
+      processed += 1
       visualization_utils.visualize_boxes_and_labels_on_image_array(
           image, detections['detection_boxes'],
           detections['detection_classes'].round().astype(np.int64),
@@ -282,24 +400,31 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
           image, os.path.join(output_dir, stem + '_detections.png'))
   finally:
     detector.close()
-  with tf.io.gfile.GFile(os.path.join(output_dir, DETECTIONS_FILE), 'w') as f:
+  detections_path = os.path.join(output_dir, DETECTIONS_FILE)
+  with tf.io.gfile.GFile(detections_path, 'w') as f:
     json.dump(results, f)
   with tf.io.gfile.GFile(os.path.join(output_dir, IMAGE_IDS_FILE), 'w') as f:
     json.dump(id_map, f, indent=1, sort_keys=True)
-  return failed
+  return {'failed': failed, 'images': processed,
+          'detections': len(results), 'output': detections_path}
 
 
 def main(argv=None):
   """Entry point; returns the exit code (see --help)."""
   args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
   try:
-    failed = run(args.saved_model_dir, args.label_map_path, args.input,
-                 output_dir=args.output_dir,
-                 min_score_threshold=args.min_score_threshold,
-                 max_boxes=args.max_boxes)
+    summary = run(args.saved_model_dir, args.label_map_path, args.input,
+                  output_dir=args.output_dir,
+                  min_score_threshold=args.min_score_threshold,
+                  max_boxes=args.max_boxes,
+                  coco_annotations=args.coco_annotations,
+                  image_id_map=args.image_id_map)
   except DetectError as error:
     print('od-estimator detect: error: %s' % error, file=sys.stderr)
     return 1
+  print('od-estimator detect: %d image(s), %d detection(s) -> %s' % (
+      summary['images'], summary['detections'], summary['output']))
+  failed = summary['failed']
   if failed:
     print('od-estimator detect: %d image(s) could not be read: %s' % (
         len(failed), ', '.join(failed)), file=sys.stderr)

@@ -255,3 +255,103 @@ def test_help_documents_the_exit_code(capsys):
   out = ' '.join(capsys.readouterr().out.split())  # Undo line wrapping.
   assert 'exit status' in out and 'could not be read' in out
   assert detect.DETECTIONS_FILE in out
+
+
+@pytest.fixture(scope='module')
+def string_exports(export_dir):
+  """The same checkpoint exported with the two string input types."""
+  root = os.path.dirname(export_dir)
+  config = text_format.Merge(PIPELINE, pipeline_pb2.TrainEvalPipelineConfig())
+  exports = {}
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS,
+                  'fake_ssd', fakes.FakeSSDFeatureExtractor)
+    for input_type in ('encoded_image_string_tensor', 'tf_example'):
+      exports[input_type] = os.path.join(root, 'export_' + input_type)
+      exporter.export_inference_graph(
+          input_type, config, os.path.join(root, 'train', 'model.ckpt'),
+          exports[input_type])
+  return exports
+
+
+def _detect_one(saved_model_dir, inputs, out, *flags):
+  code = detect.main(['--saved_model_dir=' + saved_model_dir,
+                      '--label_map_path=' + inputs['label_map'],
+                      '--input=' + os.path.join(inputs['folder'], '12.png'),
+                      '--output_dir=' + str(out),
+                      '--min_score_threshold=0'] + list(flags))
+  with open(os.path.join(str(out), detect.DETECTIONS_FILE)) as f:
+    return code, json.load(f)
+
+
+@pytest.mark.parametrize('input_type', ['encoded_image_string_tensor',
+                                        'tf_example'])
+def test_every_export_input_type(string_exports, export_dir, inputs, tmp_path,
+                                 input_type):
+  code, got = _detect_one(string_exports[input_type], inputs,
+                          tmp_path / input_type)
+  assert code == 0
+  _, expected = _detect_one(export_dir, inputs, tmp_path / 'image_tensor')
+  assert len(got) == len(expected) == MAX_DETECTIONS
+  np.testing.assert_allclose([r['bbox'] for r in got],
+                             [r['bbox'] for r in expected], atol=1e-3)
+  np.testing.assert_allclose([r['score'] for r in got],
+                             [r['score'] for r in expected], atol=1e-5)
+
+
+def test_coco_annotations_give_the_image_ids(export_dir, inputs, tmp_path,
+                                             capsys):
+  annotations = tmp_path / 'instances_val.json'
+  # file_name may carry a folder; images match by base name.
+  annotations.write_text(json.dumps({
+      'images': [{'id': 397133, 'file_name': 'val/000007.png', 'height': 48,
+                  'width': 40}],
+      'annotations': [{'id': 1, 'image_id': 397133, 'category_id': 1,
+                       'bbox': [2, 3, 10, 12], 'area': 120, 'iscrowd': 0}],
+      'categories': [{'id': 1, 'name': 'circle'}, {'id': 2, 'name': 'square'},
+                     {'id': 3, 'name': 'triangle'}]}))
+  out = tmp_path / 'out'
+  code = detect.main(['--saved_model_dir=' + export_dir,
+                      '--label_map_path=' + inputs['label_map'],
+                      '--input=' + inputs['folder'], '--output_dir=' + str(out),
+                      '--min_score_threshold=0',
+                      '--coco_annotations=' + str(annotations)])
+  captured = capsys.readouterr()
+  assert code == 1  # The corrupt file of the folder.
+  detections_path = str(out / detect.DETECTIONS_FILE)
+  with open(detections_path) as f:
+    results = json.load(f)
+  assert {r['image_id'] for r in results} == {397133}
+  assert {r['category_id'] for r in results} <= {1, 2, 3}
+  # 12.png is not in the annotations: named, drawn, left out of the json.
+  assert any('12.png is not among the images' in line
+             for line in captured.err.splitlines())
+  assert os.path.exists(str(out / '12_detections.png'))
+  assert captured.out.strip().splitlines()[-1] == (
+      'od-estimator detect: 2 image(s), %d detection(s) -> %s' % (
+          MAX_DETECTIONS, detections_path))
+  groundtruth = COCO(str(annotations))
+  scored = groundtruth.loadRes(detections_path)
+  assert len(scored.getAnnIds(imgIds=[397133])) == MAX_DETECTIONS
+
+
+def test_image_id_map_file(export_dir, inputs, tmp_path):
+  id_map = tmp_path / 'ids.json'
+  id_map.write_text(json.dumps({'12.png': 'val-12'}))
+  code, results = _detect_one(export_dir, inputs, tmp_path / 'out',
+                              '--image_id_map=' + str(id_map))
+  assert code == 0
+  assert {r['image_id'] for r in results} == {'val-12'}
+
+
+def test_bad_annotations_file_is_one_line(export_dir, inputs, tmp_path,
+                                          capsys):
+  bad = tmp_path / 'instances.json'
+  bad.write_text('{"annotations": []}')
+  code = detect.main(['--saved_model_dir=' + export_dir,
+                      '--label_map_path=' + inputs['label_map'],
+                      '--input=' + inputs['folder'],
+                      '--coco_annotations=' + str(bad)])
+  assert code == 1
+  err = capsys.readouterr().err
+  assert err.strip().count('\n') == 0 and str(bad) in err
