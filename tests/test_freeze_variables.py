@@ -67,4 +67,5 @@ def test_nothing_left_to_train_is_a_user_error():
     tf.compat.v1.get_variable('BoxPredictor_0/ClassPredictor/weights', [1])
     with pytest.raises(errors.UserInputError,
                        match='freeze_variables .*Predictor'):
-      model_lib._trainable_variables(train_config)  # pylint: disable=protected-access
+      # pylint: disable-next=protected-access
+      model_lib._trainable_variables(train_config)
