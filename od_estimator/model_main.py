@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator import command_line
+from od_estimator import errors
 from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
@@ -111,8 +112,8 @@ def _evaluate_only(parts):
   if FLAGS.run_once:
     checkpoint = tf.train.latest_checkpoint(FLAGS.checkpoint_dir)
     if not checkpoint:
-      raise ValueError('no checkpoint in --checkpoint_dir=%s' %
-                       FLAGS.checkpoint_dir)
+      raise errors.UserInputError('no checkpoint in --checkpoint_dir=%s' %
+                                  FLAGS.checkpoint_dir)
     return estimator.evaluate(input_fn, steps=None,
                               checkpoint_path=checkpoint, name=name)
   return model_lib.continuous_eval(

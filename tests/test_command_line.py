@@ -1,13 +1,19 @@
 """Tests for od_estimator.command_line (the commands' error plumbing)."""
 import os
 
+from google.protobuf import text_format
 import pytest
 import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator import model_lib
+from od_estimator.builders import box_coder_builder
+from od_estimator.builders import post_processing_builder
+from od_estimator.protos import box_coder_pb2
+from od_estimator.protos import post_processing_pb2
 from od_estimator.utils import config_util
+from tests import tiny_ssd
 
 
 def _raiser(error):
@@ -132,3 +138,25 @@ def test_export_help_and_errors(capsys):
       _raiser(tf.errors.NotFoundError(None, None, 'checkpoint ck missing')),
       'prog', 'The doc.', __name__, []))
   assert (code, err) == (1, 'error: checkpoint ck missing\n')
+
+
+@pytest.mark.parametrize('mistake', [
+    # An override naming no field.
+    lambda: config_util.merge_external_params_with_configs(
+        config_util.get_configs_from_pipeline_file(tiny_ssd.DEMO_CONFIG),
+        kwargs_dict={'model.ssd.no_such_field': 1}),
+    # A config value the builders cannot use.
+    lambda: box_coder_builder.build(text_format.Parse(
+        'mean_stddev_box_coder { stddev: 0 }', box_coder_pb2.BoxCoder())),
+    lambda: post_processing_builder.build(text_format.Parse(
+        'batch_non_max_suppression { iou_threshold: 2 }',
+        post_processing_pb2.PostProcessing())),
+])
+def test_config_mistakes_deep_in_the_code_are_user_input_errors(
+    capsys, monkeypatch, mistake):
+  with pytest.raises(errors.UserInputError) as raised:
+    mistake()
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      _raiser(raised.value), lambda: None, 'doc', __name__))
+  assert code == 1 and err.count('\n') == 1 and err.startswith('error: ')

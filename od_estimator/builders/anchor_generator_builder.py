@@ -1,4 +1,5 @@
 """Builds an anchor generator from an anchor_generator.proto config."""
+from od_estimator import errors
 from od_estimator.anchor_generators import flexible_grid_anchor_generator
 from od_estimator.anchor_generators import grid_anchor_generator
 from od_estimator.anchor_generators import multiple_grid_anchor_generator
@@ -31,8 +32,9 @@ def _pairs(config, y_field, x_field):
   ys = list(getattr(config, y_field))
   xs = list(getattr(config, x_field))
   if len(ys) != len(xs):
-    raise ValueError('SsdAnchorGenerator.%s has %d values but %s has %d; they '
-                     'must pair up.' % (y_field, len(ys), x_field, len(xs)))
+    raise errors.UserInputError(
+        'SsdAnchorGenerator.%s has %d values but %s has %d; they '
+        'must pair up.' % (y_field, len(ys), x_field, len(xs)))
   # An unset height field means "derive from the feature map", as originally.
   return list(zip(ys, xs)) if ys else None
 
@@ -98,6 +100,6 @@ def build(anchor_generator_config):
                      type(anchor_generator_config).__name__)
   which = anchor_generator_config.WhichOneof('anchor_generator_oneof')
   if which is None:
-    raise ValueError('Empty anchor generator: AnchorGenerator.'
-                     'anchor_generator_oneof is not set.')
+    raise errors.UserInputError('Empty anchor generator: AnchorGenerator.'
+                                'anchor_generator_oneof is not set.')
   return _BUILDERS[which](getattr(anchor_generator_config, which))

@@ -1,4 +1,5 @@
 """Builds a BoxCoder from a box_coder_pb2.BoxCoder config."""
+from od_estimator import errors
 from od_estimator.box_coders import faster_rcnn_box_coder
 from od_estimator.box_coders import keypoint_box_coder
 from od_estimator.box_coders import mean_stddev_box_coder
@@ -12,8 +13,8 @@ def _scale_factors(config, field_names):
   for name in field_names:
     value = getattr(config, name)
     if value <= 0:
-      raise ValueError('%s.%s must be > 0, got %s' %
-                       (config.DESCRIPTOR.name, name, value))
+      raise errors.UserInputError('%s.%s must be > 0, got %s' %
+                                  (config.DESCRIPTOR.name, name, value))
     factors.append(value)
   return factors
 
@@ -23,8 +24,9 @@ _BOX_SCALES = ('y_scale', 'x_scale', 'height_scale', 'width_scale')
 
 def _build_mean_stddev(config):
   if config.stddev <= 0:
-    raise ValueError('MeanStddevBoxCoder.stddev must be > 0, got %s' %
-                     config.stddev)
+    raise errors.UserInputError(
+        'MeanStddevBoxCoder.stddev must be > 0, got %s' %
+        config.stddev)
   return mean_stddev_box_coder.MeanStddevBoxCoder(stddev=config.stddev)
 
 
@@ -63,5 +65,6 @@ def build(box_coder_config):
                      'got %s.' % type(box_coder_config).__name__)
   which = box_coder_config.WhichOneof('box_coder_oneof')
   if which is None:
-    raise ValueError('Empty box coder: BoxCoder.box_coder_oneof is not set.')
+    raise errors.UserInputError(
+        'Empty box coder: BoxCoder.box_coder_oneof is not set.')
   return _BUILDERS[which](getattr(box_coder_config, which))

@@ -16,6 +16,7 @@ import collections
 
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor
 from od_estimator.predictors import mask_rcnn_box_predictor
@@ -266,8 +267,9 @@ def build_score_converter(score_converter_config, is_training):
     return tf.identity
   if score_converter_config == _WEIGHT_SHARED.SIGMOID:
     return tf.identity if is_training else tf.sigmoid
-  raise ValueError('Unknown weight_shared_convolutional_box_predictor'
-                   '.score_converter: %r' % score_converter_config)
+  raise errors.UserInputError(
+      'Unknown weight_shared_convolutional_box_predictor'
+      '.score_converter: %r' % score_converter_config)
 
 
 def _clip_range(config):
@@ -279,8 +281,8 @@ def _clip_range(config):
 
 def _check_depthwise_kernel(oneof, config):
   if config.use_depthwise and config.kernel_size == 1:
-    raise ValueError('%s.use_depthwise needs kernel_size > 1, got '
-                     'kernel_size: 1' % oneof)
+    raise errors.UserInputError('%s.use_depthwise needs kernel_size > 1, got '
+                                'kernel_size: 1' % oneof)
 
 
 def _build_convolutional(argscope_fn, config, is_training, num_classes,
@@ -319,9 +321,10 @@ def _build_weight_shared(argscope_fn, config, is_training, num_classes,
   for field in ('apply_conv_hyperparams_to_heads',
                 'apply_conv_hyperparams_pointwise'):
     if getattr(config, field):
-      raise ValueError('%s.%s applies to Keras models only; od_estimator '
-                       'builds tf-slim (TF1) models. Remove it.'
-                       % (oneof, field))
+      raise errors.UserInputError(
+          '%s.%s applies to Keras models only; od_estimator '
+          'builds tf-slim (TF1) models. Remove it.'
+          % (oneof, field))
   _check_depthwise_kernel(oneof, config)
   conv_hyperparams_fn = argscope_fn(config.conv_hyperparams, is_training)
   return build_weight_shared_convolutional_box_predictor(
@@ -441,13 +444,14 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
                      '%s' % type(box_predictor_config).__name__)
   oneof = box_predictor_config.WhichOneof('box_predictor_oneof')
   if oneof in _NOT_YET_SUPPORTED:
-    raise ValueError('box_predictor.%s (R-FCN) is not supported yet; use '
-                     'mask_rcnn_box_predictor for Faster R-CNN, or '
-                     'convolutional_box_predictor or '
-                     'weight_shared_convolutional_box_predictor for SSD.'
-                     % oneof)
+    raise errors.UserInputError(
+        'box_predictor.%s (R-FCN) is not supported yet; use '
+        'mask_rcnn_box_predictor for Faster R-CNN, or '
+        'convolutional_box_predictor or '
+        'weight_shared_convolutional_box_predictor for SSD.'
+        % oneof)
   if oneof not in _BUILDERS:
-    raise ValueError('box_predictor.box_predictor_oneof is not set.')
+    raise errors.UserInputError('box_predictor.box_predictor_oneof is not set.')
   return _BUILDERS[oneof](argscope_fn, getattr(box_predictor_config, oneof),
                           is_training, num_classes, add_background_class,
                           keras_layer_names)

@@ -11,7 +11,7 @@ n-th file of the sorted list. Files are sharded before they are shuffled
 workers overlapping shards); fewer files than pipelines is an error.
 
 Missing files: every input_path pattern must match at least one file,
-otherwise build() raises a RuntimeError naming the pattern (a typo in one of
+otherwise build() raises a UserInputError naming the pattern (a typo in one of
 several patterns would otherwise silently drop part of the data).
 
 Corrupt or truncated files are detected while reading, not at build time
@@ -28,6 +28,7 @@ import math
 
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.builders import decoder_builder
 from od_estimator.protos import input_reader_pb2
 
@@ -60,7 +61,7 @@ def _glob(patterns):
   """Sorted matches of each pattern, concatenated.
 
   Raises:
-    RuntimeError: naming the first pattern that matches no file.
+    errors.UserInputError: naming the first pattern that matches no file.
   """
   filenames = []
   for pattern in patterns:
@@ -69,7 +70,7 @@ def _glob(patterns):
     except tf.errors.NotFoundError:
       matches = []
     if not matches:
-      raise RuntimeError(
+      raise errors.UserInputError(
           'tf_record_input_reader.input_path pattern %r matches no files.'
           % pattern)
     filenames.extend(matches)
@@ -111,14 +112,14 @@ def _read_dataset_internal(file_read_func, input_files, num_readers, config,
     A tf.data.Dataset of serialized records.
 
   Raises:
-    RuntimeError: if a pattern matches no file.
+    errors.UserInputError: if a pattern matches no file.
     ValueError: if there are fewer files than shards.
   """
   filenames = _glob(input_files)
   _logging.info('Reading %d file(s) matching %s', len(filenames), input_files)
   num_shards = getattr(filename_shard_fn, 'num_shards', 1)
   if len(filenames) < num_shards:
-    raise ValueError(
+    raise errors.UserInputError(
         '%s matches %d file(s) but there are %d input pipelines; each needs '
         'at least one file (tf_record_input_reader.input_path).' %
         (input_files, len(filenames), num_shards))
@@ -167,19 +168,19 @@ def read_dataset(file_read_func, input_files, config, filename_shard_fn=None):
     given a share of num_readers proportional to its weight.
 
   Raises:
-    RuntimeError: if a pattern matches no file.
+    errors.UserInputError: if a pattern matches no file.
     ValueError: if sample_from_datasets_weights does not pair up with
       input_files, or num_readers is 0.
   """
   if config.num_readers < 1:
-    raise ValueError('InputReader.num_readers must be >= 1.')
+    raise errors.UserInputError('InputReader.num_readers must be >= 1.')
   weights = list(config.sample_from_datasets_weights)
   if not weights:
     return _read_dataset_internal(file_read_func, input_files,
                                   config.num_readers, config,
                                   filename_shard_fn)
   if len(weights) != len(input_files):
-    raise ValueError(
+    raise errors.UserInputError(
         'InputReader.sample_from_datasets_weights has %d values but '
         'tf_record_input_reader.input_path has %d patterns; they must pair '
         'up.' % (len(weights), len(input_files)))
@@ -279,7 +280,7 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
     ValueError: for a config of the wrong type, external_input_reader or
       another unsupported option (naming the field), an empty input_path,
       or fewer files than input pipelines.
-    RuntimeError: if an input_path pattern matches no file.
+    errors.UserInputError: if an input_path pattern matches no file.
   """
   if not isinstance(input_reader_config, input_reader_pb2.InputReader):
     raise ValueError('input_reader_config must be an '
@@ -288,8 +289,9 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
   decoder = decoder_builder.build(input_reader_config)
   input_files = list(input_reader_config.tf_record_input_reader.input_path)
   if not input_files:
-    raise ValueError('tf_record_input_reader.input_path must list at least '
-                     'one file pattern.')
+    raise errors.UserInputError(
+        'tf_record_input_reader.input_path must list at least '
+        'one file pattern.')
   if input_context is not None and batch_size:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
 

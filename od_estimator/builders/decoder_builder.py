@@ -1,4 +1,5 @@
 """Builds the tf.Example decoder from an input_reader.proto config."""
+from od_estimator import errors
 from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.protos import input_reader_pb2
 
@@ -50,16 +51,17 @@ def build(input_reader_config):
                      type(input_reader_config).__name__)
   reader = input_reader_config.WhichOneof('input_reader')
   if reader is None:
-    raise ValueError('InputReader.input_reader is not set; set '
-                     'tf_record_input_reader.')
+    raise errors.UserInputError('InputReader.input_reader is not set; set '
+                                'tf_record_input_reader.')
   if reader != 'tf_record_input_reader':
-    raise ValueError('InputReader.%s is not supported; only '
-                     'tf_record_input_reader is.' % reader)
+    raise errors.UserInputError('InputReader.%s is not supported; only '
+                                'tf_record_input_reader is.' % reader)
   if input_reader_config.input_type not in _DECODERS:
-    raise ValueError('InputReader.input_type %s is not supported; only '
-                     'TF_EXAMPLE is.' % input_reader_pb2.InputType.Name(
+    raise errors.UserInputError(
+        'InputReader.input_type %s is not supported; only '
+        'TF_EXAMPLE is.' % input_reader_pb2.InputType.Name(
                          input_reader_config.input_type))
   for flag in _UNSUPPORTED_FLAGS:
     if getattr(input_reader_config, flag):
-      raise ValueError('InputReader.%s is not supported.' % flag)
+      raise errors.UserInputError('InputReader.%s is not supported.' % flag)
   return _DECODERS[input_reader_config.input_type](input_reader_config)

@@ -10,6 +10,7 @@ arg_scope to enter around layer construction, as in the original:
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.protos import hyperparams_pb2
 
 _HP = hyperparams_pb2.Hyperparams
@@ -55,7 +56,7 @@ def _initializer(config):
     return slim.variance_scaling_initializer(factor=params.factor, mode=mode,
                                              uniform=params.uniform)
   if kind == 'keras_initializer_by_name':
-    raise ValueError(
+    raise errors.UserInputError(
         'hyperparams.initializer.keras_initializer_by_name (%r) applies to '
         'Keras models only; od_estimator builds tf-slim (TF1) models. Use '
         'truncated_normal_initializer, variance_scaling_initializer or '
@@ -129,11 +130,13 @@ def build(hyperparams_config, is_training):
     raise ValueError('hyperparams_config must be a Hyperparams proto, got %s'
                      % type(hyperparams_config).__name__)
   if hyperparams_config.force_use_bias:
-    raise ValueError('hyperparams.force_use_bias applies to Keras models '
-                     'only; od_estimator builds tf-slim (TF1) models. Remove '
-                     'it.')
+    raise errors.UserInputError(
+        'hyperparams.force_use_bias applies to Keras models '
+        'only; od_estimator builds tf-slim (TF1) models. Remove '
+        'it.')
   if hyperparams_config.HasField('sync_batch_norm'):
-    raise ValueError('hyperparams.sync_batch_norm applies to Keras models '
-                     'only; use batch_norm (on TPU, batch norm statistics are '
-                     'per replica as in the original TF1 path).')
+    raise errors.UserInputError(
+        'hyperparams.sync_batch_norm applies to Keras models '
+        'only; use batch_norm (on TPU, batch norm statistics are '
+        'per replica as in the original TF1 path).')
   return SlimHyperparams(hyperparams_config, is_training)

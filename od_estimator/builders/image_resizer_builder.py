@@ -9,6 +9,7 @@ import functools
 
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.core import image_resizing
 from od_estimator.protos import image_resizer_pb2
 
@@ -34,17 +35,18 @@ def _register(oneof_field):
 
 def _resize_method(config, oneof_field):
   if config.resize_method not in _RESIZE_METHODS:
-    raise ValueError('Unknown %s.resize_method: %d' %
-                     (oneof_field, config.resize_method))
+    raise errors.UserInputError('Unknown %s.resize_method: %d' %
+                                (oneof_field, config.resize_method))
   return _RESIZE_METHODS[config.resize_method]
 
 
 @_register('keep_aspect_ratio_resizer')
 def _build_keep_aspect_ratio(config):
   if config.min_dimension > config.max_dimension:
-    raise ValueError('keep_aspect_ratio_resizer.min_dimension (%d) must not '
-                     'exceed max_dimension (%d).' %
-                     (config.min_dimension, config.max_dimension))
+    raise errors.UserInputError(
+        'keep_aspect_ratio_resizer.min_dimension (%d) must not '
+        'exceed max_dimension (%d).' %
+        (config.min_dimension, config.max_dimension))
   pad_value = tuple(config.per_channel_pad_value) or (0, 0, 0)
   return functools.partial(
       image_resizing.resize_to_range,
@@ -89,16 +91,18 @@ def _build_conditional_shape(config):
     return functools.partial(image_resizing.resize_to_min_dimension,
                              min_dimension=config.size_threshold,
                              method=method)
-  raise ValueError('conditional_shape_resizer.condition must be GREATER or '
-                   'SMALLER, got %s.' %
-                   conditions.ResizeCondition.Name(config.condition))
+  raise errors.UserInputError(
+      'conditional_shape_resizer.condition must be GREATER or '
+      'SMALLER, got %s.' %
+      conditions.ResizeCondition.Name(config.condition))
 
 
 @_register('pad_to_multiple_resizer')
 def _build_pad_to_multiple(config):
   if config.multiple < 1:
-    raise ValueError('pad_to_multiple_resizer.multiple must be >= 1, got %d.'
-                     % config.multiple)
+    raise errors.UserInputError(
+        'pad_to_multiple_resizer.multiple must be >= 1, got %d.'
+        % config.multiple)
   return functools.partial(image_resizing.resize_pad_to_multiple,
                            multiple=config.multiple)
 
@@ -137,8 +141,9 @@ def build(image_resizer_config):
                      type(image_resizer_config).__name__)
   oneof = image_resizer_config.WhichOneof('image_resizer_oneof')
   if oneof not in _BUILDERS:
-    raise ValueError('ImageResizer.image_resizer_oneof is not set; choose '
-                     'one of %s.' % ', '.join(sorted(_BUILDERS)))
+    raise errors.UserInputError(
+        'ImageResizer.image_resizer_oneof is not set; choose '
+        'one of %s.' % ', '.join(sorted(_BUILDERS)))
   config = getattr(image_resizer_config, oneof)
   resizer_fn = _BUILDERS[oneof](config)
   if getattr(config, 'convert_to_grayscale', False):

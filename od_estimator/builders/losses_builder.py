@@ -3,6 +3,7 @@
 The deprecated `anchorwise_output` fields are ignored, as in the original:
 every loss here returns per-anchor values.
 """
+from od_estimator import errors
 from od_estimator.core import balanced_positive_negative_sampler
 from od_estimator.core import losses
 from od_estimator.errors import UserInputError
@@ -87,12 +88,12 @@ def build(loss_config):
     raise ValueError('loss_config must be a losses_pb2.Loss, got %s' %
                      type(loss_config).__name__)
   if loss_config.expected_loss_weights != losses_pb2.Loss.NONE:
-    raise ValueError(
+    raise errors.UserInputError(
         'Loss.expected_loss_weights=%s is not supported; only NONE is.' %
         losses_pb2.Loss.ExpectedLossWeights.Name(
             loss_config.expected_loss_weights))
   if loss_config.equalization_loss.weight != 0:
-    raise ValueError('Loss.equalization_loss is not supported.')
+    raise errors.UserInputError('Loss.equalization_loss is not supported.')
 
   classification_loss = _build_classification_loss(
       loss_config.classification_loss)
@@ -106,8 +107,8 @@ def build(loss_config):
         'weighted_sigmoid_focal'):
       # Focal loss already down-weights easy examples; mining on top of it
       # is not a configuration the original supports.
-      raise ValueError('Loss.hard_example_miner cannot be used with '
-                       'classification_loss.weighted_sigmoid_focal.')
+      raise errors.UserInputError('Loss.hard_example_miner cannot be used with '
+                                  'classification_loss.weighted_sigmoid_focal.')
     hard_example_miner = build_hard_example_miner(
         loss_config.hard_example_miner, classification_weight,
         localization_weight)
@@ -193,7 +194,7 @@ def build_faster_rcnn_classification_loss(loss_config):
   if loss_type is None:
     return losses.WeightedSoftmaxClassificationLoss(logit_scale=1.0)
   if loss_type not in _FASTER_RCNN_CLASSIFICATION_LOSSES:
-    raise ValueError(
+    raise errors.UserInputError(
         'ClassificationLoss.%s is not supported for the Faster R-CNN second '
         'stage; use one of %s.' %
         (loss_type, ', '.join(_FASTER_RCNN_CLASSIFICATION_LOSSES)))
@@ -208,11 +209,13 @@ def _build_classification_loss(loss_config):
   """
   loss_type = loss_config.WhichOneof('classification_loss')
   if loss_type is None:
-    raise ValueError('Loss.classification_loss is empty: set one of %s.' %
-                     ', '.join(sorted(_CLASSIFICATION_LOSSES)))
+    raise errors.UserInputError(
+        'Loss.classification_loss is empty: set one of %s.' %
+        ', '.join(sorted(_CLASSIFICATION_LOSSES)))
   if loss_type not in _CLASSIFICATION_LOSSES:
-    raise ValueError('ClassificationLoss.%s is not supported; use one of %s.'
-                     % (loss_type, ', '.join(sorted(_CLASSIFICATION_LOSSES))))
+    raise errors.UserInputError(
+        'ClassificationLoss.%s is not supported; use one of %s.'
+        % (loss_type, ', '.join(sorted(_CLASSIFICATION_LOSSES))))
   return _CLASSIFICATION_LOSSES[loss_type](getattr(loss_config, loss_type))
 
 
@@ -224,9 +227,11 @@ def _build_localization_loss(loss_config):
   """
   loss_type = loss_config.WhichOneof('localization_loss')
   if loss_type is None:
-    raise ValueError('Loss.localization_loss is empty: set one of %s.' %
-                     ', '.join(sorted(_LOCALIZATION_LOSSES)))
+    raise errors.UserInputError(
+        'Loss.localization_loss is empty: set one of %s.' %
+        ', '.join(sorted(_LOCALIZATION_LOSSES)))
   if loss_type not in _LOCALIZATION_LOSSES:
-    raise ValueError('LocalizationLoss.%s is not supported; use one of %s.' %
-                     (loss_type, ', '.join(sorted(_LOCALIZATION_LOSSES))))
+    raise errors.UserInputError(
+        'LocalizationLoss.%s is not supported; use one of %s.' %
+        (loss_type, ', '.join(sorted(_LOCALIZATION_LOSSES))))
   return _LOCALIZATION_LOSSES[loss_type](getattr(loss_config, loss_type))

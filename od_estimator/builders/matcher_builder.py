@@ -1,4 +1,5 @@
 """Builds a Matcher from a matcher_pb2.Matcher config."""
+from od_estimator import errors
 from od_estimator.matchers import argmax_matcher
 from od_estimator.matchers import bipartite_matcher
 from od_estimator.protos import matcher_pb2
@@ -19,7 +20,7 @@ def _build_argmax(config):
         force_match_for_each_row=config.force_match_for_each_row,
         use_matmul_gather=config.use_matmul_gather)
   except ValueError as error:
-    raise ValueError(
+    raise errors.UserInputError(
         'ArgMaxMatcher.matched_threshold / unmatched_threshold / '
         'negatives_lower_than_unmatched are inconsistent: %s' % error
     ) from error
@@ -54,5 +55,6 @@ def build(matcher_config):
                      % type(matcher_config).__name__)
   which = matcher_config.WhichOneof('matcher_oneof')
   if which is None:
-    raise ValueError('Empty matcher: Matcher.matcher_oneof is not set.')
+    raise errors.UserInputError(
+        'Empty matcher: Matcher.matcher_oneof is not set.')
   return _BUILDERS[which](getattr(matcher_config, which))

@@ -12,6 +12,7 @@ import tensorflow as tf
 # PartitionedVariable has no public TF2 symbol.
 from tensorflow.python.ops import variables as tf_variables
 
+from od_estimator import errors
 from od_estimator.protos import optimizer_pb2
 from od_estimator.utils import learning_schedules
 
@@ -38,8 +39,9 @@ def _exponential_decay_rate(config, global_step):
 
 def _manual_step_rate(config, global_step):
   if not config.schedule:
-    raise ValueError('ManualStepLearningRate.schedule is empty: give at '
-                     'least one { step, learning_rate } entry.')
+    raise errors.UserInputError(
+        'ManualStepLearningRate.schedule is empty: give at '
+        'least one { step, learning_rate } entry.')
   return learning_schedules.manual_stepping(
       global_step,
       [entry.step for entry in config.schedule],
@@ -106,7 +108,7 @@ def _create_learning_rate(learning_rate_config, global_step=None,
     global_step = tf.compat.v1.train.get_or_create_global_step()
   which = learning_rate_config.WhichOneof('learning_rate')
   if which is None:
-    raise ValueError(
+    raise errors.UserInputError(
         '%s: the learning_rate oneof is not set; expected one of %s.'
         % (field, ', '.join(sorted(_LEARNING_RATES))))
   return _LEARNING_RATES[which](getattr(learning_rate_config, which),
@@ -355,8 +357,9 @@ def build(optimizer_config, global_step=None):
                        'rate schedule built eagerly would never change.')
   which = optimizer_config.WhichOneof('optimizer')
   if which is None:
-    raise ValueError('Optimizer.optimizer is not set; expected one of %s.'
-                     % ', '.join(sorted(_OPTIMIZERS)))
+    raise errors.UserInputError(
+        'Optimizer.optimizer is not set; expected one of %s.'
+        % ', '.join(sorted(_OPTIMIZERS)))
   config = getattr(optimizer_config, which)
   learning_rate = _create_learning_rate(
       config.learning_rate, global_step=global_step,

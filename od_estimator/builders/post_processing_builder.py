@@ -7,6 +7,7 @@ import functools
 
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.core import post_processing
 from od_estimator.protos import post_processing_pb2
 
@@ -59,16 +60,19 @@ def _build_non_max_suppressor(nms_config):
       soft_nms_sigma or a combination of options NMS cannot run.
   """
   if not 0.0 <= nms_config.iou_threshold <= 1.0:
-    raise ValueError('batch_non_max_suppression.iou_threshold must be in '
-                     '[0, 1], got %s' % nms_config.iou_threshold)
+    raise errors.UserInputError(
+        'batch_non_max_suppression.iou_threshold must be in '
+        '[0, 1], got %s' % nms_config.iou_threshold)
   if nms_config.max_detections_per_class > nms_config.max_total_detections:
-    raise ValueError('batch_non_max_suppression.max_detections_per_class (%d) '
-                     'must not exceed max_total_detections (%d)' %
-                     (nms_config.max_detections_per_class,
+    raise errors.UserInputError(
+        'batch_non_max_suppression.max_detections_per_class (%d) '
+        'must not exceed max_total_detections (%d)' %
+        (nms_config.max_detections_per_class,
                       nms_config.max_total_detections))
   if nms_config.soft_nms_sigma < 0.0:
-    raise ValueError('batch_non_max_suppression.soft_nms_sigma must be '
-                     'non-negative, got %s' % nms_config.soft_nms_sigma)
+    raise errors.UserInputError(
+        'batch_non_max_suppression.soft_nms_sigma must be '
+        'non-negative, got %s' % nms_config.soft_nms_sigma)
   _check_option_combinations(nms_config)
   return functools.partial(
       post_processing.batch_multiclass_non_max_suppression,
@@ -96,17 +100,19 @@ def _check_option_combinations(nms_config):
   """
   field = 'batch_non_max_suppression.'
   if nms_config.use_combined_nms and nms_config.use_class_agnostic_nms:
-    raise ValueError(field + 'use_combined_nms does not support '
-                     'use_class_agnostic_nms')
+    raise errors.UserInputError(field + 'use_combined_nms does not support '
+                                'use_class_agnostic_nms')
   if nms_config.max_classes_per_detection > 1:
-    raise ValueError(field + 'max_classes_per_detection must be 1 (one class '
-                     'per detection), got %d' %
-                     nms_config.max_classes_per_detection)
+    raise errors.UserInputError(
+        field + 'max_classes_per_detection must be 1 (one class '
+        'per detection), got %d' %
+        nms_config.max_classes_per_detection)
   if nms_config.soft_nms_sigma > 0.0:
     for other in ('use_static_shapes', 'use_hard_nms', 'use_combined_nms'):
       if getattr(nms_config, other):
-        raise ValueError(field + 'soft_nms_sigma (%s) cannot be used with '
-                         '%s: true' % (nms_config.soft_nms_sigma, other))
+        raise errors.UserInputError(
+            field + 'soft_nms_sigma (%s) cannot be used with '
+            '%s: true' % (nms_config.soft_nms_sigma, other))
 
 
 def _build_score_converter(score_converter, logit_scale):
@@ -116,10 +122,10 @@ def _build_score_converter(score_converter, logit_scale):
     ValueError: for an unknown score_converter or a zero logit_scale.
   """
   if score_converter not in _SCORE_CONVERTERS:
-    raise ValueError('Unknown post_processing.score_converter: %s' %
-                     score_converter)
+    raise errors.UserInputError('Unknown post_processing.score_converter: %s' %
+                                score_converter)
   if logit_scale == 0.0:
-    raise ValueError('post_processing.logit_scale must be non-zero')
+    raise errors.UserInputError('post_processing.logit_scale must be non-zero')
   name, convert = _SCORE_CONVERTERS[score_converter]
 
   def score_converter_fn(logits):
@@ -141,12 +147,14 @@ def _build_calibrated_score_converter(score_converter_fn, calibration_config):
   if calibrator is None:
     return score_converter_fn
   if calibrator != 'temperature_scaling_calibration':
-    raise ValueError('post_processing.calibration_config.%s is not supported '
-                     '(only temperature_scaling_calibration is)' % calibrator)
+    raise errors.UserInputError(
+        'post_processing.calibration_config.%s is not supported '
+        '(only temperature_scaling_calibration is)' % calibrator)
   scaler = calibration_config.temperature_scaling_calibration.scaler
   if scaler <= 0.0:
-    raise ValueError('calibration_config.temperature_scaling_calibration.'
-                     'scaler must be positive, got %s' % scaler)
+    raise errors.UserInputError(
+        'calibration_config.temperature_scaling_calibration.'
+        'scaler must be positive, got %s' % scaler)
 
   # Temperature scaling acts on logits, so it runs before the conversion.
   def calibrated_score_converter_fn(logits):

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import descriptor
 
+from od_estimator import errors
 from od_estimator.core import preprocessor
 from od_estimator.protos import preprocessor_pb2
 
@@ -74,24 +75,25 @@ def _pad_color(config, step):
 def _padded_size_ratio(config, step, name):
   values = getattr(config, name)
   if values and len(values) != 2:
-    raise ValueError('%s.%s should have 2 elements if set, got %d' %
-                     (step, name, len(values)))
+    raise errors.UserInputError('%s.%s should have 2 elements if set, got %d' %
+                                (step, name, len(values)))
   return _floats(values)
 
 
 def _normalize_image_args(config):
   for name in ('original_minval', 'original_maxval'):
     if not config.HasField(name):
-      raise ValueError('normalize_image.%s must be set' % name)
+      raise errors.UserInputError('normalize_image.%s must be set' % name)
   if config.original_minval == config.original_maxval:
-    raise ValueError('normalize_image.original_maxval must differ from '
-                     'original_minval')
+    raise errors.UserInputError(
+        'normalize_image.original_maxval must differ from '
+        'original_minval')
   return _all_fields(config)
 
 
 def _subtract_channel_mean_args(config):
   if not config.means:
-    raise ValueError('subtract_channel_mean.means must be set')
+    raise errors.UserInputError('subtract_channel_mean.means must be set')
   return _all_fields(config)
 
 
@@ -120,8 +122,9 @@ def _size_pair(config, prefix):
   """(height, width) from <prefix>_height / _width; both or neither set."""
   height, width = prefix + '_height', prefix + '_width'
   if config.HasField(height) != config.HasField(width):
-    raise ValueError('random_pad_image.%s and %s should be either both set '
-                     'or both unset' % (height, width))
+    raise errors.UserInputError(
+        'random_pad_image.%s and %s should be either both set '
+        'or both unset' % (height, width))
   if not config.HasField(height):
     return None
   return (getattr(config, height), getattr(config, width))
@@ -158,16 +161,17 @@ def _random_crop_pad_image_args(config):
 def _random_resize_method_args(config):
   for name in ('target_height', 'target_width'):
     if getattr(config, name) <= 0:
-      raise ValueError('random_resize_method.%s must be > 0, got %d' %
-                       (name, getattr(config, name)))
+      raise errors.UserInputError(
+          'random_resize_method.%s must be > 0, got %d' %
+          (name, getattr(config, name)))
   return {'target_size': [config.target_height, config.target_width]}
 
 
 def _resize_image_args(config):
   for name in ('new_height', 'new_width'):
     if getattr(config, name) <= 0:
-      raise ValueError('resize_image.%s must be > 0, got %d' %
-                       (name, getattr(config, name)))
+      raise errors.UserInputError('resize_image.%s must be > 0, got %d' %
+                                  (name, getattr(config, name)))
   return {
       'new_height': config.new_height,
       'new_width': config.new_width,
@@ -365,10 +369,11 @@ def build(preprocessor_step_config):
                      type(preprocessor_step_config).__name__)
   step = preprocessor_step_config.WhichOneof('preprocessing_step')
   if step is None:
-    raise ValueError('Empty PreprocessingStep: preprocessing_step is not set.')
+    raise errors.UserInputError(
+        'Empty PreprocessingStep: preprocessing_step is not set.')
   if step not in _STEPS:
     reason = _UNSUPPORTED_STEPS.get(step, 'unknown step')
-    raise ValueError('Preprocessing step %s is not supported (%s).' %
-                     (step, reason))
+    raise errors.UserInputError('Preprocessing step %s is not supported (%s).' %
+                                (step, reason))
   function, args_fn = _STEPS[step]
   return function, args_fn(getattr(preprocessor_step_config, step))

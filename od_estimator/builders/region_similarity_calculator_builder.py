@@ -1,4 +1,5 @@
 """Builds a RegionSimilarityCalculator from its proto config."""
+from od_estimator import errors
 from od_estimator.core import region_similarity_calculator
 from od_estimator.protos import region_similarity_calculator_pb2
 
@@ -38,7 +39,8 @@ def build(region_similarity_calculator_config):
         % type(region_similarity_calculator_config).__name__)
   which = region_similarity_calculator_config.WhichOneof('region_similarity')
   if which is None:
-    raise ValueError('Empty region similarity calculator: '
-                     'RegionSimilarityCalculator.region_similarity is not '
-                     'set.')
+    raise errors.UserInputError(
+        'Empty region similarity calculator: '
+        'RegionSimilarityCalculator.region_similarity is not '
+        'set.')
   return _BUILDERS[which](getattr(region_similarity_calculator_config, which))

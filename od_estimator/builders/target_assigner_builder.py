@@ -1,4 +1,5 @@
 """Builds a TargetAssigner from a `TargetAssigner` proto."""
+from od_estimator import errors
 from od_estimator.builders import box_coder_builder
 from od_estimator.builders import matcher_builder
 from od_estimator.builders import region_similarity_calculator_builder
@@ -18,7 +19,7 @@ def build(target_assigner_config, negative_class_weight=1.0):
                      'got %s' % type(target_assigner_config).__name__)
   for field in ('matcher', 'similarity_calculator', 'box_coder'):
     if not target_assigner_config.HasField(field):
-      raise ValueError('TargetAssigner.%s is not set' % field)
+      raise errors.UserInputError('TargetAssigner.%s is not set' % field)
   return target_assigner.TargetAssigner(
       region_similarity_calculator_builder.build(
           target_assigner_config.similarity_calculator),

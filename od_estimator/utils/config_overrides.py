@@ -7,6 +7,7 @@ import re
 
 from google.protobuf import descriptor as descriptor_lib
 
+from od_estimator import errors
 from od_estimator.protos import graph_rewriter_pb2
 
 
@@ -27,7 +28,8 @@ def parse_hparams_overrides(text):
   overrides = {}
   for entry in filter(None, (e.strip() for e in _split_top_level(text or ''))):
     if '=' not in entry:
-      raise ValueError('Override %r is not of the form key=value.' % entry)
+      raise errors.UserInputError(
+          'Override %r is not of the form key=value.' % entry)
     key, value = (part.strip() for part in entry.split('=', 1))
     if value.startswith('[') and value.endswith(']'):
       overrides[key] = [_parse_scalar(v.strip()) for v in
@@ -53,7 +55,7 @@ def _split_top_level(text):
       pieces.append(text[start:position])
       start = position + 1
   if quote or depth:
-    raise ValueError('Overrides %r: unbalanced %s.' % (
+    raise errors.UserInputError('Overrides %r: unbalanced %s.' % (
         text, 'quotes' if quote else 'brackets'))
   pieces.append(text[start:])
   return pieces
@@ -79,7 +81,7 @@ def _coerce(field, value, key):
   if field.type == fd.TYPE_ENUM and isinstance(value, str):
     enum_value = field.enum_type.values_by_name.get(value)
     if enum_value is None:
-      raise ValueError('Override %s=%s: %s accepts %s.' % (
+      raise errors.UserInputError('Override %s=%s: %s accepts %s.' % (
           key, value, field.name,
           ', '.join(v.name for v in field.enum_type.values)))
     return enum_value.number
@@ -96,7 +98,8 @@ def _coerce(field, value, key):
 def set_field(message, name, value, key):
   field = message.DESCRIPTOR.fields_by_name.get(name)
   if field is None:
-    raise ValueError('Override %r: %s has no field %r (it has %s).' % (
+    raise errors.UserInputError(
+        'Override %r: %s has no field %r (it has %s).' % (
         key, message.DESCRIPTOR.name, name,
         ', '.join(sorted(message.DESCRIPTOR.fields_by_name))))
   if field.label == field.LABEL_REPEATED:
@@ -106,14 +109,15 @@ def set_field(message, name, value, key):
     container.extend(_coerce(field, v, key) for v in values)
     return
   if field.message_type is not None:
-    raise ValueError('Override %r names the message %s; name one of its '
-                     'scalar fields instead.' % (key, name))
+    raise errors.UserInputError(
+        'Override %r names the message %s; name one of its '
+        'scalar fields instead.' % (key, name))
   value = _coerce(field, value, key)
   try:
     setattr(message, name, value)
   except (TypeError, ValueError) as error:
-    raise TypeError('Override %s=%r does not fit field %s: %s' %
-                    (key, value, name, error)) from None
+    raise errors.UserInputError('Override %s=%r does not fit field %s: %s' %
+                                (key, value, name, error)) from None
 
 
 _PATH_PART = re.compile(r'^(\w+)(?:\[(-?\d+)\])?$')
@@ -125,9 +129,10 @@ def _path_parts(key):
   for part in key.split('.'):
     match = _PATH_PART.match(part)
     if not match:
-      raise ValueError('Override %r: cannot read %r; path parts are field '
-                       'names, optionally with an index as in '
-                       'data_augmentation_options[0].' % (key, part))
+      raise errors.UserInputError(
+          'Override %r: cannot read %r; path parts are field '
+          'names, optionally with an index as in '
+          'data_augmentation_options[0].' % (key, part))
     index = match.group(2)
     parts.append((match.group(1), None if index is None else int(index)))
   return parts
@@ -136,8 +141,9 @@ def _path_parts(key):
 def _element(container, index, key, name):
   """container[index] of a repeated field, with a readable range error."""
   if not -len(container) <= index < len(container):
-    raise ValueError('Override %r: %s has %d element(s); index %d is out of '
-                     'range.' % (key, name, len(container), index))
+    raise errors.UserInputError(
+        'Override %r: %s has %d element(s); index %d is out of '
+        'range.' % (key, name, len(container), index))
   return container[index]
 
 
@@ -145,11 +151,11 @@ def _generic_root(configs, key, name, index):
   """The configs entry a generic override path starts from."""
   if name == 'eval_input_configs':
     if index is None:
-      raise ValueError('Override %r: say which eval input, as in '
-                       'eval_input_configs[0].shuffle.' % key)
+      raise errors.UserInputError('Override %r: say which eval input, as in '
+                                  'eval_input_configs[0].shuffle.' % key)
     return _element(configs[name], index, key, name)
   if index is not None:
-    raise ValueError('Override %r: %s is not a list.' % (key, name))
+    raise errors.UserInputError('Override %r: %s is not a list.' % (key, name))
   if name == 'graph_rewriter_config' and name not in configs:
     configs[name] = graph_rewriter_pb2.GraphRewriter()
   return configs[name]
@@ -172,24 +178,27 @@ def set_path(configs, key, value):
   for name, index in parts[1:-1]:
     field = message.DESCRIPTOR.fields_by_name.get(name)
     if field is None or field.message_type is None:
-      raise ValueError('Override %r: %s has no message field %r.' %
-                       (key, message.DESCRIPTOR.name, name))
+      raise errors.UserInputError('Override %r: %s has no message field %r.' %
+                                  (key, message.DESCRIPTOR.name, name))
     if field.label == field.LABEL_REPEATED:
       if index is None:
-        raise ValueError('Override %r: %s.%s is a repeated field; add an '
-                         'index such as %s[0].' %
-                         (key, message.DESCRIPTOR.name, name, name))
+        raise errors.UserInputError(
+            'Override %r: %s.%s is a repeated field; add an '
+            'index such as %s[0].' %
+            (key, message.DESCRIPTOR.name, name, name))
       message = _element(getattr(message, name), index, key, name)
       continue
     if index is not None:
-      raise ValueError('Override %r: %s.%s is not a repeated field.' %
-                       (key, message.DESCRIPTOR.name, name))
+      raise errors.UserInputError(
+          'Override %r: %s.%s is not a repeated field.' %
+          (key, message.DESCRIPTOR.name, name))
     oneof = field.containing_oneof
     current = oneof and message.WhichOneof(oneof.name)
     if current and current != name:
-      raise ValueError('Override %r: %s.%s is not set in the config (its oneof '
-                       '`%s` holds `%s`).' % (key, message.DESCRIPTOR.name,
-                                              name, oneof.name, current))
+      raise errors.UserInputError(
+          'Override %r: %s.%s is not set in the config (its oneof '
+          '`%s` holds `%s`).' % (key, message.DESCRIPTOR.name,
+                      name, oneof.name, current))
     message = getattr(message, name)
   name, index = parts[-1]
   if index is None:
@@ -202,15 +211,16 @@ def _set_element(message, name, index, value, key):
   """Sets one element of a repeated scalar field."""
   field = message.DESCRIPTOR.fields_by_name.get(name)
   if field is None or field.label != field.LABEL_REPEATED:
-    raise ValueError('Override %r: %s has no repeated field %r.' %
-                     (key, message.DESCRIPTOR.name, name))
+    raise errors.UserInputError('Override %r: %s has no repeated field %r.' %
+                                (key, message.DESCRIPTOR.name, name))
   if field.message_type is not None:
-    raise ValueError('Override %r names the message %s[%d]; name one of its '
-                     'fields instead.' % (key, name, index))
+    raise errors.UserInputError(
+        'Override %r names the message %s[%d]; name one of its '
+        'fields instead.' % (key, name, index))
   container = getattr(message, name)
   _element(container, index, key, name)
   try:
     container[index] = _coerce(field, value, key)
   except (TypeError, ValueError) as error:
-    raise TypeError('Override %s=%r does not fit field %s: %s' %
-                    (key, value, name, error)) from None
+    raise errors.UserInputError('Override %s=%r does not fit field %s: %s' %
+                                (key, value, name, error)) from None

@@ -12,6 +12,7 @@ from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_overrides
 from od_estimator.utils import config_text
@@ -277,7 +278,7 @@ def _update_sample_from_datasets_weights(configs, weights):
   container = configs['train_input_config'].sample_from_datasets_weights
   weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
   if len(weights) != len(container):
-    raise ValueError(
+    raise errors.UserInputError(
         'sample_from_datasets_weights override has %d values but the train '
         'input has %d dataset weights.' % (len(weights), len(container)))
   del container[:]
@@ -294,13 +295,15 @@ def _set_keypoint_task(field):
   def update(configs, value):
     meta_architecture = configs['model'].WhichOneof('model')
     if meta_architecture != 'center_net':
-      raise ValueError('Override %s applies to a center_net keypoint '
-                       'estimation task; the model is %s.' %
-                       (field, meta_architecture))
+      raise errors.UserInputError(
+          'Override %s applies to a center_net keypoint '
+          'estimation task; the model is %s.' %
+          (field, meta_architecture))
     if field == 'candidate_ranking_mode' and (
         value not in _CANDIDATE_RANKING_MODES):
-      raise ValueError('Override candidate_ranking_mode=%r: one of %s.' %
-                       (value, ', '.join(_CANDIDATE_RANKING_MODES)))
+      raise errors.UserInputError(
+          'Override candidate_ranking_mode=%r: one of %s.' %
+          (value, ', '.join(_CANDIDATE_RANKING_MODES)))
     if field == 'rescore_instances' and isinstance(value, str):
       value = value == 'True'
     tasks = configs['model'].center_net.keypoint_estimation_task
@@ -406,23 +409,26 @@ def _update_input_config(configs, key_name, input_name, field, value,
   if key_name == 'train_input_config':
     targets = [configs[key_name]]
     if input_name is not None and targets[0].name != input_name:
-      raise ValueError('Input name %r not found when overriding; the train '
-                       'input is named %r.' % (input_name, targets[0].name))
+      raise errors.UserInputError(
+          'Input name %r not found when overriding; the train '
+          'input is named %r.' % (input_name, targets[0].name))
   elif input_name is None:
     targets = configs[key_name]
     if len(targets) != 1:
-      raise ValueError(
+      raise errors.UserInputError(
           'Override of eval input field %r is ambiguous with %d eval inputs; '
           'use eval_input_configs:NAME:%s.' % (field, len(targets), field))
   else:
     targets = [c for c in configs[key_name] if c.name == input_name]
     if not targets:
-      raise ValueError('Input name %r not found when overriding; eval inputs '
-                       'are named %s.' % (input_name,
-                                          [c.name for c in configs[key_name]]))
+      raise errors.UserInputError(
+          'Input name %r not found when overriding; eval inputs '
+          'are named %s.' % (input_name,
+                  [c.name for c in configs[key_name]]))
     if len(targets) > 1:
-      raise ValueError('Duplicate input name %r found when overriding.' %
-                       input_name)
+      raise errors.UserInputError(
+          'Duplicate input name %r found when overriding.' %
+          input_name)
   for target in targets:
     if field == 'input_path':
       _set_input_path(target, value, append)
@@ -445,16 +451,18 @@ def _update_input_key(configs, key, value):
                          append=key.startswith('append_'))
     return True
   if len(parts) != 3:
-    raise ValueError('Invalid override key %r: input overrides have the form '
-                     'KEY_NAME:INPUT_NAME:FIELD.' % key)
+    raise errors.UserInputError(
+        'Invalid override key %r: input overrides have the form '
+        'KEY_NAME:INPUT_NAME:FIELD.' % key)
   key_name, input_name, field = parts
   if key_name not in ('eval_input_configs', 'train_input_config'):
-    raise ValueError('Invalid key_name %r in override %r: use '
-                     'eval_input_configs or train_input_config.' %
-                     (key_name, key))
+    raise errors.UserInputError('Invalid key_name %r in override %r: use '
+                                'eval_input_configs or train_input_config.' %
+                                (key_name, key))
   if field not in _NAMED_INPUT_FIELDS:
-    raise ValueError('Invalid field_name %r in override %r: one of %s.' %
-                     (field, key, ', '.join(_NAMED_INPUT_FIELDS)))
+    raise errors.UserInputError(
+        'Invalid field_name %r in override %r: one of %s.' %
+        (field, key, ', '.join(_NAMED_INPUT_FIELDS)))
   _update_input_config(configs, key_name, input_name, field, value)
   return True
 
@@ -507,7 +515,7 @@ def merge_external_params_with_configs(configs, hparams=None,
       # config field, and fine-tuning is driven by train_config.
       continue
     else:
-      raise ValueError(
+      raise errors.UserInputError(
           'Unknown config override key %r. Accepted: %s; or a dotted path '
           'starting with one of %s (e.g. model.ssd.num_classes) or with '
           'eval_input_configs[INDEX]; or eval_input_configs:NAME:FIELD.' % (

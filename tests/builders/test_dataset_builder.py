@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
+from od_estimator import errors
 from od_estimator.builders import dataset_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
@@ -130,13 +131,14 @@ def test_more_input_pipelines_than_files_is_an_error(data):
 
 def test_glob_matching_nothing_names_it(data):
   missing = os.path.join(data['root'], 'no_such.record-*')
-  with pytest.raises(RuntimeError, match=r'input_path.*no_such\.record-\*'):
+  with pytest.raises(errors.UserInputError,
+                     match=r'input_path.*no_such\.record-\*'):
     dataset_builder.build(_config([missing]))
 
 
 def test_one_empty_pattern_among_several_names_it(data):
   missing = '/nonexistent_dir/val.record-*'
-  with pytest.raises(RuntimeError, match='nonexistent_dir'):
+  with pytest.raises(errors.UserInputError, match='nonexistent_dir'):
     dataset_builder.build(_config([_train_glob(data), missing]))
 
 

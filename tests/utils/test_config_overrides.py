@@ -3,6 +3,7 @@ config_util.merge_external_params_with_configs)."""
 from google.protobuf import text_format
 import pytest
 
+from od_estimator import errors
 from od_estimator.protos import input_reader_pb2
 from od_estimator.protos import model_pb2
 from od_estimator.utils import config_overrides
@@ -31,7 +32,7 @@ def test_set_field_converts_to_the_field_type():
     config_overrides.set_field(reader, 'num_reader', 3, 'k')
   with pytest.raises(ValueError, match='accepts'):
     config_overrides.set_field(reader, 'input_type', 'CSV', 'k')
-  with pytest.raises(TypeError, match='does not fit'):
+  with pytest.raises(errors.UserInputError, match='does not fit'):
     config_overrides.set_field(reader, 'num_readers', 'many', 'k')
 
 

@@ -4,6 +4,7 @@
 from google.protobuf import text_format
 import pytest
 
+from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
 from tests import upstream_folder
@@ -274,7 +275,7 @@ def test_generic_override_errors():
     _merge(**{'model.faster_rcnn.num_classes': 3})
   with pytest.raises(ValueError, match="has no field 'batchsize'"):
     _merge(**{'train_config.batchsize': 3})
-  with pytest.raises(TypeError, match='does not fit'):
+  with pytest.raises(errors.UserInputError, match='does not fit'):
     _merge(**{'train_config.batch_size': 'many'})
 
 
