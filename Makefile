@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3.11
 
-.PHONY: install protos test demo bench clean
+.PHONY: install protos test demo demo_faster_rcnn bench clean
 PROTOS := $(wildcard protos/*.proto)
 PROTOS_BUILT := od_estimator/protos/.built
 
@@ -46,6 +46,28 @@ demo: install
 	  --input=$(DEMO_DIR)/data/images --output_dir=$(DEMO_DIR)/detections
 	@echo "Exported model: $(DEMO_DIR)/exported/saved_model"
 	@echo "Annotated image: $(DEMO_DIR)/detections/shapes_0_detections.png"
+
+FRCNN_CONFIG := samples/configs/faster_rcnn_resnet50_shapes.config
+FRCNN_DIR := $(DEMO_DIR)/faster_rcnn
+
+# The same demo with the two-stage model: Faster R-CNN ResNet-50 on the same
+# shapes data, its model, export and detections under $(FRCNN_DIR).
+demo_faster_rcnn: install
+	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record \
+	  --output_dir=$(DEMO_DIR)/data --num_sample_images=1
+	$(PY) -m od_estimator.validate --pipeline_config_path=$(FRCNN_CONFIG)
+	rm -rf $(FRCNN_DIR)
+	$(PY) -m od_estimator.model_main --pipeline_config_path=$(FRCNN_CONFIG) \
+	  --model_dir=$(FRCNN_DIR)/model --log_every_n_steps=50
+	$(PY) -m od_estimator.export_inference_graph --input_type=image_tensor \
+	  --pipeline_config_path=$(FRCNN_CONFIG) \
+	  --trained_checkpoint_prefix=$(FRCNN_DIR)/model \
+	  --output_directory=$(FRCNN_DIR)/exported
+	$(PY) -m od_estimator.detect --saved_model_dir=$(FRCNN_DIR)/exported \
+	  --label_map_path=$(DEMO_DIR)/data/shapes_label_map.pbtxt \
+	  --input=$(DEMO_DIR)/data/images --output_dir=$(FRCNN_DIR)/detections
+	@echo "Exported model: $(FRCNN_DIR)/exported/saved_model"
+	@echo "Annotated image: $(FRCNN_DIR)/detections/shapes_0_detections.png"
 
 # Every benchmark side by side in one run; writes bench/RESULTS.md.
 bench: install

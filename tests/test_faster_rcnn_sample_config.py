@@ -1,0 +1,81 @@
+"""The Faster R-CNN sample config (make demo_faster_rcnn) keeps working.
+
+It parses, `od-estimator validate` passes it as written (its paths are
+relative to the launch directory), it sets no field without effect, and its
+training graph builds through model_fn (images made smaller, for speed).
+"""
+import os
+
+import tensorflow as tf
+
+from od_estimator import config_notes
+from od_estimator import inputs
+from od_estimator import model_lib
+from od_estimator import validate
+from od_estimator.builders import model_builder
+from od_estimator.dataset_tools import create_synthetic_tf_record as synth
+from od_estimator.utils import config_util
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE_CONFIG = os.path.join(REPO, 'samples', 'configs',
+                             'faster_rcnn_resnet50_shapes.config')
+# A 64-pixel image still leaves block3 a 4x4 map at stride 16.
+SMALL_IMAGES = ('model { faster_rcnn { image_resizer { fixed_shape_resizer '
+                '{ height: 64 width: 64 } } } }')
+
+
+def _write_demo_data(root):
+  """Shapes records where the config expects them, under root."""
+  synth.create_dataset(str(root / 'demo_out' / 'data'), num_train=2,
+                       num_val=1, image_size=64, num_train_shards=2,
+                       num_val_shards=1)
+
+
+def test_the_sample_config_parses_as_a_faster_rcnn_resnet50():
+  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG)
+  model = configs['model']
+  assert model.WhichOneof('model') == 'faster_rcnn'
+  assert model.faster_rcnn.feature_extractor.type == 'faster_rcnn_resnet50'
+  assert model.faster_rcnn.num_classes == len(synth.CLASSES)
+
+
+def test_the_sample_config_sets_no_field_without_effect():
+  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG)
+  assert config_notes.notes(configs) == []
+
+
+def test_validate_passes_the_sample_config_from_the_repository_root(
+    tmp_path, monkeypatch):
+  _write_demo_data(tmp_path)
+  monkeypatch.chdir(tmp_path)
+  report = validate.validate(SAMPLE_CONFIG)
+  assert not report.errors, [str(error) for error in report.errors]
+
+
+def test_the_sample_config_builds_its_training_graph(tmp_path, monkeypatch):
+  _write_demo_data(tmp_path)
+  monkeypatch.chdir(tmp_path)
+  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG,
+                                                       SMALL_IMAGES)
+  model_fn = model_lib.create_model_fn(
+      lambda is_training, add_summaries: model_builder.build(
+          configs['model'], is_training, add_summaries), configs,
+      hparams={'load_pretrained': False})
+  with tf.Graph().as_default():
+    features, labels = tf.compat.v1.data.make_one_shot_iterator(
+        inputs.train_input(configs['train_config'],
+                           configs['train_input_config'],
+                           configs['model'])).get_next()
+    spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, {})
+    batch_size = configs['train_config'].batch_size
+    assert features['image'].shape.as_list() == [batch_size, 64, 64, 3]
+    assert spec.train_op is not None
+    assert spec.loss.shape.rank == 0
+    tags = {tf.make_ndarray(summary.op.inputs[0].op.get_attr('value'))
+            .item().decode() for summary in
+            tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)
+            if summary.op.type == 'ScalarSummary'}
+  assert {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss',
+          'Loss/BoxClassifierLoss/localization_loss',
+          'Loss/BoxClassifierLoss/classification_loss',
+          'Loss/total_loss'} <= tags, sorted(tags)
