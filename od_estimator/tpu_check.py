@@ -48,14 +48,23 @@ _REJECTED_OP = re.compile(
 _NAMES_PER_LINE = 3
 _NOT_BUILT = 'TPU training step not built: fix the errors above first.'
 _NMS_HINT = ('non-max suppression returns a data-dependent number of boxes; '
-             'in training it usually comes from '
-             'model.ssd.loss.hard_example_miner: '
-             'drop it for weighted_sigmoid_focal classification loss, as the '
-             "original's TPU configs (*_sync.config) do")
+             'in training it comes from a hard example miner '
+             '(model.ssd.loss.hard_example_miner: use a '
+             'weighted_sigmoid_focal classification loss instead, as the '
+             "original's TPU configs (*_sync.config) do; "
+             'model.faster_rcnn.hard_example_miner: remove it) or from '
+             "Faster R-CNN's first stage (set model.faster_rcnn."
+             'use_static_shapes: true)')
 # Op types whose cause is known -> what to change.
 _OP_HINTS = {
     'NonMaxSuppressionV2': _NMS_HINT,
     'NonMaxSuppressionV3': _NMS_HINT,
+    'NonMaxSuppressionV5': _NMS_HINT,
+    'Where': 'tf.where keeps a data-dependent number of elements; in '
+             "Faster R-CNN's training step it drops the anchors crossing "
+             'the image border (set model.faster_rcnn.clip_anchors_to_image: '
+             'true) and selects sampled proposals (set '
+             'model.faster_rcnn.use_static_shapes: true)',
     'HistogramSummary': 'train_config.summarize_gradients adds these; set it '
                         'to false for a TPU',
     'EagerPyFunc': 'Python code (tf.py_function) cannot run on a TPU core',
@@ -365,7 +374,9 @@ def _check_restore(step, train_config, report):
   else:
     names = [name for name, _ in tf.train.list_variables(checkpoint)]
     hint = ('a "classification" checkpoint holds the backbone without the '
-            'FeatureExtractor/ prefix, a "detection" one the whole model; '
+            "detector's scope prefix (FeatureExtractor/, or "
+            'FirstStageFeatureExtractor/ and SecondStageFeatureExtractor/ '
+            'for two-stage models), a "detection" one the whole model; '
             'this one holds e.g. %s' % ', '.join(names[:2]))
   report.error(field, 'scaffold_fn would restore nothing: none of the %d '
                'variables a %r checkpoint should hold (e.g. %s) is in %s' % (

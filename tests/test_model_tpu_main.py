@@ -1,12 +1,11 @@
 """model_tpu_main end to end: the TPUEstimator path on CPU (--use_tpu=false)."""
-import glob
 import os
 import subprocess
 import sys
 
 import pytest
-from tensorboard.backend.event_processing import event_accumulator
 
+from tests import event_tags
 from tests import tiny_ssd
 
 MODEL_TPU_MAIN = [sys.executable, '-m', 'od_estimator.model_tpu_main']
@@ -20,15 +19,6 @@ OVERRIDES = ','.join(item for item in tiny_ssd.TINY_OVERRIDES.split(',')
 def _run(args, timeout=600):
   return subprocess.run(MODEL_TPU_MAIN + args, capture_output=True, text=True,
                         timeout=timeout, cwd=tiny_ssd.REPO, check=False)
-
-
-def _tags(directory):
-  tags = set()
-  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
-    accumulator = event_accumulator.EventAccumulator(path)
-    accumulator.Reload()
-    tags.update(accumulator.Tags()['scalars'])
-  return tags
 
 
 @pytest.fixture(scope='module')
@@ -57,7 +47,7 @@ def test_train_writes_checkpoint_and_as_run_config(trained):
   assert 'batch_size: 2' in as_run
   assert 'num_steps: %d' % TRAIN_STEPS in as_run
   assert 'depth_multiplier: 0.25' in as_run
-  assert 'Loss/total_loss' in _tags(model_dir)
+  assert 'Loss/total_loss' in event_tags.scalar_tags(model_dir)
 
 
 def test_eval_evaluates_the_final_checkpoint_and_stops(trained):
@@ -71,7 +61,8 @@ def test_eval_evaluates_the_final_checkpoint_and_stops(trained):
                  '--sample_1_of_n_eval_examples=4', '--eval_timeout_secs=60',
                  '--hparams_overrides=%s' % OVERRIDES])
   assert result.returncode == 0, result.stderr[-3000:]
-  tags = _tags(os.path.join(model_dir, 'eval_validation_data'))
+  tags = event_tags.scalar_tags(
+      os.path.join(model_dir, 'eval_validation_data'))
   for tag in ('DetectionBoxes_Precision/mAP', 'DetectionBoxes_Recall/AR@100',
               'Loss/total_loss'):
     assert tag in tags, (tag, sorted(tags))

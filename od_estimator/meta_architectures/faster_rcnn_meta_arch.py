@@ -40,7 +40,8 @@ FirstStageParams = region_proposal_network.FirstStageParams
 RoiCropParams = box_classifier.RoiCropParams
 SecondStageParams = box_classifier.SecondStageParams
 
-FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE = faster_rcnn_feature_extractor.FIRST_STAGE_SCOPE
+FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE = (
+    faster_rcnn_feature_extractor.FIRST_STAGE_SCOPE)
 SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE = (
     faster_rcnn_feature_extractor.SECOND_STAGE_SCOPE)
 

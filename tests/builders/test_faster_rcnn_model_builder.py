@@ -164,7 +164,8 @@ def test_refuses_three_stages_and_other_second_stage_predictors():
 
 def test_refuses_other_anchor_generators_and_extractor_options():
   config = _config()
-  config.faster_rcnn.first_stage_anchor_generator.ssd_anchor_generator.SetInParent()
+  anchors = config.faster_rcnn.first_stage_anchor_generator
+  anchors.ssd_anchor_generator.SetInParent()
   with pytest.raises(UserInputError, match='first_stage_anchor_generator'):
     model_builder.build(config, True)
   config = _config()

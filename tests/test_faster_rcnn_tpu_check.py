@@ -1,0 +1,50 @@
+"""`validate --check_tpu` on Faster R-CNN configs.
+
+The tiny config of tests/tiny_faster_rcnn.py with the fake two-stage
+extractor (tests/fakes.py), batch 8 = 8 shards x 1: with the static-shape
+options its training step has static shapes and XLA compiles it; without
+them the anchor pruning and the first stage's non-max suppression are
+named with the fields to set.
+"""
+import pytest
+
+from od_estimator import cli
+from od_estimator.models import faster_rcnn_feature_extractor_registry
+from tests import fakes
+from tests import tiny_faster_rcnn
+
+STATIC_SHAPES = ' '.join([
+    'use_static_shapes: true', 'use_static_balanced_label_sampler: true',
+    'use_matmul_gather_in_matcher: true', 'use_matmul_crop_and_resize: true',
+    'clip_anchors_to_image: true'])
+
+
+@pytest.fixture(autouse=True)
+def fake_extractor(monkeypatch):
+  monkeypatch.setitem(
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+      'fake', fakes.FakeFasterRCNNFeatureExtractor)
+
+
+def _check_tpu(tmp_path, capsys, model_fields):
+  config = tiny_faster_rcnn.write_config(
+      tmp_path, tmp_path / 'data', extractor='fake',
+      model_fields=model_fields, batch_size=8)
+  code = cli.main(['validate', '--pipeline_config_path=%s' % config,
+                   '--check_tpu', '--allow_local_paths'])
+  return code, capsys.readouterr().out
+
+
+def test_static_shape_faster_rcnn_step_compiles(tmp_path, capsys):
+  code, out = _check_tpu(tmp_path, capsys, STATIC_SHAPES)
+  assert code == 0, out
+  assert 'XLA compiles the step' in out, out
+
+
+def test_dynamic_faster_rcnn_step_names_the_static_shapes_field(tmp_path,
+                                                                capsys):
+  code, out = _check_tpu(tmp_path, capsys, '')
+  assert code != 0
+  assert 'NonMaxSuppression' in out, out
+  assert 'model.faster_rcnn.use_static_shapes: true' in out, out
+  assert 'model.faster_rcnn.clip_anchors_to_image: true' in out, out
