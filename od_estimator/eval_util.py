@@ -11,6 +11,7 @@ from od_estimator.metrics import coco_evaluation
 from od_estimator.metrics import oid_evaluation
 from od_estimator.metrics import pascal_evaluation
 from od_estimator.utils import config_util
+from od_estimator.utils import eval_visualization
 from od_estimator.utils import shape_utils
 
 _IN = fields.InputDataFields
@@ -98,6 +99,71 @@ def _metrics_sets(eval_config):
   return names
 
 
+# The metrics sets honouring eval_config.skip_predictions_for_unlabeled_class
+# and eval_config.super_categories (as in the original).
+SKIP_UNLABELED_METRICS_SETS = ('coco_detection_metrics',
+                               'precision_at_recall_detection_metrics')
+SUPER_CATEGORY_METRICS_SETS = ('coco_detection_metrics',)
+_NO_KEYPOINT_MODEL = ('needs a keypoint model, which od_estimator does not '
+                      'build yet')
+
+
+def super_categories_from_eval_config(eval_config):
+  """{super-category: [category names]} from eval_config.super_categories.
+
+  Each map value lists the label map names of the super-category's
+  categories, separated by commas.
+  """
+  return {key: [name.strip() for name in value.split(',') if name.strip()]
+          for key, value in sorted(eval_config.super_categories.items())}
+
+
+def eval_config_errors(eval_config):
+  """Problems of eval_config fields that cannot be honoured, as ConfigErrors.
+
+  Validate and the training commands' launch check report each; building
+  the evaluators raises the first.
+  """
+  errors = []
+  for field in ('parameterized_metric', 'keypoint_edge'):
+    if getattr(eval_config, field):
+      errors.append(config_util.ConfigError(
+          '%s %s' % (field, _NO_KEYPOINT_MODEL),
+          field='eval_config.%s' % field,
+          hint='remove it; keypoint evaluation and drawing come with '
+          'keypoint models'))
+  names = [DEPRECATED_METRICS_SETS.get(name, name)
+           for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]]
+  for field, sets in (
+      ('skip_predictions_for_unlabeled_class', SKIP_UNLABELED_METRICS_SETS),
+      ('super_categories', SUPER_CATEGORY_METRICS_SETS)):
+    if getattr(eval_config, field) and not set(names) & set(sets):
+      errors.append(config_util.ConfigError(
+          'is honoured only by metrics sets %s, and metrics_set is %s' % (
+              ', '.join(sets), ', '.join(names)),
+          field='eval_config.%s' % field,
+          hint='add one of them to eval_config.metrics_set, or remove it'))
+  for key, names in super_categories_from_eval_config(eval_config).items():
+    if not names:
+      errors.append(config_util.ConfigError(
+          'super-category %r lists no category' % key,
+          field='eval_config.super_categories',
+          hint="give label map names separated by commas, e.g. "
+          "{ key: 'vehicle' value: 'car,truck' }"))
+  return errors
+
+
+def check_eval_config(eval_config):
+  """Raises the first of eval_config_errors(eval_config), if any.
+
+  Raises:
+    config_util.ConfigError: naming the eval_config field.
+  """
+  errors = eval_config_errors(eval_config)
+  if errors:
+    raise errors[0]
+
+
 def evaluator_options_from_eval_config(eval_config):
   """Keyword arguments per metrics set, from eval_config fields."""
   options = {}
@@ -108,11 +174,17 @@ def evaluator_options_from_eval_config(eval_config):
           'include_metrics_per_category':
               eval_config.include_metrics_per_category,
           'all_metrics_per_category': eval_config.all_metrics_per_category,
+          'skip_predictions_for_unlabeled_class':
+              eval_config.skip_predictions_for_unlabeled_class,
+          'super_categories':
+              super_categories_from_eval_config(eval_config) or None,
       }
     elif name == 'precision_at_recall_detection_metrics':
       options[name] = {
           'recall_lower_bound': eval_config.recall_lower_bound,
           'recall_upper_bound': eval_config.recall_upper_bound,
+          'skip_predictions_for_unlabeled_class':
+              eval_config.skip_predictions_for_unlabeled_class,
       }
   return options
 
@@ -126,8 +198,9 @@ def get_evaluators(eval_config, categories, evaluator_options=None):
     evaluator_options: {metrics set: kwargs}; default from eval_config.
 
   Raises:
-    config_util.ConfigError: see check_metrics_set.
+    config_util.ConfigError: see check_metrics_set and check_eval_config.
   """
+  check_eval_config(eval_config)
   if evaluator_options is None:
     evaluator_options = evaluator_options_from_eval_config(eval_config)
   return [EVAL_METRICS_CLASS_DICT[name](categories,
@@ -141,6 +214,34 @@ def get_eval_metric_ops_for_evaluators(eval_config, categories, eval_dict):
   for evaluator in get_evaluators(eval_config, categories):
     metric_ops.update(evaluator.get_estimator_eval_metric_ops(eval_dict))
   return metric_ops
+
+
+def visualization_metric_ops(eval_config, categories, eval_dict):
+  """Eval metric ops writing the evaluation images (see eval_visualization).
+
+  Args:
+    eval_config: eval_pb2.EvalConfig: num_visualizations,
+      max_num_boxes_to_visualize, min_score_threshold, skip_scores,
+      skip_labels, visualize_groundtruth_boxes with
+      groundtruth_box_visualization_color.
+    categories: list of {'id': 1-based id, 'name': str}.
+    eval_dict: result_dict_for_batched_example's dict holding the retained
+      uint8 original images.
+
+  Returns:
+    {'Detections_Left_Groundtruth_Right/<i>': (value_op, update_op)}.
+  """
+  images = eval_visualization.SideBySideEvalImages(
+      {category['id']: category for category in categories},
+      max_examples_to_draw=eval_config.num_visualizations,
+      max_boxes_to_draw=eval_config.max_num_boxes_to_visualize,
+      min_score_thresh=eval_config.min_score_threshold,
+      skip_scores=eval_config.skip_scores,
+      skip_labels=eval_config.skip_labels,
+      groundtruth_box_visualization_color=(
+          eval_config.groundtruth_box_visualization_color
+          if eval_config.visualize_groundtruth_boxes else None))
+  return images.get_estimator_eval_metric_ops(eval_dict)
 
 
 # Per-box label fields carried into the eval dict, padded to max boxes, for

@@ -331,16 +331,24 @@ def _build_eval_dict(labels, features, detections, eval_input_config):
   groundtruth = eval_util.groundtruth_from_labels(
       labels, eval_input_config.max_number_of_boxes,
       label_id_offset=LABEL_ID_OFFSET)
+  # The retained uint8 image (eval_config.retain_original_images) is the
+  # one drawn in the evaluation images.
+  images = features.get(_IN.original_image, features[_IN.image])
   return eval_util.result_dict_for_batched_example(
-      features[_IN.image], features[inputs.HASH_KEY], detections,
+      images, features[inputs.HASH_KEY], detections,
       groundtruth, scale_to_absolute=True,
       original_image_spatial_shapes=features[
           _IN.original_image_spatial_shape],
       true_image_shapes=features[_IN.true_image_shape])
 
 
-def _build_eval_metric_ops(eval_dict, losses, configs):
-  """COCO/VOC metric ops from eval_config.metrics_set, plus mean losses."""
+def _build_eval_metric_ops(eval_dict, losses, configs, images=False):
+  """Metric ops of eval_config.metrics_set, mean losses, evaluation images.
+
+  With `images` (the eval dict holds the retained original images) the
+  first eval_config.num_visualizations images are also written, side by
+  side with their groundtruth, to the eval events.
+  """
   eval_config = configs['eval_config']
   categories = _categories(configs['eval_input_configs'][0],
                            config_util.get_number_of_classes(configs['model']))
@@ -348,10 +356,27 @@ def _build_eval_metric_ops(eval_dict, losses, configs):
       eval_config, categories, eval_dict)
   for name, loss in losses.items():
     metric_ops[name] = tf.compat.v1.metrics.mean(loss)
+  if images:
+    metric_ops.update(eval_util.visualization_metric_ops(
+        eval_config, categories, eval_dict))
   return metric_ops
 
 
-def _build_tpu_eval_metrics(eval_dict, losses, configs):
+def _build_eval_losses(model, prediction_dict, features, configs):
+  """({'Loss/...': scalar}, total loss) of an evaluation step.
+
+  With eval_config.use_dummy_loss_in_eval the model's loss is not computed:
+  Loss/total_loss is the constant 1.0, the only loss reported (as the
+  original).
+  """
+  if configs['eval_config'].use_dummy_loss_in_eval:
+    total_loss = tf.constant(1.0, name='total_loss')
+    return {'Loss/total_loss': total_loss}, total_loss
+  return _build_losses(model, prediction_dict,
+                       features[_IN.true_image_shape], configs['train_config'])
+
+
+def _build_tpu_eval_metrics(eval_dict, losses, configs, images=False):
   """Returns (metric_fn, tensors) for TPUEstimatorSpec.eval_metrics.
 
   On a TPU the tensors are outfed and concatenated across shards, so each
@@ -364,7 +389,7 @@ def _build_tpu_eval_metrics(eval_dict, losses, configs):
 
   def metric_fn(**batched):
     batched_losses = {name: batched.pop(name) for name in losses}
-    return _build_eval_metric_ops(batched, batched_losses, configs)
+    return _build_eval_metric_ops(batched, batched_losses, configs, images)
   return metric_fn, tensors
 
 
@@ -504,21 +529,25 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
           mode=mode, predictions=predictions, export_outputs=export_outputs,
           scaffold=_ema_scaffold() if averages else None)
 
-    losses, total_loss = _build_losses(model, prediction_dict,
-                                       features[_IN.true_image_shape],
-                                       train_config)
+    losses, total_loss = _build_eval_losses(model, prediction_dict, features,
+                                            configs)
     eval_dict = _build_eval_dict(labels, features, detections,
                                  eval_input_config)
     if tpu_spec:
       return tpu_estimator.TPUEstimatorSpec(
           mode=mode, loss=total_loss,
-          eval_metrics=_build_tpu_eval_metrics(eval_dict, losses, configs),
+          eval_metrics=_build_tpu_eval_metrics(
+              eval_dict, losses, configs,
+              # As the original, no images from TPU evaluations.
+              images=not use_tpu and _IN.original_image in features),
           scaffold_fn=(_ema_scaffold if eval_config.use_moving_averages
                        else None))
     scaffold = _ema_scaffold() if eval_config.use_moving_averages else None
     return tf.estimator.EstimatorSpec(
         mode=mode, loss=total_loss, scaffold=scaffold,
-        eval_metric_ops=_build_eval_metric_ops(eval_dict, losses, configs))
+        eval_metric_ops=_build_eval_metric_ops(
+            eval_dict, losses, configs,
+            images=_IN.original_image in features))
   # Under a distribution strategy the Estimator calls model_fn through
   # call_for_each_replica, whose AutoGraph conversion would rewrite (and
   # break on) the model's plain graph-building Python.

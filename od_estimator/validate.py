@@ -324,6 +324,8 @@ def _check_eval_config(eval_config, report):
       eval_util.check_metrics_set(name)
     except config_util.ConfigError as error:
       report.error(error.field, error.problem, hint=error.hint)
+  for error in eval_util.eval_config_errors(eval_config):
+    report.error(error.field, error.problem, hint=error.hint)
 
 
 def validate(pipeline_config_path, config_override=None, tpu_options=None):

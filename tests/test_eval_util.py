@@ -1,10 +1,14 @@
 """eval_util: evaluation groundtruth built from labels, whatever the model."""
+from google.protobuf import text_format
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from od_estimator import eval_util
 from od_estimator import model_lib
 from od_estimator.core import standard_fields as fields
+from od_estimator.protos import eval_pb2
+from od_estimator.utils import config_util
 
 _IN = fields.InputDataFields
 NUM_CLASSES = 3
@@ -98,3 +102,71 @@ def test_groundtruth_without_optional_fields(execute):
   assert set(result) == {_IN.num_groundtruth_boxes, _IN.groundtruth_classes,
                          _IN.groundtruth_boxes}
   np.testing.assert_array_equal(result[_IN.groundtruth_classes], [[2, 0]])
+
+
+def _eval_config(text):
+  return text_format.Parse(text, eval_pb2.EvalConfig())
+
+
+def test_eval_fields_reach_the_evaluators():
+  config = _eval_config("""
+      metrics_set: 'coco_detection_metrics'
+      metrics_set: 'precision_at_recall_detection_metrics'
+      skip_predictions_for_unlabeled_class: true
+      super_categories { key: 'shapes' value: 'circle, square' }""")
+  options = eval_util.evaluator_options_from_eval_config(config)
+  assert options['coco_detection_metrics'][
+      'skip_predictions_for_unlabeled_class']
+  assert options['coco_detection_metrics']['super_categories'] == {
+      'shapes': ['circle', 'square']}
+  assert options['precision_at_recall_detection_metrics'][
+      'skip_predictions_for_unlabeled_class']
+  categories = [{'id': 1, 'name': 'circle'}, {'id': 2, 'name': 'square'}]
+  coco = eval_util.get_evaluators(config, categories)[0]
+  assert ('DetectionBoxes_PerformanceBySuperCategory/shapes' in
+          coco.metric_names())
+
+
+@pytest.mark.parametrize('text, field', [
+    ("parameterized_metric { coco_keypoint_metrics { class_label: 'p' } }",
+     'eval_config.parameterized_metric'),
+    ('keypoint_edge { start: 0 end: 1 }', 'eval_config.keypoint_edge'),
+    ("metrics_set: 'pascal_voc_detection_metrics' "
+     'skip_predictions_for_unlabeled_class: true',
+     'eval_config.skip_predictions_for_unlabeled_class'),
+    ("metrics_set: 'pascal_voc_detection_metrics' "
+     "super_categories { key: 'a' value: 'circle' }",
+     'eval_config.super_categories'),
+    ("super_categories { key: 'a' value: ' , ' }",
+     'eval_config.super_categories'),
+])
+def test_fields_that_cannot_be_honoured_are_refused(text, field):
+  config = _eval_config(text)
+  (error,) = eval_util.eval_config_errors(config)
+  assert error.field == field
+  with pytest.raises(config_util.ConfigError, match=field):
+    eval_util.get_evaluators(config, [{'id': 1, 'name': 'circle'}])
+
+
+def test_visualization_fields_reach_the_image_ops():
+  config = _eval_config('num_visualizations: 3 max_num_boxes_to_visualize: 5 '
+                        'min_score_threshold: 0.25')
+  with tf.Graph().as_default():
+    eval_dict = {
+        _IN.original_image: tf.zeros([1, 8, 8, 3], tf.uint8),
+        _IN.true_image_shape: tf.constant([[8, 8, 3]]),
+        _IN.original_image_spatial_shape: tf.constant([[8, 8]]),
+        fields.DetectionResultFields.detection_boxes: tf.zeros([1, 1, 4]),
+        fields.DetectionResultFields.detection_classes: tf.ones([1, 1]),
+        fields.DetectionResultFields.detection_scores: tf.ones([1, 1]),
+        fields.DetectionResultFields.num_detections: tf.ones([1]),
+        _IN.groundtruth_boxes: tf.zeros([1, 1, 4]),
+        _IN.groundtruth_classes: tf.ones([1, 1], tf.int32),
+        _IN.num_groundtruth_boxes: tf.ones([1], tf.int32),
+    }
+    ops = eval_util.visualization_metric_ops(
+        config, [{'id': 1, 'name': 'circle'}], eval_dict)
+    assert sorted(ops) == ['Detections_Left_Groundtruth_Right/%d' % i
+                           for i in range(3)]
+    assert not eval_util.visualization_metric_ops(
+        _eval_config('num_visualizations: 0'), [], eval_dict)

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from od_estimator import model_main
@@ -27,6 +28,23 @@ def _tags(directory):
     accumulator.Reload()
     tags.update(accumulator.Tags()['scalars'])
   return tags
+
+
+def _eval_images(directory):
+  """{tag: (height, width)} of the image summaries in the events files."""
+  images = {}
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.HasField('image'):
+          images[value.tag] = (value.image.height, value.image.width)
+  return images
+
+
+# The Estimator tags an eval metric holding a Summary '<metric name>/0'. The
+# tiny config's 8 validation images are 64 x 64 (num_visualizations: 10).
+EVAL_IMAGE_TAGS = ['Detections_Left_Groundtruth_Right/%d/0' % i
+                   for i in range(8)]
 
 
 @pytest.fixture(scope='module')
@@ -59,6 +77,9 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
               'DetectionBoxes_Precision/mAP@.50IOU',
               'DetectionBoxes_Recall/AR@100', 'Loss/total_loss'):
     assert tag in eval_tags, (tag, sorted(eval_tags))
+  images = _eval_images(os.path.join(model_dir, 'eval_0'))
+  assert sorted(images) == EVAL_IMAGE_TAGS
+  assert set(images.values()) == {(64, 128)}
   # The Servo exporter wrote a SavedModel fed serialized tf.Examples.
   assert glob.glob(os.path.join(model_dir, 'export', 'Servo', '*',
                                 'saved_model.pb'))
@@ -75,6 +96,35 @@ def test_evaluate_once_from_a_checkpoint_dir(trained, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   tags = _tags(str(tmp_path / 'eval' / 'eval_validation_data'))
   assert 'DetectionBoxes_Precision/mAP' in tags
+  images = _eval_images(str(tmp_path / 'eval' / 'eval_validation_data'))
+  assert sorted(images) == EVAL_IMAGE_TAGS
+  assert set(images.values()) == {(64, 128)}
+
+
+def test_no_eval_images_and_a_dummy_loss_when_asked(trained, tmp_path):
+  model_dir, config, _ = trained
+  with open(config) as f:
+    text = f.read()
+  assert 'eval_config {' in text
+  changed = tmp_path / 'pipeline.config'
+  changed.write_text(text.replace('eval_config {', 'eval_config {\n'
+                                  '  num_visualizations: 0\n'
+                                  '  use_dummy_loss_in_eval: true\n'))
+  result = _run(['--pipeline_config_path=%s' % changed,
+                 '--model_dir=%s' % str(tmp_path / 'eval'),
+                 '--checkpoint_dir=%s' % model_dir, '--run_once',
+                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+  assert result.returncode == 0, result.stderr[-3000:]
+  directory = str(tmp_path / 'eval' / 'eval_validation_data')
+  assert not _eval_images(directory)
+  tags = _tags(directory)
+  assert 'DetectionBoxes_Precision/mAP' in tags
+  # The model's losses were not computed: only the constant total.
+  assert 'Loss/total_loss' in tags and 'Loss/localization_loss' not in tags
+  accumulator = event_accumulator.EventAccumulator(glob.glob(os.path.join(
+      directory, 'events.out.tfevents.*'))[0])
+  accumulator.Reload()
+  assert accumulator.Scalars('Loss/total_loss')[-1].value == 1.0
 
 
 def test_bad_config_is_a_one_line_error(tmp_path):

@@ -148,6 +148,17 @@ BAD_CASES = {
         _break('warmup_learning_rate: 0.0002', 'warmup_learning_rate: -0.1'),
         ['cosine_decay_learning_rate.warmup_learning_rate',
          'must be zero or positive, got -0.1']),
+    'eval_keypoint_edge': (
+        _break('metrics_set: "coco_detection_metrics"',
+               'metrics_set: "coco_detection_metrics"\n'
+               '  keypoint_edge { start: 0 end: 1 }'),
+        ['eval_config.keypoint_edge', 'needs a keypoint model']),
+    'eval_skip_unlabeled_without_its_metrics': (
+        _break('metrics_set: "coco_detection_metrics"',
+               'metrics_set: "pascal_voc_detection_metrics"\n'
+               '  skip_predictions_for_unlabeled_class: true'),
+        ['eval_config.skip_predictions_for_unlabeled_class',
+         'precision_at_recall_detection_metrics']),
 }
 
 _ADAM = ('cosine_decay_learning_rate {\n'

@@ -14,6 +14,7 @@ import tensorflow as tf
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_tools
 from od_estimator.metrics import evaluator_base
+from od_estimator.utils import config_util
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -24,9 +25,12 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
   """Accumulates images and computes COCO box metrics."""
 
   optional_groundtruth_box_fields = (_IN.groundtruth_is_crowd,)
+  optional_groundtruth_image_fields = (_IN.groundtruth_labeled_classes,)
 
   def __init__(self, categories, include_metrics_per_category=False,
-               all_metrics_per_category=False, backend='faster'):
+               all_metrics_per_category=False, backend='faster',
+               skip_predictions_for_unlabeled_class=False,
+               super_categories=None):
     """Creates the evaluator.
 
     Args:
@@ -34,12 +38,24 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
       include_metrics_per_category: also report per-category mAP.
       all_metrics_per_category: report all 12 metrics per category.
       backend: 'faster' (faster-coco-eval) or 'pycocotools'.
+      skip_predictions_for_unlabeled_class: drop an image's detections of
+        classes its groundtruth_labeled_classes does not list.
+      super_categories: optional {super-category: [category names]}: also
+        report 'DetectionBoxes_PerformanceBySuperCategory/<name>', the mean
+        mAP of its categories.
+
+    Raises:
+      config_util.ConfigError: when a super-category names a category that
+        is not in `categories`.
     """
     self._categories = list(categories)
     self._category_ids = {c['id'] for c in self._categories}
     self._include_per_category = include_metrics_per_category
     self._all_per_category = all_metrics_per_category
     self._backend = backend
+    self._skip_unlabeled = skip_predictions_for_unlabeled_class
+    self._super_categories = _checked_super_categories(
+        super_categories, [c['name'] for c in self._categories])
     self.clear()
 
   def clear(self):
@@ -47,6 +63,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     self._annotations = []
     self._detections = []
     self._with_detections = set()
+    self._labeled_classes = {}
 
   def add_single_ground_truth_image_info(self, image_id, groundtruth_dict):
     """Adds one image's groundtruth; a repeated image_id is ignored.
@@ -55,7 +72,9 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
       image_id: hashable image id.
       groundtruth_dict: groundtruth_boxes [N, 4] absolute ymin, xmin, ymax,
         xmax; groundtruth_classes [N] 1-based; optional groundtruth_is_crowd
-        [N] and groundtruth_area [N].
+        [N], groundtruth_area [N], and groundtruth_labeled_classes
+        [num_classes + 1] k-hot indexed by class id (read with
+        skip_predictions_for_unlabeled_class).
     """
     if image_id in self._images:
       logging.warning('Ignoring groundtruth for image %s: already added.',
@@ -67,6 +86,10 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     is_crowd = (np.zeros(len(classes), bool) if is_crowd is None or
                 len(is_crowd) == 0 else np.asarray(is_crowd).astype(bool))
     areas = groundtruth_dict.get(_IN.groundtruth_area)
+    labeled = groundtruth_dict.get(_IN.groundtruth_labeled_classes)
+    if self._skip_unlabeled and labeled is not None:
+      self._labeled_classes[image_id] = np.flatnonzero(
+          np.asarray(labeled) == 1)
     self._images[image_id] = len(self._images) + 1
     coco_boxes = coco_tools.boxes_to_coco(boxes)
     for index, (box, label) in enumerate(zip(boxes, classes)):
@@ -102,6 +125,13 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
                       image_id)
       return
     self._with_detections.add(image_id)
+    if image_id in self._labeled_classes:
+      keep = np.isin(np.asarray(detections_dict[_DET.detection_classes]),
+                     self._labeled_classes[image_id])
+      detections_dict = {name: np.asarray(detections_dict[name])[keep]
+                         for name in (_DET.detection_boxes,
+                                      _DET.detection_scores,
+                                      _DET.detection_classes)}
     boxes = coco_tools.boxes_to_coco(detections_dict[_DET.detection_boxes])
     scores = np.asarray(detections_dict[_DET.detection_scores],
                         np.float64).tolist()
@@ -137,7 +167,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
         self.groundtruth_dict(), self._detections,
         include_metrics_per_category=self._include_per_category,
         all_metrics_per_category=self._all_per_category,
-        backend=self._backend)
+        backend=self._backend, super_categories=self._super_categories)
     summary.update(per_category)
     return {PREFIX + name: value for name, value in summary.items()}
 
@@ -153,4 +183,19 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
           names.extend(PREFIX + '%s ByCategory/%s' % (metric,
                                                       category['name'])
                        for metric, _ in coco_tools.COCO_METRIC_NAMES_AND_INDEX)
+    names.extend(PREFIX + 'PerformanceBySuperCategory/%s' % key
+                 for key in self._super_categories or {})
     return names
+
+
+def _checked_super_categories(super_categories, category_names):
+  """super_categories, each name checked against the label map's names."""
+  for key, members in (super_categories or {}).items():
+    unknown = [name for name in members if name not in category_names]
+    if unknown:
+      raise config_util.ConfigError(
+          'super-category %r lists %s, not in the label map' % (
+              key, ', '.join(repr(name) for name in unknown)),
+          field='eval_config.super_categories',
+          hint='use the label map names: %s' % ', '.join(category_names))
+  return super_categories

@@ -86,7 +86,8 @@ def _per_category_stats(coco_eval, category_index):
 
 def compute_metrics(groundtruth, detections, iou_type='bbox',
                     include_metrics_per_category=False,
-                    all_metrics_per_category=False, backend='faster'):
+                    all_metrics_per_category=False, backend='faster',
+                    super_categories=None):
   """Runs COCO evaluation.
 
   Args:
@@ -98,6 +99,10 @@ def compute_metrics(groundtruth, detections, iou_type='bbox',
     include_metrics_per_category: add 'PerformanceByCategory/mAP/<name>'.
     all_metrics_per_category: add '<metric> ByCategory/<name>' for all 12.
     backend: 'faster' or 'pycocotools'.
+    super_categories: optional {super-category: [category names]}: add
+      'PerformanceBySuperCategory/<super-category>', the mean of its
+      categories' mAP (-1 for a category without groundtruth counts as
+      -1, as in the original).
 
   Returns:
     (summary metrics OrderedDict, per-category OrderedDict), names without
@@ -129,15 +134,22 @@ def compute_metrics(groundtruth, detections, iou_type='bbox',
       (name, float(coco_eval.stats[index]))
       for name, index in COCO_METRIC_NAMES_AND_INDEX)
   per_category = collections.OrderedDict()
-  if not (include_metrics_per_category or all_metrics_per_category):
+  if not (include_metrics_per_category or all_metrics_per_category or
+          super_categories):
     return summary, per_category
   names = {c['id']: c['name'] for c in groundtruth['categories']}
+  map_by_name = {}
   for index, category_id in enumerate(coco_eval.params.catIds):
     stats = _per_category_stats(coco_eval, index)
     name = names[category_id]
-    per_category['PerformanceByCategory/mAP/%s' % name] = stats[0]
+    map_by_name[name] = stats[0]
+    if include_metrics_per_category or all_metrics_per_category:
+      per_category['PerformanceByCategory/mAP/%s' % name] = stats[0]
     if all_metrics_per_category:
       for metric_name, stat_index in COCO_METRIC_NAMES_AND_INDEX:
         per_category['%s ByCategory/%s' % (metric_name, name)] = (
             stats[stat_index])
+  for key, members in (super_categories or {}).items():
+    per_category['PerformanceBySuperCategory/%s' % key] = float(np.mean(
+        [map_by_name[name] for name in members]))
   return summary, per_category

@@ -192,3 +192,70 @@ def test_estimator_metric_ops_match_the_evaluator():
       values = sess.run({name: op[0] for name, op in ops.items()})
   for name, value in expected.items():
     assert values[name] == pytest.approx(value, abs=1e-6), name
+
+
+def _labeled_images(evaluator, labeled_first=None):
+  """image1: class 1 found, plus a confident class-3 false positive."""
+  box = np.array([[10., 10., 50., 50.]])
+  groundtruth = {_IN.groundtruth_boxes: box,
+                 _IN.groundtruth_classes: np.array([1])}
+  if labeled_first is not None:
+    groundtruth[_IN.groundtruth_labeled_classes] = labeled_first
+  evaluator.add_single_ground_truth_image_info('image1', groundtruth)
+  evaluator.add_single_detected_image_info('image1', {
+      _DET.detection_boxes: np.array([[10., 10., 50., 50.],
+                                      [60., 60., 90., 90.]]),
+      _DET.detection_scores: np.array([0.8, 0.95]),
+      _DET.detection_classes: np.array([1, 3])})
+  evaluator.add_single_ground_truth_image_info('image2', {
+      _IN.groundtruth_boxes: box, _IN.groundtruth_classes: np.array([3])})
+  evaluator.add_single_detected_image_info('image2', {
+      _DET.detection_boxes: box, _DET.detection_scores: np.array([0.5]),
+      _DET.detection_classes: np.array([3])})
+  return evaluator.evaluate()
+
+
+def test_skip_predictions_for_unlabeled_class():
+  # Only class 1 was labeled in image1 ([num_classes + 1] k-hot by id).
+  labeled = np.array([0, 1, 0, 0])
+  kept = _labeled_images(coco_evaluation.CocoDetectionEvaluator(CATEGORIES),
+                         labeled)
+  skipped = _labeled_images(coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, skip_predictions_for_unlabeled_class=True), labeled)
+  assert kept['DetectionBoxes_Precision/mAP'] < 1.0
+  assert skipped['DetectionBoxes_Precision/mAP'] == pytest.approx(1.0)
+  # Without labeled classes nothing is dropped.
+  unlabeled = _labeled_images(coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, skip_predictions_for_unlabeled_class=True))
+  assert unlabeled['DetectionBoxes_Precision/mAP'] == pytest.approx(
+      kept['DetectionBoxes_Precision/mAP'])
+
+
+def test_super_category_map_is_the_mean_of_its_categories():
+  evaluator = coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, include_metrics_per_category=True,
+      super_categories={'pets': ['cat', 'dog'], 'felines': ['cat']})
+  metrics = _labeled_images(evaluator)
+  cat = metrics['DetectionBoxes_PerformanceByCategory/mAP/cat']
+  dog = metrics['DetectionBoxes_PerformanceByCategory/mAP/dog']
+  assert cat != dog
+  assert metrics['DetectionBoxes_PerformanceBySuperCategory/pets'] == (
+      pytest.approx((cat + dog) / 2))
+  assert metrics['DetectionBoxes_PerformanceBySuperCategory/felines'] == (
+      pytest.approx(cat))
+  assert {'DetectionBoxes_PerformanceBySuperCategory/pets',
+          'DetectionBoxes_PerformanceBySuperCategory/felines'} <= set(
+              evaluator.metric_names())
+  # Reported without per-category metrics too.
+  alone = _labeled_images(coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, super_categories={'pets': ['cat', 'dog']}))
+  assert alone['DetectionBoxes_PerformanceBySuperCategory/pets'] == (
+      pytest.approx((cat + dog) / 2))
+  assert 'DetectionBoxes_PerformanceByCategory/mAP/cat' not in alone
+
+
+def test_super_category_of_unknown_names_is_refused():
+  with pytest.raises(ValueError, match=r'eval_config.super_categories.*'
+                     r"'horse'.*cat, dog"):
+    coco_evaluation.CocoDetectionEvaluator(
+        CATEGORIES, super_categories={'pets': ['cat', 'horse']})
