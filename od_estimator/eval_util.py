@@ -139,8 +139,8 @@ def eval_config_errors(eval_config):
       ('super_categories', SUPER_CATEGORY_METRICS_SETS)):
     if getattr(eval_config, field) and not set(names) & set(sets):
       errors.append(config_util.ConfigError(
-          'is honoured only by metrics sets %s, and metrics_set is %s' % (
-              ', '.join(sets), ', '.join(names)),
+          '%s is honoured only by the metrics sets %s; metrics_set is %s' % (
+              field, ', '.join(sets), ', '.join(names)),
           field='eval_config.%s' % field,
           hint='add one of them to eval_config.metrics_set, or remove it'))
   for key, names in super_categories_from_eval_config(eval_config).items():
