@@ -13,7 +13,7 @@ import tensorflow as tf
 from od_estimator import errors
 
 # A long list of names helps nobody: the first few show what changed.
-_MAX_NAMES = 10
+_MAX_NAMES = 20
 
 
 def training_variable_shapes(model_fn, train_input_fn):

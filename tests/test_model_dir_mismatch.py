@@ -35,9 +35,9 @@ def test_differences_leave_out_slots_and_extra_checkpoint_entries():
 def test_message_names_shapes_missing_variables_and_remedies():
   message = resume_check.mismatch_message(
       'train', 'train/model.ckpt-7', [('Box/weights', [3, 12], [3, 18])],
-      ['New/v%d' % i for i in range(12)])
+      ['New/v%d' % i for i in range(22)])
   assert 'Box/weights [3, 12] vs [3, 18]' in message
-  assert 'Not in the checkpoint: 12 variable(s): New/v0' in message
+  assert 'Not in the checkpoint: 22 variable(s): New/v0' in message
   assert '(and 2 more)' in message
   assert 'new --model_dir' in message
   assert 'fine_tune_checkpoint: "train/model.ckpt-7"' in message
