@@ -24,7 +24,7 @@ class Backbone:
   rpn_feature_map: tf.Tensor
   activations: dict
   box_classifier_features: tf.Tensor
-  crop_features: tf.Tensor
+  crop_features: tf.Tensor  # None when built without crops.
   variables: dict
   losses: list
 
@@ -35,14 +35,14 @@ class Backbone:
             if name.startswith(prefix)}
 
 
-def build(extractor, crop_shape, image_size=64, train_steps=3,
+def build(extractor, crop_shape=None, image_size=64, train_steps=3,
           learning_rate=1e-3):
   """Builds both stages on a random image, then trains a few steps.
 
-  The second stage runs twice with shared weights: on the proposal map
-  itself (what the toy loss reads, so gradients cross both stages) and on
-  zero crops of `crop_shape` (the size the sample configs crop to), whose
-  static output shape the tests check.
+  The second stage runs on the proposal map itself (what the toy loss
+  reads, so gradients cross both stages) and, given `crop_shape`, again
+  with shared weights on zero crops of that shape (the size the sample
+  configs crop to), whose static output shape the tests check.
 
   The toy loss is log(mean(squared second-stage features)): its gradient
   does not depend on the scale of the activations, which randomly
@@ -50,7 +50,8 @@ def build(extractor, crop_shape, image_size=64, train_steps=3,
 
   Args:
     extractor: a FasterRCNNFeatureExtractor.
-    crop_shape: [num_proposals, height, width, depth] of the crops.
+    crop_shape: [num_proposals, height, width, depth] of the crops, or
+      None.
     image_size: side of the square input image.
     train_steps: gradient descent steps to run.
     learning_rate: their learning rate.
@@ -68,8 +69,10 @@ def build(extractor, crop_shape, image_size=64, train_steps=3,
         extractor.preprocess(images), scope=FIRST)
     features = extractor.extract_box_classifier_features(
         rpn_feature_map, scope=SECOND)
-    crop_features = extractor.extract_box_classifier_features(
-        tf.zeros(crop_shape), scope=SECOND)
+    crop_features = None
+    if crop_shape:
+      crop_features = extractor.extract_box_classifier_features(
+          tf.zeros(crop_shape), scope=SECOND)
     loss = tf.math.log(tf.reduce_mean(tf.square(features)))
     train_op = tf.compat.v1.train.GradientDescentOptimizer(
         learning_rate).minimize(loss)

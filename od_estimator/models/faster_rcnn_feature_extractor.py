@@ -25,7 +25,13 @@ CONFIG_FIELD = 'model.faster_rcnn.feature_extractor'
 
 
 class FasterRCNNFeatureExtractor(abc.ABC):
-  """A backbone split into a proposal stage and a box classifier stage."""
+  """A backbone split into a proposal stage and a box classifier stage.
+
+  Subclasses that build only some first-stage output strides list them in
+  _FIRST_STAGE_STRIDES; the constructor refuses the others.
+  """
+
+  _FIRST_STAGE_STRIDES = None
 
   def __init__(self, is_training, first_stage_features_stride,
                batch_norm_trainable=False, reuse_weights=None,
@@ -41,26 +47,23 @@ class FasterRCNNFeatureExtractor(abc.ABC):
         sample configs: small batches freeze it).
       reuse_weights: variable reuse for the extractor's scopes.
       weight_decay: L2 weight decay of the backbone's convolutions.
+
+    Raises:
+      UserInputError: if first_stage_features_stride is not one of
+        _FIRST_STAGE_STRIDES.
     """
     self._is_training = is_training
     self._first_stage_features_stride = first_stage_features_stride
     self._train_batch_norm = batch_norm_trainable and is_training
     self._reuse_weights = reuse_weights
     self._weight_decay = weight_decay
-
-  def _check_first_stage_stride(self, supported_strides):
-    """Raises UserInputError unless the stride is one the backbone builds.
-
-    Args:
-      supported_strides: the output strides this backbone can produce.
-    """
-    if self._first_stage_features_stride not in supported_strides:
+    supported = self._FIRST_STAGE_STRIDES
+    if supported is not None and first_stage_features_stride not in supported:
       raise errors.UserInputError(
           '%s.first_stage_features_stride: %s cannot produce stride %r; '
           'supported: %s.' % (
-              CONFIG_FIELD, type(self).__name__,
-              self._first_stage_features_stride,
-              ', '.join(str(s) for s in sorted(supported_strides))))
+              CONFIG_FIELD, type(self).__name__, first_stage_features_stride,
+              ', '.join(str(s) for s in sorted(supported))))
 
   @abc.abstractmethod
   def preprocess(self, resized_inputs):
@@ -136,6 +139,11 @@ class FasterRCNNFeatureExtractor(abc.ABC):
                        second_stage_feature_extractor_scope):
       variables_to_restore.update(variables_under_scope(scope_name))
     return variables_to_restore
+
+
+def scale_to_minus_one_one(resized_inputs):
+  """Maps [batch, height, width, channels] pixels in 0..255 to [-1, 1]."""
+  return (2.0 / 255.0) * resized_inputs - 1.0
 
 
 def variables_under_scope(scope_name):

@@ -64,6 +64,8 @@ class FasterRCNNInceptionV2FeatureExtractor(
     faster_rcnn_feature_extractor.FasterRCNNFeatureExtractor):
   """`faster_rcnn_inception_v2`: Inception v2 split at Mixed_4e / Mixed_5a."""
 
+  _FIRST_STAGE_STRIDES = (16,)
+
   def __init__(self, is_training, first_stage_features_stride,
                batch_norm_trainable=False, reuse_weights=None,
                weight_decay=0.0, depth_multiplier=1.0, min_depth=16):
@@ -85,13 +87,13 @@ class FasterRCNNInceptionV2FeatureExtractor(
     """
     super().__init__(is_training, first_stage_features_stride,
                      batch_norm_trainable, reuse_weights, weight_decay)
-    self._check_first_stage_stride((16,))
     self._depth_multiplier = depth_multiplier
     self._min_depth = min_depth
 
   def preprocess(self, resized_inputs):
     """Maps [batch, height, width, 3] pixels in 0..255 to [-1, 1]."""
-    return (2.0 / 255.0) * resized_inputs - 1.0
+    return faster_rcnn_feature_extractor.scale_to_minus_one_one(
+        resized_inputs)
 
   def _depth(self, depth):
     return max(int(depth * self._depth_multiplier), self._min_depth)

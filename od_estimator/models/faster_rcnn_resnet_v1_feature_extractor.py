@@ -40,18 +40,7 @@ class FasterRCNNResnetV1FeatureExtractor(
 
   _ARCHITECTURE = None
   _RESNET_FN = None
-
-  def __init__(self, is_training, first_stage_features_stride,
-               batch_norm_trainable=False, reuse_weights=None,
-               weight_decay=0.0):
-    """See FasterRCNNFeatureExtractor.
-
-    Raises:
-      UserInputError: if first_stage_features_stride is not 8 or 16.
-    """
-    super().__init__(is_training, first_stage_features_stride,
-                     batch_norm_trainable, reuse_weights, weight_decay)
-    self._check_first_stage_stride((8, 16))
+  _FIRST_STAGE_STRIDES = (8, 16)
 
   def preprocess(self, resized_inputs):
     """Subtracts the ImageNet channel means from 3-channel images.
