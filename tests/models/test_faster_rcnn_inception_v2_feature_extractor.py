@@ -11,6 +11,9 @@ faster_rcnn_inception_v2_coco checkpoint.
 """
 import numpy as np
 import pytest
+import tensorflow as tf
+import tf_slim as slim
+from tf_slim.nets import inception_v2 as tf_slim_inception_v2
 
 from od_estimator import errors
 from od_estimator.models import faster_rcnn_feature_extractor_registry
@@ -161,3 +164,23 @@ def test_preprocess_maps_pixels_to_minus_one_one(execute):
   images = np.array([0.0, 127.5, 255.0], np.float32).reshape([1, 1, 3, 1])
   np.testing.assert_allclose(
       execute(extractor.preprocess, [images]).ravel(), [-1, 0, 1], atol=1e-6)
+
+
+def test_restore_map_matches_the_classification_network(inception_v2):
+  # tf-slim's own Inception v2 to Mixed_5c, as classification checkpoints
+  # were trained: every name and shape the detector restores is there. Its
+  # batch norm has no gamma (the detector's does, initialised to one), and
+  # its arg_scope leaves the separable stem without batch norm, where the
+  # original's detector (and its zoo checkpoints) normalize it.
+  stem = 'InceptionV2/Conv2d_1a_7x7/'
+  with tf.Graph().as_default():
+    with slim.arg_scope(tf_slim_inception_v2.inception_v2_arg_scope()):
+      tf_slim_inception_v2.inception_v2_base(tf.zeros([1, 64, 64, 3]),
+                                             scope='InceptionV2')
+    classification = {v.op.name: v.shape.as_list()
+                      for v in tf.compat.v1.global_variables()
+                      if not v.op.name.startswith(stem)}
+  restore = {name: inception_v2.variables[variable] for name, variable in
+             backbones.restore_map(inception_v2).items()
+             if not name.endswith('/gamma') and not name.startswith(stem)}
+  assert restore == classification
