@@ -12,6 +12,7 @@ scopes so detection checkpoints of the original restore unchanged.
 """
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
 from od_estimator.core import matcher
@@ -131,11 +132,12 @@ class SSDMetaArch(model.DetectionModel):
     """
     super().__init__(num_classes=box_predictor.num_classes)
     if add_background_class and explicit_background_class:
-      raise ValueError("Cannot have both 'add_background_class' and "
-                       "'explicit_background_class' true.")
+      raise errors.UserInputError("Cannot have both 'add_background_class' and "
+                                  "'explicit_background_class' true.")
     if feature_extractor.is_keras_model or box_predictor.is_keras_model:
-      raise ValueError('Keras feature extractors and box predictors are not '
-                       'supported; od_estimator builds tf-slim models.')
+      raise errors.UserInputError(
+          'Keras feature extractors and box predictors are not '
+          'supported; od_estimator builds tf-slim models.')
     self._is_training = is_training
     self._freeze_batchnorm = freeze_batchnorm
     self._inplace_batchnorm_update = inplace_batchnorm_update
@@ -680,5 +682,6 @@ class SSDMetaArch(model.DetectionModel):
                 variable, self._extract_features_scope)):
           variables_to_restore[variable.op.name] = variable
       return variables_to_restore
-    raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
+    raise errors.UserInputError(
+        'Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))

@@ -6,6 +6,7 @@ runtimes (Conv, DepthwiseConv, Relu6).
 """
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 
 _IMAGE_SIZE = 256
@@ -32,10 +33,11 @@ class EmbeddedSSDMobileNetV1FeatureExtractor(
   def _check_arguments(self):
     """Raises ValueError unless pad_to_multiple is 1 and num_layers 5."""
     if self._pad_to_multiple != 1:
-      raise ValueError('Embedded-specific SSD only supports `pad_to_multiple` '
-                       'of 1.')
+      raise errors.UserInputError(
+          'Embedded-specific SSD only supports `pad_to_multiple` '
+          'of 1.')
     if self._num_layers != _NUM_LAYERS:
-      raise ValueError(
+      raise errors.UserInputError(
           'model.ssd.feature_extractor.num_layers: embedded_ssd_mobilenet_v1 '
           'always builds %d feature maps, got num_layers %d; remove '
           'num_layers or set it to %d.' % (_NUM_LAYERS, self._num_layers,
@@ -54,8 +56,9 @@ class EmbeddedSSDMobileNetV1FeatureExtractor(
       with tf.control_dependencies([check]):
         return tf.identity(preprocessed_inputs)
     if height != _IMAGE_SIZE or width != _IMAGE_SIZE:
-      raise ValueError('image size must be = 256 in both height and width;'
-                       ' image dim = %d,%d' % (height, width))
+      raise errors.UserInputError(
+          'image size must be = 256 in both height and width;'
+          ' image dim = %d,%d' % (height, width))
     return preprocessed_inputs
 
   def _feature_maps(self, image_features):

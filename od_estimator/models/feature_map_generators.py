@@ -25,6 +25,7 @@ import math
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.utils import shape_utils
 
 # Activations are clipped to [-ACTIVATION_BOUND, ACTIVATION_BOUND] when
@@ -155,7 +156,7 @@ def check_min_image_dim(min_dim, image_tensor):
     with tf.control_dependencies([check]):
       return tf.identity(image_tensor)
   if height < min_dim or width < min_dim:
-    raise ValueError(
+    raise errors.UserInputError(
         'image size must be >= %d in both height and width; image dim = %d,%d'
         % (min_dim, height, width))
   return image_tensor
@@ -422,7 +423,7 @@ def fpn_pyramid_feature_maps(image_features, feature_blocks, fpn_min_level,
   """
   base_max_level = min(fpn_max_level, len(feature_blocks) + 1)
   if not 2 <= fpn_min_level <= base_max_level:
-    raise ValueError(
+    raise errors.UserInputError(
         'fpn_min_level must be in [2, min(fpn_max_level, %d)], got '
         'fpn_min_level=%d, fpn_max_level=%d.' % (
             len(feature_blocks) + 1, fpn_min_level, fpn_max_level))

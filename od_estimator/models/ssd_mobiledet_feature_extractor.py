@@ -29,6 +29,7 @@ from typing import Callable, Tuple
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
 
@@ -339,18 +340,19 @@ class SSDMobileDetFeatureExtractorBase(
     """
     field = 'model.ssd.feature_extractor.'
     if self._use_explicit_padding:
-      raise ValueError(
+      raise errors.UserInputError(
           '%suse_explicit_padding is not supported by %r (MobileDet uses '
           "'SAME' padding); set it to false." % (field, self._TYPE))
     if self._override_base_feature_extractor_hyperparams:
-      raise ValueError(
+      raise errors.UserInputError(
           '%soverride_base_feature_extractor_hyperparams is not supported by '
           '%r: the MobileDet backbone has fixed hyperparameters and '
           'conv_hyperparams apply to the SSD layers only; set it to false.'
           % (field, self._TYPE))
     if not 1 <= self._num_layers <= len(_FROM_LAYER):
-      raise ValueError('%snum_layers must be in [1, %d] for %r, got %d.' %
-                       (field, len(_FROM_LAYER), self._TYPE,
+      raise errors.UserInputError(
+          '%snum_layers must be in [1, %d] for %r, got %d.' %
+          (field, len(_FROM_LAYER), self._TYPE,
                         self._num_layers))
 
   def extract_features(self, preprocessed_inputs):

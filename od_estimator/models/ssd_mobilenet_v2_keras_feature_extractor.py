@@ -20,6 +20,7 @@ last conv keeps 1280 channels.
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.models import keras_named_feature_extractor
 from od_estimator.models import ssd_mobilenet_v2_feature_extractor
 from od_estimator.nets import mobilenet_v2
@@ -107,12 +108,12 @@ def _backbone_activation(conv_hyperparams_fn):
           conv_hyperparams_fn))
   if (batch_norm_args is None or not batch_norm_args.get('scale') or
       not batch_norm_args.get('center', True)):
-    raise ValueError(
+    raise errors.UserInputError(
         '%s.type ssd_mobilenet_v2_keras with '
         'override_base_feature_extractor_hyperparams needs conv_hyperparams '
         'with batch_norm { scale: true center: true }.' % _FIELD)
   if activation_fn is None:
-    raise ValueError(
+    raise errors.UserInputError(
         '%s.type ssd_mobilenet_v2_keras with '
         'override_base_feature_extractor_hyperparams needs a '
         'conv_hyperparams.activation other than NONE.' % _FIELD)

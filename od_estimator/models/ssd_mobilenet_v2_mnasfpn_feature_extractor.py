@@ -24,6 +24,7 @@ from absl import logging
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
 from od_estimator.models import ssd_fpn_feature_extractor
@@ -249,12 +250,13 @@ def _check_input_sizes(feature_maps, feature_levels):
   for feature_map, level in zip(feature_maps, feature_levels):
     size = feature_map.shape.as_list()[1:3]
     if None in size or None in finest_size:
-      raise ValueError('MnasFPN needs a static image height and width (e.g. '
-                       'a fixed_shape_resizer), got feature map sizes %s.' %
-                       [f.shape.as_list()[1:3] for f in feature_maps])
+      raise errors.UserInputError(
+          'MnasFPN needs a static image height and width (e.g. '
+          'a fixed_shape_resizer), got feature map sizes %s.' %
+          [f.shape.as_list()[1:3] for f in feature_maps])
     expected = [s * 2**feature_levels[0] // 2**level for s in finest_size]
     if size != expected:
-      raise ValueError(
+      raise errors.UserInputError(
           'MnasFPN: the feature map of level %d is %dx%d, expected %dx%d. '
           'Image height and width must be multiples of 64 (precisely: '
           'ceil(size / 8) a multiple of 8), e.g. 320x320.' % (
@@ -319,14 +321,15 @@ class SSDMobileNetV2MnasFPNFeatureExtractor(
   def _check_arguments(self):
     """Raises ValueError for options MnasFPN cannot honour."""
     if (self._fpn_min_level, self._fpn_max_level) != _SUPPORTED_LEVELS:
-      raise ValueError(
+      raise errors.UserInputError(
           'ssd_mobilenet_v2_mnasfpn supports fpn.min_level 3 and '
           'fpn.max_level 6 only, got %d and %d.' % (self._fpn_min_level,
                                                     self._fpn_max_level))
     if self._use_depthwise:
-      raise ValueError('ssd_mobilenet_v2_mnasfpn: use_depthwise is not '
-                       'supported (its blocks are always separable convs); '
-                       'leave it false.')
+      raise errors.UserInputError(
+          'ssd_mobilenet_v2_mnasfpn: use_depthwise is not '
+          'supported (its blocks are always separable convs); '
+          'leave it false.')
     _check_head_def(self._head_def)
 
   def extract_features(self, preprocessed_inputs):

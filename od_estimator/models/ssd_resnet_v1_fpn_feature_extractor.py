@@ -21,6 +21,7 @@ import tf_slim as slim
 from tf_slim.nets import resnet_utils
 from tf_slim.nets import resnet_v1
 
+from od_estimator import errors
 from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
 from od_estimator.models import ssd_fpn_feature_extractor
@@ -184,8 +185,9 @@ class SSDResnetV1FpnFeatureExtractor(
   def _check_arguments(self):
     """Raises ValueError if use_explicit_padding is set."""
     if self._use_explicit_padding:
-      raise ValueError('use_explicit_padding is not supported by the ResNet '
-                       'v1 FPN feature extractors.')
+      raise errors.UserInputError(
+          'use_explicit_padding is not supported by the ResNet '
+          'v1 FPN feature extractors.')
 
   def extract_features(self, preprocessed_inputs):
     """Builds the FPN feature maps.

@@ -18,6 +18,7 @@ import contextlib
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.models import feature_map_generators
 from od_estimator.models import keras_named_feature_extractor
 from od_estimator.models import ssd_feature_extractor
@@ -111,14 +112,16 @@ class SSDResNetV1FpnKerasFeatureExtractor(
   def _check_arguments(self):
     """Raises ValueError for options the Keras extractor does not have."""
     if self._use_explicit_padding:
-      raise ValueError('model.ssd.feature_extractor.use_explicit_padding is '
-                       'not supported by the Keras ResNet v1 FPN extractors.')
+      raise errors.UserInputError(
+          'model.ssd.feature_extractor.use_explicit_padding is '
+          'not supported by the Keras ResNet v1 FPN extractors.')
     if self._use_depthwise:
-      raise ValueError('model.ssd.feature_extractor.use_depthwise is not '
-                       'supported by the Keras ResNet v1 FPN extractors.')
+      raise errors.UserInputError(
+          'model.ssd.feature_extractor.use_depthwise is not '
+          'supported by the Keras ResNet v1 FPN extractors.')
     if not 2 <= self._fpn_min_level <= min(self._fpn_max_level,
                                            _BASE_MAX_LEVEL):
-      raise ValueError(
+      raise errors.UserInputError(
           'model.ssd.feature_extractor.fpn: min_level must be in [2, '
           'min(max_level, 5)], got min_level=%d, max_level=%d.' % (
               self._fpn_min_level, self._fpn_max_level))

@@ -24,6 +24,7 @@ import re
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.core import box_predictor
 from od_estimator.utils import keras_names
 
@@ -306,9 +307,10 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
       ValueError: if the anchors per location differ between feature maps.
     """
     if len(set(num_predictions_per_location_list)) > 1:
-      raise ValueError('num_predictions_per_location must be the same for '
-                       'all feature maps of a weight shared predictor, got %s'
-                       % list(num_predictions_per_location_list))
+      raise errors.UserInputError(
+          'num_predictions_per_location must be the same for '
+          'all feature maps of a weight shared predictor, got %s'
+          % list(num_predictions_per_location_list))
     channels = [_channels(feature) for feature in image_features]
     project = len(set(channels)) > 1
     # Most common depth; ties resolved through Python's set order, as the

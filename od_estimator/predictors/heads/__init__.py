@@ -5,6 +5,7 @@ Also holds the few helpers the box and class heads share.
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.utils import shape_utils
 
 
@@ -15,7 +16,7 @@ def check_depthwise_kernel(use_depthwise, kernel_size):
   configuration mistake (the original rejects it too).
   """
   if use_depthwise and kernel_size == 1:
-    raise ValueError('use_depthwise needs kernel_size > 1, got 1')
+    raise errors.UserInputError('use_depthwise needs kernel_size > 1, got 1')
 
 
 def flat_prediction_shape(features, num_predictions_per_location, *inner):
