@@ -26,6 +26,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator import command_line
+from od_estimator import errors
 from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
@@ -76,9 +77,19 @@ def _run_config():
   """tpu_config.RunConfig; resolves the TPU only when --use_tpu."""
   cluster = None
   if FLAGS.use_tpu:
-    cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu=[FLAGS.tpu_name] if FLAGS.tpu_name else None,
-        zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
+    try:
+      cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
+          tpu=[FLAGS.tpu_name] if FLAGS.tpu_name else None,
+          zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
+    except (ValueError, RuntimeError) as error:
+      # No TPU by that name (or none named, off Cloud): the flags are wrong.
+      raise errors.UserInputError(
+          '--use_tpu: cannot find the Cloud TPU (--tpu_name=%s --tpu_zone=%s '
+          '--gcp_project=%s): %s. Name a TPU of this project and zone, or '
+          'pass --use_tpu=false to run on CPU/GPU.' % (
+              FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
+              str(error).splitlines()[0] if str(error) else
+              type(error).__name__)) from None
     # TPU workers (not this host) read and write model_dir; a local path
     # only fails once training starts.
     if not FLAGS.model_dir.startswith('gs://'):
