@@ -168,7 +168,8 @@ class BoxClassifier:
         _single_map(predictions[
             box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]), axis=1,
         name='all_class_predictions_with_background')
-    return refined_box_encodings, class_predictions
+    return (tf.cast(refined_box_encodings, tf.float32),
+            tf.cast(class_predictions, tf.float32))
 
   def sample_proposals(self, proposal_boxes, proposal_scores, num_proposals,
                        groundtruth_boxlists, groundtruth_classes_list,

@@ -192,10 +192,14 @@ class RegionProposalNetwork:
         [rpn_box_predictor_features],
         params.anchor_generator.num_anchors_per_location(),
         scope=BOX_PREDICTOR_SCOPE)
-    box_encodings = tf.squeeze(tf.concat(
-        predictions[box_predictor.BOX_ENCODINGS], axis=1), axis=2)
-    objectness = tf.concat(
-        predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND], axis=1)
+    # float32 even when the network runs in bfloat16 (TPU): decoding, NMS
+    # and the losses need it.
+    box_encodings = tf.cast(tf.squeeze(tf.concat(
+        predictions[box_predictor.BOX_ENCODINGS], axis=1), axis=2),
+                            tf.float32)
+    objectness = tf.cast(tf.concat(
+        predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND], axis=1),
+                         tf.float32)
 
     window = image_window(image_shape)
     if self._is_training and not params.clip_anchors_to_image:

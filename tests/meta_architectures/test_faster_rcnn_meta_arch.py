@@ -217,7 +217,7 @@ def test_losses_are_finite_and_decrease(number_of_stages):
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       first = sess.run(loss_dict)
-      for _ in range(30):
+      for _ in range(10):
         sess.run(train_op)
       last = sess.run(loss_dict)
   expected = {'Loss/RPNLoss/localization_loss',
