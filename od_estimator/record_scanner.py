@@ -84,7 +84,7 @@ def describe(error, pipeline_config_path):
                'record')
     found = _find(paths, lambda example: not _decodes(example))
     record = _record_name(found[2]) if found else None
-  where = ' (record %d of %s)' % found[:2] if found else ''
+  where = ' (record %d of %s)' % (found[1], found[0]) if found else ''
   if not record:
     return ('an input record holds an image that cannot be decoded (%s); '
             'input files: %s' % (_last_line(message), ', '.join(paths)))

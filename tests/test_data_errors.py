@@ -1,0 +1,177 @@
+"""model_main on bad training data: one error line naming the file, exit 1.
+
+A tiny SSD trains one step; the relaunch reads a truncated TFRecord or a
+record whose image/encoded is not an image. Either must end in one
+`error:` line naming the file (and the record's source_id when the image is
+bad), with the earlier checkpoint left as it was.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator import record_scanner
+from tests import tiny_ssd
+
+MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+
+
+def _run(config, model_dir, steps):
+  return subprocess.run(
+      MODEL_MAIN + ['--pipeline_config_path=%s' % config,
+                    '--model_dir=%s' % model_dir,
+                    '--num_train_steps=%d' % steps,
+                    '--sample_1_of_n_eval_examples=8',
+                    '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES],
+      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
+      check=False)
+
+
+def _checkpoint_values(model_dir):
+  """(latest checkpoint's step, {variable: value}) of model_dir."""
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  reader = tf.train.load_checkpoint(checkpoint)
+  return int(checkpoint.rsplit('-', 1)[1]), {
+      name: reader.get_tensor(name)
+      for name in reader.get_variable_to_shape_map()}
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """One training step; returns (root, config text, train record, model_dir)."""
+  root = tmp_path_factory.mktemp('data_errors')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  result = _run(config, model_dir, 1)
+  assert result.returncode == 0, result.stderr[-3000:]
+  train_record = sorted(tf.io.gfile.glob(str(root / 'data' /
+                                             'shapes_train.record-*')))[0]
+  with open(config) as f:
+    return root, f.read(), train_record, model_dir
+
+
+def _relaunch_on(trained, tmp_path, bad_record):
+  """Trains on `bad_record` only from a copy of the trained model_dir."""
+  root, text, _, model_dir = trained
+  model_dir_copy = str(tmp_path / 'model')
+  shutil.copytree(model_dir, model_dir_copy)
+  step, before = _checkpoint_values(model_dir_copy)
+  train_glob = os.path.join(str(root / 'data'), 'shapes_train.record-*')
+  assert train_glob in text
+  config = tmp_path / 'pipeline.config'
+  config.write_text(text.replace(train_glob, bad_record))
+  result = _run(str(config), model_dir_copy, 3)
+  assert result.returncode == 1, result.stderr[-3000:]
+  error_lines = [line for line in result.stderr.splitlines()
+                 if line.startswith('error:')]
+  assert len(error_lines) == 1, result.stderr[-3000:]
+  assert 'Traceback' not in result.stderr
+  # The relaunch restores and re-saves step 1, then fails before a step.
+  after_step, after = _checkpoint_values(model_dir_copy)
+  assert after_step == step == 1
+  assert sorted(after) == sorted(before)
+  for name, value in before.items():
+    np.testing.assert_array_equal(after[name], value, err_msg=name)
+  return error_lines[0]
+
+
+def test_truncated_tfrecord_names_the_file(trained, tmp_path):
+  train_record = trained[2]
+  bad = str(tmp_path / 'truncated.record')
+  with open(train_record, 'rb') as f:
+    data = f.read()
+  with open(bad, 'wb') as f:
+    f.write(data[:len(data) - 100])
+  line = _relaunch_on(trained, tmp_path, bad)
+  assert 'TFRecord file %s is truncated or corrupt' % bad in line
+
+
+def _bad_image_record(train_record, path):
+  """Writes the good records of `train_record`, then one with no image."""
+  examples = [tf.train.Example.FromString(serialized)
+              for serialized in tf.compat.v1.io.tf_record_iterator(
+                  train_record)]
+  bad = tf.train.Example()
+  bad.CopyFrom(examples[0])
+  features = bad.features.feature
+  features['image/encoded'].bytes_list.value[:] = [b'not an image']
+  features['image/source_id'].bytes_list.value[:] = [b'bad-17']
+  features['image/filename'].bytes_list.value[:] = [b'bad_17.png']
+  with tf.io.TFRecordWriter(path) as writer:
+    for example in examples[:2] + [bad]:
+      writer.write(example.SerializeToString())
+
+
+def test_undecodable_image_names_file_and_source_id(trained, tmp_path):
+  bad = str(tmp_path / 'bad_image.record')
+  _bad_image_record(trained[2], bad)
+  line = _relaunch_on(trained, tmp_path, bad)
+  assert 'source_id=bad-17, filename=bad_17.png' in line
+  assert 'record 2 of %s' % bad in line
+
+
+@pytest.fixture(scope='module')
+def records(tmp_path_factory):
+  """Synthetic records and their config, without training (fast tests)."""
+  root = tmp_path_factory.mktemp('scanner')
+  config = tiny_ssd.write_config(root, root / 'data')
+  with open(config) as f:
+    text = f.read()
+  train_glob = os.path.join(str(root / 'data'), 'shapes_train.record-*')
+  return {'text': text, 'train_glob': train_glob,
+          'train_record': sorted(tf.io.gfile.glob(train_glob))[0]}
+
+
+def _config_reading(records, path, tmp_path):
+  config = tmp_path / 'pipeline.config'
+  config.write_text(records['text'].replace(records['train_glob'], path))
+  return str(config)
+
+
+def test_scanner_finds_a_corrupt_jpeg_by_decoding(tmp_path, records):
+  """A valid JPEG header over garbage passes the magic check, not decoding."""
+  path = str(tmp_path / 'corrupt.record')
+  _bad_image_record(records['train_record'], path)
+  serialized = list(tf.compat.v1.io.tf_record_iterator(path))
+  example = tf.train.Example.FromString(serialized[2])
+  example.features.feature['image/encoded'].bytes_list.value[:] = [
+      b'\xff\xd8\xff\xe0' + b'\x00' * 64]
+  with tf.io.TFRecordWriter(path) as writer:
+    for record in serialized[:2] + [example.SerializeToString()]:
+      writer.write(record)
+  error = tf.errors.InvalidArgumentError(
+      None, None, 'Invalid JPEG data or crop window.\n'
+      '\t [[{{node decode_image/DecodeImage}}]]')
+  assert record_scanner.is_data_error(error)
+  line = record_scanner.describe(error,
+                                 _config_reading(records, path, tmp_path))
+  assert line == (
+      'image/encoded is not a decodable JPEG/PNG/GIF/BMP image in record '
+      'source_id=bad-17, filename=bad_17.png (record 2 of %s). Fix or drop '
+      'that record.' % path)
+
+
+def test_scanner_names_the_truncated_file_and_record(tmp_path, records):
+  path = str(tmp_path / 'truncated.record')
+  with open(records['train_record'], 'rb') as f:
+    data = f.read()
+  with open(path, 'wb') as f:
+    f.write(data[:len(data) - 100])
+  count = sum(1 for _ in tf.compat.v1.io.tf_record_iterator(
+      records['train_record']))
+  error = tf.errors.DataLossError(None, None, 'truncated record at 464')
+  assert record_scanner.is_data_error(error)
+  line = record_scanner.describe(error,
+                                 _config_reading(records, path, tmp_path))
+  assert line.startswith('TFRecord file %s is truncated or corrupt at '
+                         'record %d (after source_id=' % (path, count - 1))
+
+
+def test_other_errors_are_not_data_errors():
+  assert not record_scanner.is_data_error(
+      tf.errors.InvalidArgumentError(None, None, 'Incompatible shapes'))
+  assert not record_scanner.is_data_error(ValueError('x'))
