@@ -6,11 +6,11 @@ import pytest
 from od_estimator import config_notes
 from od_estimator import validate
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
                            'ssd_mobilenet_v2_shapes.config')
-UPSTREAM = '/work/shared/upstream_configs'
 
 
 def _demo_configs(override=''):
@@ -60,7 +60,7 @@ def test_deprecated_train_max_number_of_boxes_points_to_the_input_reader():
 def test_legacy_fields_of_upstream_sample_configs_are_noted():
   # The original's ssd_mobilenet_v1_coco sets both kinds.
   configs = config_util.get_configs_from_pipeline_file(
-      os.path.join(UPSTREAM, 'ssd_mobilenet_v1_coco.config'))
+      upstream_folder.config_path('ssd_mobilenet_v1_coco'))
   notes = config_notes.notes(configs)
   assert any(note.startswith('eval_config.num_examples has no effect: used '
                              "only by the original's legacy eval.py")
@@ -114,7 +114,7 @@ def test_no_batch_norm_note_with_a_fine_tune_checkpoint_or_a_fast_decay():
 
 def test_the_original_coco_config_trained_from_scratch_gets_the_note():
   configs = config_util.get_configs_from_pipeline_file(
-      os.path.join(UPSTREAM, 'ssd_mobilenet_v1_coco.config'),
+      upstream_folder.config_path('ssd_mobilenet_v1_coco'),
       'train_config { fine_tune_checkpoint: "" }')
   note = config_notes.from_scratch_batch_norm_note(configs)
   assert "ssd_mobilenet_v1 backbone's own batch norm" in note

@@ -20,6 +20,7 @@ from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.utils import config_util
+from tests import upstream_folder
 
 BOXES = box_predictor.BOX_ENCODINGS
 CLASSES = box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND
@@ -487,17 +488,15 @@ def test_rpn_box_predictor_checkpoint_names():
   assert shapes == {BOXES: [[2, 420, 1, 4]], CLASSES: [[2, 420, 2]]}
 
 
-UPSTREAM_DIR = os.environ.get('OD_UPSTREAM_CONFIGS', os.path.join(
-    os.path.dirname(__file__), '..', '..', '..', 'shared', 'upstream_configs'))
-TWO_STAGE_CONFIGS = sorted(
-    f for f in (os.listdir(UPSTREAM_DIR) if os.path.isdir(UPSTREAM_DIR) else [])
-    if f.startswith(('faster_rcnn', 'mask_rcnn', 'context_rcnn')))
+def _is_two_stage(path):
+  return os.path.basename(path).startswith(('faster_rcnn', 'mask_rcnn',
+                                            'context_rcnn'))
 
 
-@pytest.mark.parametrize('name', TWO_STAGE_CONFIGS)
-def test_upstream_two_stage_predictors(name):
+@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_two_stage))
+def test_upstream_two_stage_predictors(path):
   model = config_util.get_configs_from_pipeline_file(
-      os.path.join(UPSTREAM_DIR, name))['model'].faster_rcnn
+      path)['model'].faster_rcnn
   second_stage = model.second_stage_box_predictor
   with tf.Graph().as_default():
     rpn = box_predictor_builder.build_rpn_box_predictor(
