@@ -1,0 +1,157 @@
+"""Every plain Faster R-CNN config among the original's samples builds.
+
+Every config builds its model. One config per backbone (extractor type,
+stride and atrous rate) also builds its graph at a reduced input size
+(graph construction only: the big backbones are slow to build), the
+training graph with its losses and the inference graph with its detections
+on alternate backbones, and its variables are checked against the
+original's names and shapes. NASNet and the two-stage relatives that come
+later (Mask R-CNN, R-FCN, Context R-CNN) are refused naming what is
+missing.
+"""
+import functools
+import os
+
+import pytest
+import tensorflow as tf
+
+from od_estimator.builders import model_builder
+from od_estimator.errors import UserInputError
+from od_estimator.protos import model_pb2
+from od_estimator.utils import config_util
+from tests import upstream_folder
+
+REDUCED_SIZE = 64
+_MAX_CLASSES_FOR_INFERENCE = 100
+# Config file name prefix -> what the refusal names.
+_LATER = {
+    'faster_rcnn_nas': 'NASNet',
+    'mask_rcnn_': 'Mask R-CNN',
+    'rfcn_': 'rfcn_box_predictor',
+    'context_rcnn_': 'context_config',
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_model_config(path):
+  return config_util.get_configs_from_pipeline_file(path)['model']
+
+
+def _model_config(path):
+  """A copy of the config's model (callers may edit it)."""
+  model_config = model_pb2.DetectionModel()
+  model_config.CopyFrom(_parsed_model_config(path))
+  return model_config
+
+
+def _is_two_stage(path):
+  return _model_config(path).WhichOneof('model') == 'faster_rcnn'
+
+
+def _refusal(path):
+  name = os.path.basename(path)
+  return next((message for prefix, message in _LATER.items()
+               if name.startswith(prefix)), None)
+
+
+def _is_plain(path):
+  return _is_two_stage(path) and _refusal(path) is None
+
+
+PLAIN_CONFIGS = [path for path in upstream_folder.paths() if _is_plain(path)]
+
+
+def _backbone(path):
+  config = _model_config(path).faster_rcnn
+  return (config.feature_extractor.type,
+          config.feature_extractor.first_stage_features_stride,
+          config.first_stage_atrous_rate)
+
+
+# The first config of each backbone, in file name order.
+GRAPH_CONFIGS = list({_backbone(path): path
+                      for path in reversed(PLAIN_CONFIGS)}.values())[::-1]
+
+
+def _shrunk(path):
+  """The config's model with a small fixed input size."""
+  model_config = _model_config(path)
+  resizer = model_config.faster_rcnn.image_resizer
+  resizer.fixed_shape_resizer.height = REDUCED_SIZE
+  resizer.fixed_shape_resizer.width = REDUCED_SIZE
+  return model_config
+
+
+def test_the_upstream_folder_has_faster_rcnn_configs(upstream_configs):
+  assert len(PLAIN_CONFIGS) >= 18, upstream_configs
+  assert len(GRAPH_CONFIGS) >= 6, GRAPH_CONFIGS
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_plain))
+@pytest.mark.parametrize('is_training', [True, False])
+def test_faster_rcnn_config_builds_its_model(path, is_training):
+  with tf.Graph().as_default():
+    model = model_builder.build(_model_config(path), is_training=is_training)
+  assert model.num_classes == _model_config(path).faster_rcnn.num_classes
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    keep=lambda path: path in GRAPH_CONFIGS))
+def test_faster_rcnn_graph_has_the_original_variables(path):
+  model_config = _shrunk(path)
+  config = model_config.faster_rcnn
+  # Inference graphs alternate with training graphs, except for configs of
+  # hundreds of classes: batch NMS builds one suppression per class.
+  is_training = (GRAPH_CONFIGS.index(path) % 2 == 0 or
+                 config.num_classes > _MAX_CLASSES_FOR_INFERENCE)
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=is_training)
+    if is_training:
+      model.provide_groundtruth(
+          [tf.constant([[0.2, 0.2, 0.7, 0.7]])],
+          [tf.one_hot([0], config.num_classes)])
+    preprocessed, true_shapes = model.preprocess(
+        tf.zeros([1, REDUCED_SIZE, REDUCED_SIZE, 3]))
+    predictions = model.predict(preprocessed, true_shapes)
+    if is_training:
+      outputs = model.loss(predictions, true_shapes)
+      assert sorted(outputs) == [
+          'Loss/BoxClassifierLoss/classification_loss',
+          'Loss/BoxClassifierLoss/localization_loss',
+          'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
+    else:
+      outputs = model.postprocess(predictions, true_shapes)
+      assert outputs['detection_boxes'].shape.as_list()[-1] == 4
+    shapes = {variable.op.name: variable.shape.as_list()
+              for variable in tf.compat.v1.global_variables()}
+
+  num_anchors = (len(config.first_stage_anchor_generator
+                     .grid_anchor_generator.scales) *
+                 len(config.first_stage_anchor_generator
+                     .grid_anchor_generator.aspect_ratios))
+  rpn_kernel = config.first_stage_box_predictor_kernel_size
+  assert shapes['Conv/weights'][:2] == [rpn_kernel, rpn_kernel]
+  assert shapes['Conv/weights'][3] == config.first_stage_box_predictor_depth
+  assert shapes['FirstStageBoxPredictor/BoxEncodingPredictor/weights'] == [
+      1, 1, config.first_stage_box_predictor_depth, num_anchors * 4]
+  assert shapes['FirstStageBoxPredictor/ClassPredictor/weights'] == [
+      1, 1, config.first_stage_box_predictor_depth, num_anchors * 2]
+  box_weights = shapes['SecondStageBoxPredictor/BoxEncodingPredictor/weights']
+  class_weights = shapes['SecondStageBoxPredictor/ClassPredictor/weights']
+  assert box_weights[1] == config.num_classes * 4
+  assert class_weights[1] == config.num_classes + 1
+  assert box_weights[0] == class_weights[0]
+  if config.feature_extractor.type.startswith('faster_rcnn_resnet'):
+    assert class_weights[0] == 2048
+  assert any(name.startswith('FirstStageFeatureExtractor/')
+             for name in shapes)
+  assert any(name.startswith('SecondStageFeatureExtractor/')
+             for name in shapes)
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    keep=lambda path: _is_two_stage(path) and _refusal(path) is not None))
+def test_later_two_stage_configs_are_refused_naming_why(path):
+  with pytest.raises(UserInputError, match=_refusal(path)):
+    with tf.Graph().as_default():
+      model_builder.build(_shrunk(path), is_training=True)
