@@ -146,7 +146,52 @@ train_config {
   data_augmentation_options { random_horizontal_flip {} }
 }
 """ + _SHAPES_INPUTS
-ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG}
+
+
+# Faster R-CNN ResNet-50 as in the original's faster_rcnn_resnet50_coco
+# .config (stride-16 anchors, 300 proposals, 14x14 crops max-pooled to 7x7,
+# 64 sampled proposals, frozen batch norm, momentum, gradient clipping), at
+# a fixed size, the batch and class count of a benchmark.
+FASTER_RCNN_CONFIG = """
+model { faster_rcnn {
+  num_classes: 3
+  image_resizer { fixed_shape_resizer { height: %(size)d width: %(size)d } }
+  feature_extractor {
+    type: 'faster_rcnn_resnet50' first_stage_features_stride: 16 }
+  first_stage_anchor_generator { grid_anchor_generator {
+    scales: [0.25, 0.5, 1.0, 2.0] aspect_ratios: [0.5, 1.0, 2.0]
+    height_stride: 16 width_stride: 16 } }
+  first_stage_box_predictor_conv_hyperparams {
+    op: CONV
+    initializer { truncated_normal_initializer { stddev: 0.01 } } }
+  first_stage_nms_iou_threshold: 0.7
+  first_stage_max_proposals: 300
+  first_stage_localization_loss_weight: 2.0
+  initial_crop_size: 14 maxpool_kernel_size: 2 maxpool_stride: 2
+  second_stage_box_predictor { mask_rcnn_box_predictor {
+    fc_hyperparams {
+      op: FC
+      initializer { variance_scaling_initializer {
+        factor: 1.0 uniform: true mode: FAN_AVG } } } } }
+  second_stage_post_processing {
+    batch_non_max_suppression {
+      iou_threshold: 0.6 max_detections_per_class: 100
+      max_total_detections: 300 }
+    score_converter: SOFTMAX }
+  second_stage_localization_loss_weight: 2.0
+} }
+train_config {
+  batch_size: %(batch)d
+  optimizer { momentum_optimizer {
+    learning_rate { constant_learning_rate { learning_rate: 0.0003 } }
+    momentum_optimizer_value: 0.9 }
+    use_moving_average: false }
+  gradient_clipping_by_norm: 10.0
+  data_augmentation_options { random_horizontal_flip {} }
+}
+""" + _SHAPES_INPUTS
+ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG,
+         'faster_rcnn': FASTER_RCNN_CONFIG}
 
 
 def add_model_args(parser, size=300, depth=1.0, batch=8):

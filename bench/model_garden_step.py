@@ -1,11 +1,16 @@
-r"""The peer's side of item 7: TF Model Garden RetinaNet training steps.
+r"""The peer's side of items 7 and 8: TF Model Garden training steps.
 
 Runs in the peer environment (bench/.peer_venv, tf-models-official 2.15),
-never in ours: builds the `retinanet_resnetfpn_coco` experiment at the given
-size, batch and class count on our synthetic shapes records (the original's
-tf.Example keys, which Model Garden's decoder reads too), from random
-weights, and times its compiled train_step after warm-up. Prints one
-`RESULT {json}` line.
+never in ours: builds a Model Garden experiment at the given size, batch and
+class count on our synthetic shapes records (the original's tf.Example keys,
+which Model Garden's decoder reads too), from random weights, and times its
+compiled train_step after warm-up. Prints one `RESULT {json}` line.
+
+--experiment=retinanet_resnetfpn_coco  RetinaNet (item 7).
+--experiment=fasterrcnn_resnetfpn_coco Faster R-CNN: Model Garden's
+    `maskrcnn` task with the mask head off (include_mask: False), with our
+    config's proposal counts (300 proposals, 64 sampled per image) and no
+    scale jitter (item 8).
 
   bench/.peer_venv/bin/python bench/model_garden_step.py --data_dir=... \
       --size=256 --batch=8
@@ -25,9 +30,26 @@ from official.core import task_factory  # pylint: disable=g-import-not-at-top,wr
 from official.vision import registry_imports  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
 
 
+def _faster_rcnn(task_config):
+  """Our Faster R-CNN config's proposal counts and augmentation."""
+  model = task_config.model
+  model.roi_generator.num_proposals = 300
+  model.roi_sampler.num_sampled_rois = 64
+  parser = task_config.train_data.parser
+  parser.aug_rand_hflip = True
+  parser.aug_scale_min = parser.aug_scale_max = 1.0
+
+
+# Experiment -> changes on top of its Model Garden defaults.
+EXPERIMENTS = {'retinanet_resnetfpn_coco': lambda task_config: None,
+               'fasterrcnn_resnetfpn_coco': _faster_rcnn}
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--data_dir', required=True)
+  parser.add_argument('--experiment', choices=sorted(EXPERIMENTS),
+                      default='retinanet_resnetfpn_coco')
   parser.add_argument('--size', type=int, default=256)
   parser.add_argument('--batch', type=int, default=8)
   parser.add_argument('--num_classes', type=int, default=3)
@@ -35,7 +57,7 @@ def main(argv=None):
   parser.add_argument('--steps', type=int, default=5)
   args = parser.parse_args(argv)
 
-  config = exp_factory.get_exp_config('retinanet_resnetfpn_coco')
+  config = exp_factory.get_exp_config(args.experiment)
   task_config = config.task
   task_config.init_checkpoint = None
   task_config.annotation_file = None
@@ -47,6 +69,7 @@ def main(argv=None):
   data.global_batch_size = args.batch
   data.dtype = 'float32'
   data.shuffle_buffer_size = 64
+  EXPERIMENTS[args.experiment](task_config)
   task = task_factory.get_task(task_config)
   model = task.build_model()
   dataset = task.build_inputs(data)

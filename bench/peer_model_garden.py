@@ -1,4 +1,4 @@
-r"""Item 7: the TF Model Garden RetinaNet trainer next to ours, same records.
+r"""Items 7 and 8: TF Model Garden's trainers next to ours, same records.
 
 Model Garden (tf-models-official 2.15, Keras, eager/tf.function) lives in
 its own virtual environment, bench/.peer_venv, made here on first use
@@ -6,8 +6,17 @@ its own virtual environment, bench/.peer_venv, made here on first use
 and ~1.5 GB the first time; never a project dependency). On the same
 synthetic records, same size, batch and classes, it times:
   peer  bench/model_garden_step.py in the peer environment, and
-  ours  bench/train_step.py --arch=retinanet --mode=estimator (ResNet50 FPN
-        RetinaNet through our Estimator model_fn).
+  ours  bench/train_step.py --mode=estimator through our Estimator model_fn.
+--arch=retinanet    Model Garden's retinanet_resnetfpn_coco next to our
+                    ResNet50 FPN RetinaNet (item 7).
+--arch=faster_rcnn  Model Garden's Faster R-CNN (fasterrcnn_resnetfpn_coco:
+                    its maskrcnn task, include_mask False; ResNet-50 FPN)
+                    next to our Faster R-CNN ResNet-50 (item 8). The
+                    architectures differ as the two libraries ship them:
+                    Model Garden's box head is four 256-channel 3x3
+                    convolutions and one fully connected layer on 7x7 FPN
+                    crops, the original's (ours) is ResNet block4 (2048
+                    channels) on every sampled proposal, ~6x the work.
 
   .venv/bin/python bench/peer_model_garden.py --data_dir=bench/out/data256
 """
@@ -24,6 +33,10 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PEER_VENV = os.path.join(BENCH, '.peer_venv')
 PEER_PY = os.path.join(PEER_VENV, 'bin', 'python')
 PEER_PACKAGES = ['tf-models-official==2.15.0', 'tensorflow==2.15.1']
+# --arch -> (Model Garden experiment, what it is).
+ARCHS = {'retinanet': ('retinanet_resnetfpn_coco', 'RetinaNet ResNet50 FPN'),
+         'faster_rcnn': ('fasterrcnn_resnetfpn_coco',
+                         'Faster R-CNN, ResNet-50 FPN vs ours ResNet-50')}
 
 
 def _result(command):
@@ -57,6 +70,7 @@ def ensure_peer_env():
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--data_dir', required=True)
+  parser.add_argument('--arch', choices=sorted(ARCHS), default='retinanet')
   parser.add_argument('--size', type=int, default=256)
   parser.add_argument('--batch', type=int, default=8)
   parser.add_argument('--steps', type=int, default=5)
@@ -65,13 +79,15 @@ def main(argv=None):
   common.write_records(args.data_dir, args.size)
   shape = ['--data_dir=' + args.data_dir, '--size=%d' % args.size,
            '--batch=%d' % args.batch]
+  experiment, what = ARCHS[args.arch]
   result = {}
   try:
     ensure_peer_env()
     peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
+                    '--experiment=' + experiment,
                     '--steps=%d' % args.steps] + shape)
     ours = _result([sys.executable, os.path.join(BENCH, 'train_step.py'),
-                    '--json', '--arch=retinanet', '--mode=estimator',
+                    '--json', '--arch=' + args.arch, '--mode=estimator',
                     '--warmup=2', '--steps=%d' % args.steps] + shape)
     result = {'peer_images_per_s': peer['images_per_s'],
               'ours_images_per_s': ours['images_per_s'],
@@ -83,8 +99,8 @@ def main(argv=None):
                           result['peer_images_per_s'], result['ratio']))
   except (RuntimeError, subprocess.CalledProcessError, OSError) as error:
     result = {'summary': 'could not run here: %s' % error}
-  print('peer (RetinaNet ResNet50 FPN, %dx%d, batch %d):' % (
-      args.size, args.size, args.batch))
+  print('peer (%s, %dx%d, batch %d):' % (what, args.size, args.size,
+                                          args.batch))
   common.report(result, args.json)
   return 0
 

@@ -61,14 +61,21 @@ def measure(args):
   data = os.path.join(OUT, 'data300')
   data_small = os.path.join(OUT, 'data160')
   data_peer = os.path.join(OUT, 'data256')
+  data_frcnn = os.path.join(OUT, 'data320')
   large = ['--data_dir=' + data, '--size=300', '--depth=1.0', '--batch=8']
   small = ['--data_dir=' + data_small, '--size=160', '--depth=0.35',
            '--batch=16']
+  # Few steps: a Faster R-CNN ResNet-50 step at 320 pixels takes seconds,
+  # and make bench must stay under 25 minutes on 2 cores.
+  frcnn = ['--data_dir=' + data_frcnn, '--size=320', '--batch=1',
+           '--arch=faster_rcnn', '--warmup=1', '--steps=3']
   r = {}
   r['train'] = run('train_step.py', '--mode=estimator', *large)
   r['ceiling'] = run('train_step.py', '--mode=ceiling', *large)
   r['train_small'] = run('train_step.py', '--mode=estimator', *small)
   r['ceiling_small'] = run('train_step.py', '--mode=ceiling', *small)
+  r['train_frcnn'] = run('train_step.py', '--mode=estimator', *frcnn)
+  r['ceiling_frcnn'] = run('train_step.py', '--mode=ceiling', *frcnn)
   r['input'] = run('input_pipeline.py', '--batch=8', '--repeats=2',
                    '--num_images=200')
   r['coco'] = run('coco_eval.py')
@@ -79,6 +86,10 @@ def measure(args):
                run('demo_time.py'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                run('peer_model_garden.py', '--data_dir=' + data_peer))
+  r['peer_frcnn'] = ({'skipped': '--skip_peer'} if args.skip_peer else
+                     run('peer_model_garden.py', '--arch=faster_rcnn',
+                         '--data_dir=' + data_frcnn, '--size=320',
+                         '--batch=1', '--steps=3'))
   return r
 
 
@@ -93,11 +104,13 @@ def _tf_version():
 def write_results(r, seconds, command):
   train_ratio = _ratio(r['train'], r['ceiling'])
   small_ratio = _ratio(r['train_small'], r['ceiling_small'])
+  frcnn_ratio = _ratio(r['train_frcnn'], r['ceiling_frcnn'])
   input_ratio = _ratio(r['input'], r['train'])
   coco = r['coco']
   export = r['export']
   demo = r['demo']
   peer = r['peer']
+  peer_frcnn = r['peer_frcnn']
   rows = [
       ('1. Training step / backbone ceiling (SSD MobileNetV2 1.0, 300x300, '
        'batch 8)', '%s / %s images/s = %s' % (
@@ -109,6 +122,12 @@ def write_results(r, seconds, command):
            _fmt(r['train_small'].get('images_per_s')),
            _fmt(r['ceiling_small'].get('images_per_s')), _fmt(small_ratio)),
        '>= 0.8', _verdict(small_ratio, 0.8)),
+      ('1c. Faster R-CNN ResNet-50 training step / ResNet-50 body ceiling '
+       '(block3 on the image, block4 on 64 crops; 320x320, batch 1)',
+       '%s / %s images/s = %s' % (
+           _fmt(r['train_frcnn'].get('images_per_s')),
+           _fmt(r['ceiling_frcnn'].get('images_per_s')), _fmt(frcnn_ratio)),
+       '>= 0.8', _verdict(frcnn_ratio, 0.8)),
       ('2. Input pipeline (train_input_fn, SSD augmentations, 300x300, '
        'batch 8) / training consumption', '%s / %s images/s = %s' % (
            _fmt(r['input'].get('images_per_s'), 1),
@@ -141,6 +160,10 @@ def write_results(r, seconds, command):
       ('7. Peer: Model Garden RetinaNet trainer / ours (ResNet50 FPN, '
        '256x256, batch 8)', peer.get('summary', json.dumps(peer)),
        'side by side', 'reported' if 'ratio' in peer else 'n/a'),
+      ('8. Peer: Model Garden Faster R-CNN trainer (maskrcnn task, '
+       'include_mask False, ResNet-50 FPN) / ours (ResNet-50; 320x320, '
+       'batch 1)', peer_frcnn.get('summary', json.dumps(peer_frcnn)),
+       '>= 1.0', _verdict(peer_frcnn.get('ratio'), 1.0)),
   ]
   lines = [
       '# Benchmarks', '',

@@ -1,12 +1,15 @@
-r"""SSD MobileNet v2 training (and evaluation) against the backbone's ceiling.
+r"""Detector training (and evaluation) against the backbone's ceiling.
 
 --mode=estimator  our model_fn trained through tf.estimator.Estimator on
-                  synthetic records with the SSD augmentations: images/s
+                  synthetic records with the config's augmentations: images/s
                   over the timed steps, and the process's peak memory.
---mode=ceiling    the same MobileNet v2 body alone (forward, backward,
-                  RMSProp step) on a constant batch of the same size, in a
-                  plain session with the same threads: what the detector's
-                  training step could at best reach on this machine.
+--mode=ceiling    the same backbone alone (forward, backward, the
+                  config's optimizer step) on a constant batch of the same
+                  size, in a plain session with the same threads: what the
+                  detector's training step could at best reach on this
+                  machine. --arch=ssd_mobilenet_v2: the MobileNet v2 body;
+                  --arch=faster_rcnn: ResNet-50 as Faster R-CNN runs it,
+                  to block3 on the images and block4 on 64 crops an image.
 --mode=eval       Estimator.evaluate with COCO metrics: images/s and peak
                   memory.
 
@@ -26,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as frcnn_resnet  # pylint: disable=g-import-not-at-top
 from od_estimator.nets import mobilenet_v2  # pylint: disable=g-import-not-at-top
 
 
@@ -48,20 +52,63 @@ def estimator_rate(args):
   return timer.timed_steps * args.batch / timer.seconds
 
 
+def _mobilenet_v2_body_loss(args, images):
+  """Loss over the SSD MobileNet v2 body's last layer; its optimizer."""
+  with slim.arg_scope(mobilenet_v2.training_scope(is_training=True,
+                                                  bn_decay=0.9997)):
+    features, _ = mobilenet_v2.mobilenet_base(
+        images, final_endpoint='layer_19', depth_multiplier=args.depth,
+        min_depth=16)
+  return tf.reduce_mean(tf.square(features)), (
+      tf.compat.v1.train.RMSPropOptimizer(0.004, decay=0.9, momentum=0.9,
+                                          epsilon=1.0))
+
+
+# Proposals the Faster R-CNN config's second stage trains on per image
+# (second_stage_batch_size), and its crop before max pooling.
+_FASTER_RCNN_PROPOSALS = 64
+_FASTER_RCNN_CROP = 14
+
+
+def _faster_rcnn_body_loss(args, images):
+  """Loss over Faster R-CNN ResNet-50's body alone; its optimizer.
+
+  The detector's own extractor (frozen batch norm, as in the config):
+  block3 on the images, then block4 on fixed crops of block3, 14x14
+  max-pooled to 7x7 as the box classifier does. No anchors, proposals,
+  sampling, targets or losses.
+  """
+  extractor = frcnn_resnet.FasterRCNNResnet50FeatureExtractor(
+      is_training=True, first_stage_features_stride=16)
+  block3, _ = extractor.extract_proposal_features(
+      extractor.preprocess(images), scope='FirstStageFeatureExtractor')
+  # Proposal-sized boxes spread over the image, the same every step.
+  corners = np.random.default_rng(1).uniform(
+      0.0, 0.6, [args.batch * _FASTER_RCNN_PROPOSALS, 2])
+  boxes = np.concatenate([corners, corners + 0.4], axis=1).astype(np.float32)
+  crops = tf.image.crop_and_resize(
+      block3, boxes, np.repeat(np.arange(args.batch, dtype=np.int32),
+                               _FASTER_RCNN_PROPOSALS),
+      [_FASTER_RCNN_CROP, _FASTER_RCNN_CROP])
+  crops = slim.max_pool2d(crops, [2, 2], stride=2)
+  features = extractor.extract_box_classifier_features(
+      crops, scope='SecondStageFeatureExtractor')
+  return tf.reduce_mean(tf.square(features)), (
+      tf.compat.v1.train.MomentumOptimizer(0.0003, momentum=0.9))
+
+
+CEILING_BODIES = {'ssd_mobilenet_v2': _mobilenet_v2_body_loss,
+                  'faster_rcnn': _faster_rcnn_body_loss}
+
+
 def ceiling_rate(args):
-  if args.arch != 'ssd_mobilenet_v2':
-    raise ValueError('--mode=ceiling measures the MobileNet v2 body only')
+  if args.arch not in CEILING_BODIES:
+    raise ValueError('--mode=ceiling measures %s only' %
+                     ', '.join(sorted(CEILING_BODIES)))
   with tf.Graph().as_default():
     images = np.random.default_rng(0).uniform(
         -1, 1, [args.batch, args.size, args.size, 3]).astype(np.float32)
-    with slim.arg_scope(mobilenet_v2.training_scope(is_training=True,
-                                                    bn_decay=0.9997)):
-      features, _ = mobilenet_v2.mobilenet_base(
-          tf.constant(images), final_endpoint='layer_19',
-          depth_multiplier=args.depth, min_depth=16)
-    loss = tf.reduce_mean(tf.square(features))
-    optimizer = tf.compat.v1.train.RMSPropOptimizer(
-        0.004, decay=0.9, momentum=0.9, epsilon=1.0)
+    loss, optimizer = CEILING_BODIES[args.arch](args, tf.constant(images))
     with tf.control_dependencies(
         tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
       train_op = optimizer.minimize(loss)
