@@ -1,7 +1,21 @@
-"""A tiny real Faster R-CNN pipeline config (64x64, 8 proposals) for tests."""
+"""A tiny real Faster R-CNN pipeline config (64x64, 8 proposals) for tests.
+
+A backbone trained from scratch for a few steps with frozen batch norm
+(the original's setting) has activations of ~1e5, and box codes that large
+decode to infinite boxes. write_calibrated_checkpoint writes a stand-in for
+a classification checkpoint instead: random weights whose batch norm moving
+statistics are those of the layers' own activations, so the network stays
+in range, as a pretrained one does.
+"""
 import os
 
+import tensorflow as tf
+
+from od_estimator.models import faster_rcnn_feature_extractor as base
+from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import tiny_ssd
+
+_BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
 
 CONFIG = """
 model {
@@ -11,9 +25,6 @@ model {
     feature_extractor {
       type: '%(extractor)s'
       first_stage_features_stride: 16
-      # From scratch (no fine_tune_checkpoint) frozen batch norm would let
-      # the backbone's activations grow without bound.
-      batch_norm_trainable: true
     }
     first_stage_anchor_generator {
       grid_anchor_generator {
@@ -78,6 +89,7 @@ train_config {
     }
     use_moving_average: false
   }
+  %(train_fields)s
 }
 train_input_reader {
   tf_record_input_reader { input_path: "%(train)s" }
@@ -94,8 +106,57 @@ eval_input_reader {
 """
 
 
+def write_calibrated_checkpoint(directory,
+                                extractor='faster_rcnn_resnet50', size=64):
+  """Writes a classification-style checkpoint of the extractor's backbone.
+
+  Its batch norm moving means and variances are the batch statistics of
+  one random batch (the second stage sees the first stage's map, resized
+  to its crop size), so inference-mode batch norm normalizes.
+
+  Returns:
+    The checkpoint prefix (names as in a classification checkpoint).
+  """
+  extractor_class = (
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
+          extractor])
+  with tf.Graph().as_default() as graph:
+    feature_extractor = extractor_class(True, 16, batch_norm_trainable=True)
+    images = feature_extractor.preprocess(
+        tf.random.uniform([2, size, size, 3], 0.0, 255.0, seed=1))
+    features, _ = feature_extractor.extract_proposal_features(
+        images, scope=base.FIRST_STAGE_SCOPE)
+    feature_extractor.extract_box_classifier_features(
+        tf.image.resize(features, [7, 7]), scope=base.SECOND_STAGE_SCOPE)
+    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+    layers = [name[:-len('/moving_mean')] for name in variables
+              if name.endswith('/moving_mean')]
+    assignments = []
+    for op in graph.get_operations():
+      if op.type in _BATCH_NORMS:
+        # Name scopes may repeat the backbone's name (resnet_v1_50/
+        # resnet_v1_50/...): the layer is the longest variable path the op's
+        # path ends with, within the same stage.
+        path = op.name.rsplit('/', 1)[0]
+        stage = path.split('/', 1)[0]
+        layer = max((name for name in layers
+                     if name.startswith(stage + '/') and
+                     path.endswith(name[len(stage):])), key=len)
+        assignments += [
+            variables[layer + '/moving_mean'].assign(op.outputs[1]),
+            variables[layer + '/moving_variance'].assign(op.outputs[2])]
+    saver = tf.compat.v1.train.Saver(
+        feature_extractor.restore_from_classification_checkpoint_fn(
+            base.FIRST_STAGE_SCOPE, base.SECOND_STAGE_SCOPE))
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      session.run(assignments)
+      return saver.save(session, os.path.join(str(directory), 'backbone',
+                                              'model.ckpt'))
+
+
 def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
-                 model_fields='', batch_size=1):
+                 model_fields='', batch_size=1, train_fields=''):
   """Writes CONFIG pointed at generated shapes data; returns its path.
 
   Args:
@@ -104,6 +165,7 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
     extractor: model.faster_rcnn.feature_extractor.type.
     model_fields: more model.faster_rcnn fields, as text.
     batch_size: train_config.batch_size.
+    train_fields: more train_config fields, as text.
   """
   train, val, label_map = tiny_ssd.write_data(data_dir, num_train=4,
                                               num_val=4)
@@ -111,5 +173,6 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
   with open(path, 'w') as f:
     f.write(CONFIG % {'train': train, 'val': val, 'label_map': label_map,
                       'extractor': extractor, 'model_fields': model_fields,
-                      'batch_size': batch_size})
+                      'batch_size': batch_size,
+                      'train_fields': train_fields})
   return path
