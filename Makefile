@@ -51,14 +51,17 @@ FRCNN_CONFIG := samples/configs/faster_rcnn_resnet50_shapes.config
 FRCNN_DIR := $(DEMO_DIR)/faster_rcnn
 
 # The same demo with the two-stage model: Faster R-CNN ResNet-50 on the same
-# shapes data, its model, export and detections under $(FRCNN_DIR).
+# shapes data, its model, export and detections under $(FRCNN_DIR). One
+# evaluation, at the last step: before ~1000 steps the batch-norm moving
+# averages that evaluation uses have not settled (see the config).
 demo_faster_rcnn: install
 	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record \
 	  --output_dir=$(DEMO_DIR)/data --num_sample_images=1
 	$(PY) -m od_estimator.validate --pipeline_config_path=$(FRCNN_CONFIG)
 	rm -rf $(FRCNN_DIR)
 	$(PY) -m od_estimator.model_main --pipeline_config_path=$(FRCNN_CONFIG) \
-	  --model_dir=$(FRCNN_DIR)/model --log_every_n_steps=50
+	  --model_dir=$(FRCNN_DIR)/model --save_checkpoints_steps=1200 \
+	  --log_every_n_steps=100
 	$(PY) -m od_estimator.export_inference_graph --input_type=image_tensor \
 	  --pipeline_config_path=$(FRCNN_CONFIG) \
 	  --trained_checkpoint_prefix=$(FRCNN_DIR)/model \
