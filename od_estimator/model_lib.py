@@ -2,9 +2,10 @@
 
 `create_model_fn` returns one `model_fn(features, labels, mode, params)` for
 TRAIN, EVAL and PREDICT, for `tf.estimator.Estimator` and for
-`TPUEstimator`. It is a sequence of calls to the small functions below
-(`_build_losses`, `_build_train_op`, `_build_scaffold_fn`,
-`_build_eval_metric_ops`, `_build_export_outputs`), each testable alone.
+`TPUEstimator`. It is a sequence of calls to small functions, each
+testable alone: the training half in training_graph (losses, train op),
+the checkpoint initialization in fine_tune, and the evaluation and export
+halves below (`_build_eval_metric_ops`, `_build_export_outputs`).
 """
 import functools
 import os
@@ -16,21 +17,22 @@ from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
 from od_estimator import errors
 from od_estimator import eval_util
+from od_estimator import fine_tune
 from od_estimator import inputs
 from od_estimator import resume_check
+from od_estimator import training_graph
 from od_estimator.builders import model_builder
-from od_estimator.builders import optimizer_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
-from od_estimator.utils import variables_helper
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
 _ModeKeys = tf.estimator.ModeKeys
 LABEL_ID_OFFSET = 1
-# In the error of a training step whose loss was NaN or Inf.
-NON_FINITE_LOSS = 'Loss/total_loss is NaN or Inf'
+NON_FINITE_LOSS = training_graph.NON_FINITE_LOSS
+# The original's model_lib names, kept for code written against it.
+fine_tune_checkpoint_type = fine_tune.fine_tune_checkpoint_type
 
 # Estimator inputs/exports keep the original's names (see COMPAT.md).
 MODEL_BUILD_UTIL_MAP = {
@@ -79,241 +81,6 @@ def provide_groundtruth(model, labels):
       groundtruth_weights_list=optional(_IN.groundtruth_weights),
       groundtruth_confidences_list=optional(_IN.groundtruth_confidences),
       groundtruth_is_crowd_list=optional(_IN.groundtruth_is_crowd))
-
-
-# ---------------------------------------------------------------------------
-# Losses, train op, restore.
-
-def _replica_id():
-  """This replica's index within a distribution strategy's replicas (0)."""
-  context = tf.distribute.get_replica_context()
-  if context is None:
-    return 0
-  return int(tf.get_static_value(context.replica_id_in_sync_group) or 0)
-
-
-def scalar_summary(tag, tensor):
-  """A scalar summary whose tag is exactly `tag`.
-
-  tf.summary.scalar derives the tag from a uniquified op name, so a tag
-  equal to an existing op's name (e.g. the model's 'Loss/total_loss')
-  would come out as 'Loss/total_loss_1'. Under a distribution strategy
-  only the first replica writes it (as tf.compat.v1.summary does), since
-  merged summaries may not repeat a tag; returns None on the others.
-  """
-  if _replica_id() > 0:
-    return None
-  summary = tf.raw_ops.ScalarSummary(tags=tf.constant(tag),
-                                     values=tf.cast(tensor, tf.float32))
-  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SUMMARIES, summary)
-  return summary
-
-
-def _build_losses(model, prediction_dict, true_image_shapes, train_config):
-  """Returns ({'Loss/...': scalar}, loss to minimize); see below.
-
-  The dict has the four standard keys. The loss to minimize is
-  Loss/total_loss except under a distribution strategy (see
-  _replica_training_loss).
-  """
-  losses = dict(model.loss(prediction_dict, true_image_shapes))
-  regularization = model.regularization_losses()
-  if train_config.add_regularization_loss and regularization:
-    losses['Loss/regularization_loss'] = tf.add_n(
-        [tf.cast(r, tf.float32) for r in regularization],
-        name='regularization_loss')
-  else:
-    losses['Loss/regularization_loss'] = tf.constant(
-        0.0, name='regularization_loss')
-  total = tf.add_n(list(losses.values()), name='total_loss')
-  losses['Loss/total_loss'] = total
-  return losses, _replica_training_loss(total,
-                                        losses['Loss/regularization_loss'])
-
-
-def _replica_training_loss(total_loss, regularization_loss):
-  """The loss this replica minimizes (total_loss without a strategy).
-
-  Under MirroredStrategy the regularization losses exist once, built from
-  the first replica's variables when it created them, so the other
-  replicas' gradients miss them. The first replica counts them
-  num_replicas times and the others not at all: the mean loss and the
-  summed gradients then equal one device's.
-  """
-  context = tf.distribute.get_replica_context()
-  replicas = context.num_replicas_in_sync if context else 1
-  if replicas == 1:
-    return total_loss
-  weight = replicas - 1 if _replica_id() == 0 else -1
-  return total_loss + weight * regularization_loss
-
-
-def _trainable_variables(train_config):
-  """The trainable variables the optimizer updates, as the original chose.
-
-  train_config.update_trainable_variables lists the only variables trained
-  (all when empty), then train_config.freeze_variables removes some of
-  those; each regex may match anywhere in a variable's name.
-  """
-  variables = tf.compat.v1.trainable_variables()
-  update = [regex for regex in train_config.update_trainable_variables
-            if regex]
-  if update:
-    variables = variables_helper.filter_variables(
-        variables, update, invert=True, search=True)
-  variables = variables_helper.filter_variables(
-      variables, train_config.freeze_variables, search=True)
-  if not variables:
-    raise errors.UserInputError(
-        'train_config.update_trainable_variables %s and freeze_variables %s '
-        'leave no variable to train; each regex matches anywhere in a '
-        'variable name, e.g. "FeatureExtractor" freezes the backbone.' % (
-            list(train_config.update_trainable_variables),
-            list(train_config.freeze_variables)))
-  return variables
-
-
-def _build_train_op(total_loss, model, train_config, use_tpu,
-                    check_finite_loss=False):
-  """Returns the train op: gradients, clipping, update ops, apply.
-
-  With `check_finite_loss` a NaN or Inf loss fails the step (an
-  InvalidArgumentError naming NON_FINITE_LOSS) before the weights change.
-  """
-  global_step = tf.compat.v1.train.get_or_create_global_step()
-  optimizer, summary_vars = optimizer_builder.build(train_config.optimizer,
-                                                    global_step)
-  # XLA compiles no summary op, so a TPU step writes none (as the original).
-  if not use_tpu:
-    for variable in summary_vars:
-      scalar_summary(variable.op.name, variable)
-  if use_tpu:
-    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
-  grads_and_vars = optimizer.compute_gradients(
-      total_loss, var_list=_trainable_variables(train_config))
-  grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
-  if train_config.bias_grad_multiplier:
-    grads_and_vars = variables_helper.multiply_gradients_matching_regex(
-        grads_and_vars, ['.*/biases'], train_config.bias_grad_multiplier)
-  if train_config.gradient_clipping_by_norm > 0:
-    gradients, variables = zip(*grads_and_vars)
-    gradients, _ = tf.clip_by_global_norm(
-        gradients, train_config.gradient_clipping_by_norm)
-    grads_and_vars = list(zip(gradients, variables))
-  if train_config.summarize_gradients:
-    for gradient, variable in grads_and_vars:
-      tf.compat.v1.summary.histogram('gradients/' + variable.op.name,
-                                     gradient)
-  checks = ([_assert_finite_loss(total_loss, global_step)]
-            if check_finite_loss else [])
-  # One grouped dependency: every op apply_gradients makes gets one control
-  # input, not one per batch-norm update (a 30 MB graph on a tiny SSD).
-  with tf.control_dependencies([tf.group(checks + model.updates())]):
-    return optimizer.apply_gradients(grads_and_vars, global_step=global_step)
-
-
-def _assert_finite_loss(total_loss, global_step):
-  """Op failing the training step, before any update, on a NaN or Inf loss.
-
-  The Estimator's NanTensorHook looks only after the update and only for
-  NaN: by then a checkpoint of the broken weights may have been written.
-  """
-  return tf.debugging.Assert(
-      tf.math.is_finite(total_loss),
-      [NON_FINITE_LOSS, 'at step', global_step, 'loss', total_loss],
-      name='assert_finite_loss')
-
-
-def fine_tune_checkpoint_type(train_config):
-  """The checkpoint type, honouring the deprecated from_detection_checkpoint."""
-  if train_config.fine_tune_checkpoint_type:
-    return train_config.fine_tune_checkpoint_type
-  return ('detection' if train_config.from_detection_checkpoint else
-          'classification')
-
-
-def _restore_map(model, train_config):
-  """{checkpoint name: variable} present in fine_tune_checkpoint, logged."""
-  checkpoint = train_config.fine_tune_checkpoint
-  kind = fine_tune_checkpoint_type(train_config)
-  if kind not in ('detection', 'classification'):
-    raise errors.UserInputError(
-        'train_config.fine_tune_checkpoint_type %r is not '
-        'supported; use "detection" or "classification"' % kind)
-  wanted = model.restore_map(
-      fine_tune_checkpoint_type=kind,
-      load_all_detection_checkpoint_vars=(
-          train_config.load_all_detection_checkpoint_vars))
-  try:
-    available, missing, mismatched = (
-        variables_helper.get_variables_available_in_checkpoint_with_report(
-            wanted, checkpoint, include_global_step=False))
-  except tf.errors.NotFoundError:
-    raise errors.UserInputError(
-        'train_config.fine_tune_checkpoint %r: no checkpoint found there. '
-        'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
-        'from scratch with --hparams_overrides=load_pretrained=false.' %
-        checkpoint) from None
-  _log_restore_report(checkpoint, kind, available, missing, mismatched)
-  return available
-
-
-def _log_restore_report(checkpoint, kind, available, missing, mismatched):
-  """Logs the names restored from and skipped in fine_tune_checkpoint."""
-  logging.info('Fine-tuning from %s (%s): restoring %d variables: %s',
-               checkpoint, kind, len(available), ', '.join(sorted(available)))
-  if missing:
-    logging.warning('Fine-tuning: skipping %d variables not in the '
-                    'checkpoint: %s', len(missing), ', '.join(missing))
-  if mismatched:
-    logging.warning(
-        'Fine-tuning: skipping %d variables of another shape (checkpoint vs '
-        'model): %s', len(mismatched),
-        ', '.join('%s %s vs %s' % entry for entry in mismatched))
-
-
-def _build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True):
-  """Initializes from fine_tune_checkpoint; returns a TPU scaffold_fn.
-
-  Off TPU the initialization happens here (init_from_checkpoint) and the
-  returned scaffold_fn only adds the saver; on TPU it must run inside
-  scaffold_fn.
-  """
-  available = None
-  if train_config.fine_tune_checkpoint and load_pretrained:
-    available = _restore_map(model, train_config)
-    if not use_tpu:
-      tf.compat.v1.train.init_from_checkpoint(
-          train_config.fine_tune_checkpoint, available)
-
-  def make_saver():
-    saver = tf.compat.v1.train.Saver(
-        sharded=True,
-        keep_checkpoint_every_n_hours=(
-            train_config.keep_checkpoint_every_n_hours),
-        save_relative_paths=True)
-    tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVERS, saver)
-    return saver
-
-  def scaffold_fn():
-    if use_tpu and available:
-      tf.compat.v1.train.init_from_checkpoint(
-          train_config.fine_tune_checkpoint, available)
-    return tf.compat.v1.train.Scaffold(saver=_once_across_replicas(
-        make_saver))
-  return scaffold_fn
-
-
-def _once_across_replicas(fn):
-  """fn() built once, in cross-replica context, under a strategy's replicas.
-
-  A Saver of mirrored variables (MirroredStrategy) must be built outside
-  the replicas; every replica then gets the same object.
-  """
-  if not tf.distribute.has_strategy() or (
-      tf.distribute.in_cross_replica_context()):
-    return fn()
-  return tf.distribute.get_replica_context().merge_call(lambda _: fn())
 
 
 # ---------------------------------------------------------------------------
@@ -372,8 +139,9 @@ def _build_eval_losses(model, prediction_dict, features, configs):
   if configs['eval_config'].use_dummy_loss_in_eval:
     total_loss = tf.constant(1.0, name='total_loss')
     return {'Loss/total_loss': total_loss}, total_loss
-  return _build_losses(model, prediction_dict,
-                       features[_IN.true_image_shape], configs['train_config'])
+  return training_graph.build_losses(model, prediction_dict,
+                                     features[_IN.true_image_shape],
+                                     configs['train_config'])
 
 
 def _build_tpu_eval_metrics(eval_dict, losses, configs, images=False):
@@ -488,18 +256,19 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       prediction_dict = model.predict(images, features[_IN.true_image_shape])
 
     if mode == _ModeKeys.TRAIN:
-      losses, total_loss = _build_losses(model, prediction_dict,
-                                         features[_IN.true_image_shape],
-                                         train_config)
+      losses, total_loss = training_graph.build_losses(
+          model, prediction_dict, features[_IN.true_image_shape],
+          train_config)
       if not use_tpu:
         for name, loss in losses.items():
-          scalar_summary(name, loss)
-      scaffold_fn = _build_scaffold_fn(model, train_config, use_tpu,
-                                       load_pretrained)
+          training_graph.scalar_summary(name, loss)
+      scaffold_fn = fine_tune.build_scaffold_fn(model, train_config,
+                                                use_tpu, load_pretrained)
       # TPU training loops cannot run the Assert; TPUEstimator (also off
       # TPU) keeps only its NanTensorHook.
-      train_op = _build_train_op(total_loss, model, train_config, use_tpu,
-                                 check_finite_loss=not tpu_spec)
+      train_op = training_graph.build_train_op(
+          total_loss, model, train_config, use_tpu,
+          check_finite_loss=not tpu_spec)
       if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=total_loss, train_op=train_op,

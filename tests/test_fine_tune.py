@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import fine_tune
 from od_estimator import model_lib
 from od_estimator.nets import mobilenet_v2
 from od_estimator.protos import train_pb2
@@ -268,7 +269,7 @@ def test_missing_fine_tune_checkpoint_is_a_clear_error(tmp_path):
       fine_tune_checkpoint_type='detection')
   with tf.Graph().as_default():
     with pytest.raises(ValueError) as raised:
-      model_lib._restore_map(  # pylint: disable=protected-access
+      fine_tune.restore_map(
           _OneVariableModel(), train_config)
   message = str(raised.value)
   assert 'train_config.fine_tune_checkpoint' in message

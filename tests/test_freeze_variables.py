@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator import model_lib
+from od_estimator import training_graph
 from od_estimator.protos import train_pb2
 from od_estimator.utils import config_util
 from tests import tiny_ssd
@@ -67,5 +68,4 @@ def test_nothing_left_to_train_is_a_user_error():
     tf.compat.v1.get_variable('BoxPredictor_0/ClassPredictor/weights', [1])
     with pytest.raises(errors.UserInputError,
                        match='freeze_variables .*Predictor'):
-      # pylint: disable-next=protected-access
-      model_lib._trainable_variables(train_config)
+      training_graph.trainable_variables(train_config)

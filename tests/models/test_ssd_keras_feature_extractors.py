@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import model_lib
+from od_estimator import fine_tune
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v2_keras_feature_extractor
@@ -222,7 +222,7 @@ def test_fine_tune_from_tf2_classification_checkpoint(mobilenet_ssd,
                                       MOBILENET_FEATURE_MAPS))}
   checkpoint = _write_tf2_checkpoint(tmp_path, backbone)
   with mobilenet_ssd.graph.as_default():
-    available = model_lib._restore_map(  # pylint: disable=protected-access
+    available = fine_tune.restore_map(
         mobilenet_ssd.model, _train_config(checkpoint, 'classification'))
   assert sorted(v.op.name for v in available.values()) == sorted(backbone)
   assert all(key.startswith('model/feature_extractor/layers/')
@@ -232,7 +232,7 @@ def test_fine_tune_from_tf2_classification_checkpoint(mobilenet_ssd,
 def test_fine_tune_from_tf2_detection_checkpoint(mobilenet_ssd, tmp_path):
   checkpoint = _write_tf2_checkpoint(tmp_path, mobilenet_ssd.variables)
   with mobilenet_ssd.graph.as_default():
-    available = model_lib._restore_map(  # pylint: disable=protected-access
+    available = fine_tune.restore_map(
         mobilenet_ssd.model, _train_config(checkpoint, 'detection',
                                            load_all=True))
     assert len(available) == len(mobilenet_ssd.variables)
