@@ -7,8 +7,11 @@ test_export_tflite_ssd_graph.py.
 """
 import pytest
 
-from od_estimator import export_inference_graph
+from tests.command_modules import import_command
+
 from tests import tiny_ssd
+
+export_inference_graph = import_command('export_inference_graph')
 
 
 @pytest.fixture

@@ -9,8 +9,11 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from od_estimator import model_main
+from tests.command_modules import import_command
+
 from tests import tiny_ssd
+
+model_main = import_command('model_main')
 
 MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
 

@@ -3,7 +3,9 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import command_line
-from od_estimator import model_tpu_main
+from tests.command_modules import import_command
+
+model_tpu_main = import_command('model_tpu_main')
 
 
 def _no_tpu(*args, **kwargs):
