@@ -208,6 +208,23 @@ def _called_by_tpu_estimator(params):
   return params is not None and 'use_tpu' in params
 
 
+def _load_pretrained(hparams):
+  """hparams' load_pretrained (an attribute, or a dict key); default True."""
+  if hparams is None:
+    return True
+  if isinstance(hparams, dict):
+    return hparams.get('load_pretrained', True)
+  return getattr(hparams, 'load_pretrained', True)
+
+
+def _without_fine_tune_checkpoint(configs):
+  """configs whose train_config has no fine_tune_checkpoint (a copy)."""
+  train_config = configs['train_config'].__class__()
+  train_config.CopyFrom(configs['train_config'])
+  train_config.ClearField('fine_tune_checkpoint')
+  return dict(configs, train_config=train_config)
+
+
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                     postprocess_on_cpu=False):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
@@ -229,11 +246,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     raise errors.UserInputError(
         'graph_rewriter (quantization-aware training) is not '
         'supported; remove the graph_rewriter block.')
-  load_pretrained = True
-  if hparams is not None:
-    load_pretrained = (hparams.get('load_pretrained', True) if
-                       isinstance(hparams, dict) else
-                       getattr(hparams, 'load_pretrained', True))
+  load_pretrained = _load_pretrained(hparams)
 
   def build_spec(features, labels, mode, params):
     tpu_spec = use_tpu or _called_by_tpu_estimator(params)
@@ -476,7 +489,9 @@ def create_estimator_and_inputs(run_config, hparams=None,
   configs = config_util.merge_external_params_with_configs(
       configs, hparams, kwargs_dict=overrides)
   if check_configs is not None:
-    check_configs(configs)
+    # With load_pretrained=false the fine_tune_checkpoint is never read.
+    check_configs(configs if _load_pretrained(hparams) else
+                  _without_fine_tune_checkpoint(configs))
   model_config = configs['model']
   train_config = _train_config_for_device(configs['train_config'], use_tpu)
   train_input_config = configs['train_input_config']

@@ -153,3 +153,17 @@ def test_cluster_tasks_need_only_the_files_they_read(
       launch_check.check(configs, path)
   else:
     launch_check.check(configs, path)
+
+
+def test_load_pretrained_false_skips_the_fine_tune_checkpoint_check(tmp_path):
+  """With load_pretrained=false the checkpoint is never read: no error."""
+  config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
+  seen = []
+  model_lib.create_estimator_and_inputs(
+      run_config=tf.estimator.RunConfig(model_dir=str(tmp_path / 'model')),
+      hparams={'load_pretrained': False}, pipeline_config_path=config,
+      config_override='train_config { fine_tune_checkpoint: "%s" }' % (
+          tmp_path / 'missing' / 'model.ckpt'),
+      check_configs=lambda configs: seen.append(
+          launch_check.check(configs, config)))
+  assert seen == [None]
