@@ -11,6 +11,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from tests.command_modules import import_command
 
+from tests import event_tags
 from tests import tiny_ssd
 
 model_main = import_command('model_main')
@@ -22,15 +23,6 @@ def _run(args, timeout=600):
   result = subprocess.run(MODEL_MAIN + args, capture_output=True, text=True,
                           timeout=timeout, cwd=tiny_ssd.REPO, check=False)
   return result
-
-
-def _tags(directory):
-  tags = set()
-  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
-    accumulator = event_accumulator.EventAccumulator(path)
-    accumulator.Reload()
-    tags.update(accumulator.Tags()['scalars'])
-  return tags
 
 
 def _eval_images(directory):
@@ -71,11 +63,11 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
   with open(os.path.join(model_dir, 'pipeline.config')) as f:
     as_run = f.read()
   assert 'depth_multiplier: 0.25' in as_run and 'num_steps: 6' in as_run
-  train_tags = _tags(model_dir)
+  train_tags = event_tags.scalar_tags(model_dir)
   for tag in ('Loss/localization_loss', 'Loss/classification_loss',
               'Loss/regularization_loss', 'Loss/total_loss', 'learning_rate'):
     assert tag in train_tags, (tag, sorted(train_tags))
-  eval_tags = _tags(os.path.join(model_dir, 'eval_0'))
+  eval_tags = event_tags.scalar_tags(os.path.join(model_dir, 'eval_0'))
   for tag in ('DetectionBoxes_Precision/mAP',
               'DetectionBoxes_Precision/mAP@.50IOU',
               'DetectionBoxes_Recall/AR@100', 'Loss/total_loss'):
@@ -97,7 +89,8 @@ def test_evaluate_once_from_a_checkpoint_dir(trained, tmp_path):
                  '--checkpoint_dir=%s' % model_dir, '--run_once',
                  '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
   assert result.returncode == 0, result.stderr[-3000:]
-  tags = _tags(str(tmp_path / 'eval' / 'eval_validation_data'))
+  tags = event_tags.scalar_tags(
+      str(tmp_path / 'eval' / 'eval_validation_data'))
   assert 'DetectionBoxes_Precision/mAP' in tags
   images = _eval_images(str(tmp_path / 'eval' / 'eval_validation_data'))
   assert sorted(images) == EVAL_IMAGE_TAGS
@@ -120,7 +113,7 @@ def test_no_eval_images_and_a_dummy_loss_when_asked(trained, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   directory = str(tmp_path / 'eval' / 'eval_validation_data')
   assert not _eval_images(directory)
-  tags = _tags(directory)
+  tags = event_tags.scalar_tags(directory)
   assert 'DetectionBoxes_Precision/mAP' in tags
   # The model's losses were not computed: only the constant total.
   assert 'Loss/total_loss' in tags and 'Loss/localization_loss' not in tags
