@@ -22,43 +22,12 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
+from od_estimator.utils.dataset_util import read_examples_list
+from od_estimator.utils.dataset_util import recursive_parse_xml_to_dict
 from od_estimator.utils import label_map_util
 
 SETS = ['train', 'val', 'trainval', 'test']
 YEARS = ['VOC2007', 'VOC2012', 'merged']
-
-
-def read_examples_list(path):
-  """Returns the first token of every non-blank line of an image-set file.
-
-  VOC lines look like `000005 -1`; only the image id matters here.
-  """
-  text = tool_flags.read_bytes(path, 'examples list').decode('utf-8')
-  return [line.split()[0] for line in text.splitlines() if line.strip()]
-
-
-def recursive_parse_xml_to_dict(xml):
-  """Turns an ElementTree element into nested dicts keyed by tag.
-
-  Leaves map to their text. `object` is the only tag that repeats in VOC
-  files, so it always maps to a list (even with one object).
-
-  Args:
-    xml: an xml.etree.ElementTree.Element.
-
-  Returns:
-    {xml.tag: text or dict}.
-  """
-  if len(xml) == 0:
-    return {xml.tag: xml.text}
-  result = {}
-  for child in xml:
-    value = recursive_parse_xml_to_dict(child)[child.tag]
-    if child.tag == 'object':
-      result.setdefault('object', []).append(value)
-    else:
-      result[child.tag] = value
-  return {xml.tag: result}
 
 
 def dict_to_tf_example(data, dataset_directory, label_map_dict,

@@ -1,32 +1,90 @@
-"""Helpers to build tf.train.Example features and shard TFRecord files."""
+"""Helpers to build tf.train.Example features and shard TFRecord files.
+
+The feature helpers, read_examples_list and recursive_parse_xml_to_dict keep
+the original's names and results (object_detection.utils.dataset_util), so
+dataset converters written for it work. make_initializable_iterator lived
+here in older versions of the original; it is re-exported for them.
+"""
 import contextlib
 
 import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator.builders.dataset_builder import make_initializable_iterator  # pylint: disable=unused-import
 
 
 def int64_feature(value):
   return int64_list_feature([value])
 
 
-def int64_list_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+def int64_list_feature(value):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(value)))
 
 
 def bytes_feature(value):
   return bytes_list_feature([value])
 
 
-def bytes_list_feature(values):
+def bytes_list_feature(value):
+  """Bytes values; str values are encoded as UTF-8 (the original needs bytes)."""
   return tf.train.Feature(bytes_list=tf.train.BytesList(value=[
-      v.encode('utf-8') if isinstance(v, str) else v for v in values]))
+      v.encode('utf-8') if isinstance(v, str) else v for v in value]))
 
 
 def float_feature(value):
   return float_list_feature([value])
 
 
-def float_list_feature(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+def float_list_feature(value):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(value)))
+
+
+def read_examples_list(path):
+  """Reads the example ids of a list file such as VOC's ImageSets/Main/*.txt.
+
+  Each non-blank line starts with an id that names the example's image and
+  annotation (`xyz 3` gives `xyz`, for xyz.jpg and xyz.xml).
+
+  Args:
+    path: the list file (any path tf.io.gfile reads).
+
+  Returns:
+    The ids (strings), in file order.
+
+  Raises:
+    errors.UserInputError: naming the file, when it cannot be read.
+  """
+  try:
+    with tf.io.gfile.GFile(path) as fid:
+      lines = fid.readlines()
+  except tf.errors.OpError as error:
+    raise errors.UserInputError('cannot read examples list %s: %s' % (
+        path, error.message)) from None
+  return [line.split()[0] for line in lines if line.strip()]
+
+
+def recursive_parse_xml_to_dict(xml):
+  """Turns an XML element into nested dicts keyed by tag.
+
+  Leaves map to their text. `object` is the only tag assumed to repeat (as in
+  PASCAL VOC annotations), so it always maps to a list, even of one.
+
+  Args:
+    xml: an element of xml.etree.ElementTree or lxml.etree.
+
+  Returns:
+    {xml.tag: text or dict}.
+  """
+  if len(xml) == 0:  # pylint: disable=g-explicit-length-test
+    return {xml.tag: xml.text}
+  result = {}
+  for child in xml:
+    value = recursive_parse_xml_to_dict(child)[child.tag]
+    if child.tag == 'object':
+      result.setdefault('object', []).append(value)
+    else:
+      result[child.tag] = value
+  return {xml.tag: result}
 
 
 def sharded_filenames(output_prefix, num_shards):
