@@ -192,6 +192,7 @@ def random_crop_image(image, boxes, labels, label_weights,
 
 def random_crop_pad_image(image, boxes, labels, label_weights,
                           label_confidences=None, multiclass_scores=None,
+                          masks=None, keypoints=None,
                           min_object_covered=1.0,
                           aspect_ratio_range=(0.75, 1.33),
                           area_range=(0.1, 1.0), overlap_thresh=0.3,
@@ -203,34 +204,44 @@ def random_crop_pad_image(image, boxes, labels, label_weights,
 
   The padded size lies between min_padded_size_ratio and
   max_padded_size_ratio times the ORIGINAL image size (not the crop's).
+  The original takes neither masks nor keypoints here (they would stay
+  behind, unaligned); this version crops and pads them with the image.
 
   Args:
     image, boxes, labels, label_weights, label_confidences,
-      multiclass_scores, min_object_covered, aspect_ratio_range, area_range,
-      overlap_thresh, clip_boxes, random_coef, seed: as random_crop_image.
+      multiclass_scores, masks, keypoints, min_object_covered,
+      aspect_ratio_range, area_range, overlap_thresh, clip_boxes,
+      random_coef, seed: as random_crop_image.
     min_padded_size_ratio: (height, width) ratios of the smallest output.
     max_padded_size_ratio: (height, width) ratios of the largest output.
     pad_color: [C] float32; defaults to the crop's mean colour.
 
   Returns:
-    (image, boxes [M, 4], labels [M]) then label_weights, label_confidences
-    and multiclass_scores when given.
+    (image, boxes [M, 4], labels [M]) then label_weights, label_confidences,
+    multiclass_scores, masks [M, h, w] and keypoints when given.
   """
   image_size = tf.cast(tf.shape(image)[:2], tf.float32)
-  cropped = random_crop_image(
+  given = (image, boxes, labels, label_weights, label_confidences,
+           multiclass_scores, masks, keypoints)
+  cropped = _split_crop_result(random_crop_image(
       image, boxes, labels, label_weights,
       label_confidences=label_confidences,
-      multiclass_scores=multiclass_scores,
+      multiclass_scores=multiclass_scores, masks=masks, keypoints=keypoints,
       min_object_covered=min_object_covered,
       aspect_ratio_range=aspect_ratio_range, area_range=area_range,
       overlap_thresh=overlap_thresh, clip_boxes=clip_boxes,
-      random_coef=random_coef, seed=seed)
-  padded_image, padded_boxes = random_pad_image(
-      cropped[0], cropped[1],
-      min_image_size=tf.cast(image_size * min_padded_size_ratio, tf.int32),
-      max_image_size=tf.cast(image_size * max_padded_size_ratio, tf.int32),
-      pad_color=pad_color, seed=seed)
-  return (padded_image, padded_boxes) + tuple(cropped[2:])
+      random_coef=random_coef, seed=seed), given)
+  new_image, new_boxes, new_masks, new_keypoints = _split_crop_result(
+      random_pad_image(
+          cropped[0], cropped[1], masks=cropped[6], keypoints=cropped[7],
+          min_image_size=tf.cast(image_size * min_padded_size_ratio,
+                                 tf.int32),
+          max_image_size=tf.cast(image_size * max_padded_size_ratio,
+                                 tf.int32),
+          pad_color=pad_color, seed=seed),
+      (cropped[0], cropped[1], cropped[6], cropped[7]))
+  return augment_common.present(new_image, new_boxes, *cropped[2:6],
+                                new_masks, new_keypoints)
 
 
 def random_crop_to_aspect_ratio(image, boxes, labels, label_weights,
@@ -393,6 +404,7 @@ def ssd_random_crop(image, boxes, labels, label_weights,
 
 def ssd_random_crop_pad(image, boxes, labels, label_weights,
                         label_confidences=None, multiclass_scores=None,
+                        masks=None, keypoints=None,
                         min_object_covered=(0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
                         aspect_ratio_range=((0.5, 2.0),) * 6,
                         area_range=((0.1, 1.0),) * 6,
@@ -405,21 +417,22 @@ def ssd_random_crop_pad(image, boxes, labels, label_weights,
 
   Args:
     image, boxes, labels, label_weights, label_confidences,
-      multiclass_scores, seed: as random_crop_pad_image.
+      multiclass_scores, masks, keypoints, seed: as random_crop_pad_image
+      (masks and keypoints are this version's addition, as there).
     min_object_covered, aspect_ratio_range, area_range, overlap_thresh,
       clip_boxes, random_coef, min_padded_size_ratio, max_padded_size_ratio,
       pad_color: per-case values of the random_crop_pad_image arguments.
 
   Returns:
-    (image, boxes, labels) then label_weights, label_confidences and
-    multiclass_scores when given.
+    (image, boxes, labels) then label_weights, label_confidences,
+    multiclass_scores, masks and keypoints when given.
   """
   def crop_pad(*inputs, **case_args):
     return random_crop_pad_image(*inputs, seed=seed, **case_args)
 
   return _run_random_case(
       crop_pad, (image, boxes, labels, label_weights, label_confidences,
-                 multiclass_scores),
+                 multiclass_scores, masks, keypoints),
       dict(min_object_covered=min_object_covered,
            aspect_ratio_range=aspect_ratio_range, area_range=area_range,
            overlap_thresh=overlap_thresh, clip_boxes=clip_boxes,

@@ -301,7 +301,8 @@ def random_scale_crop_and_pad_to_square(
     scale_min: smallest scale.
     scale_max: largest scale.
     output_size: int, side of the square output.
-    resize_method: tf.image.ResizeMethod (TF1 resize semantics).
+    resize_method: tf.image.ResizeMethod of the image (TF1 resize
+      semantics); masks are resized with nearest neighbour.
 
   Returns:
     (image [output_size, output_size, C], boxes [M, 4], labels [M],
@@ -323,9 +324,9 @@ def random_scale_crop_and_pad_to_square(
 
   offset_y, offset_x = random_offset(scaled_height), random_offset(scaled_width)
 
-  def scale_crop_pad(tensor):
+  def scale_crop_pad(tensor, method=resize_method):
     tensor = tf.compat.v1.image.resize_images(
-        tensor, tf.stack([scaled_height, scaled_width]), method=resize_method)
+        tensor, tf.stack([scaled_height, scaled_width]), method=method)
     tensor = tensor[..., offset_y:offset_y + output_size,
                     offset_x:offset_x + output_size, :]
     padded = _pad_to(tensor, 0, 0, output_size, output_size)
@@ -343,6 +344,8 @@ def random_scale_crop_and_pad_to_square(
    keypoints) = _crop_instances_to_frame(window, boxes, labels, label_weights,
                                          label_confidences, keypoints)
   if masks is not None:
-    masks = scale_crop_pad(tf.gather(masks, keep)[:, :, :, tf.newaxis])[..., 0]
+    # Nearest neighbour keeps the masks 0/1.
+    masks = scale_crop_pad(tf.gather(masks, keep)[:, :, :, tf.newaxis],
+                           tf.image.ResizeMethod.NEAREST_NEIGHBOR)[..., 0]
   return augment_common.present(new_image, new_boxes, labels, label_weights,
                                 masks, keypoints, label_confidences)
