@@ -7,6 +7,12 @@ carry the extra fields along. All of them accept empty lists.
 import tensorflow as tf
 
 from od_estimator.core import box_list
+# The original's giou, l1 and random box choices live in sibling modules.
+# pylint: disable=unused-import
+from od_estimator.core.box_list_distances import giou, l1, matched_giou
+from od_estimator.core.box_list_sampling import (
+    get_minimal_coverage_box, sample_boxes_by_jittering, select_random_box)
+# pylint: enable=unused-import
 from od_estimator.utils import shape_utils
 
 
@@ -49,6 +55,18 @@ def scale(boxlist, y_scale, x_scale, scope=None):
     ymin, xmin, ymax, xmax = _corners(boxlist)
     scaled = box_list.BoxList(tf.concat(
         [y_scale * ymin, x_scale * xmin, y_scale * ymax, x_scale * xmax], 1))
+    return _copy_extra_fields(scaled, boxlist)
+
+
+def scale_height_width(boxlist, y_scale, x_scale, scope=None):
+  """Scales box heights by y_scale and widths by x_scale about their centers."""
+  with tf.name_scope(scope or 'ScaleHeightWidth'):
+    ycenter, xcenter, height, width = boxlist.get_center_coordinates_and_sizes()
+    half_height = 0.5 * tf.cast(y_scale, tf.float32) * height
+    half_width = 0.5 * tf.cast(x_scale, tf.float32) * width
+    scaled = box_list.BoxList(tf.stack(
+        [ycenter - half_height, xcenter - half_width,
+         ycenter + half_height, xcenter + half_width], 1))
     return _copy_extra_fields(scaled, boxlist)
 
 
@@ -363,11 +381,14 @@ def concatenate(boxlists, fields=None, scope=None):
   """Concatenates BoxLists that have the same fields.
 
   Raises:
-    ValueError: for an empty list or a missing field.
+    ValueError: if boxlists is not a non-empty list of BoxLists, or a field is
+      missing from one of them.
   """
   with tf.name_scope(scope or 'Concatenate'):
-    if not boxlists:
-      raise ValueError('concatenate needs at least one BoxList')
+    if not isinstance(boxlists, (list, tuple)) or not boxlists:
+      raise ValueError('concatenate needs a non-empty list of BoxLists')
+    if not all(isinstance(b, box_list.BoxList) for b in boxlists):
+      raise ValueError('all elements of boxlists should be BoxList objects')
     result = box_list.BoxList(tf.concat([b.get() for b in boxlists], 0))
     fields = boxlists[0].get_extra_fields() if fields is None else fields
     for field in fields:
@@ -453,3 +474,125 @@ def pad_or_clip_box_list(boxlist, num_boxes, scope=None):
 def to_boxlists(boxes):
   """Turns a [batch, N, 4] tensor into a list of `batch` BoxLists."""
   return [box_list.BoxList(b) for b in tf.unstack(boxes)]
+
+
+def _check_unit_interval(**values):
+  for name, value in values.items():
+    if not 0.0 <= value <= 1.0:
+      raise ValueError('%s must be between 0 and 1' % name)
+
+
+def _check_pool(pool_boxes, *fields):
+  if not isinstance(pool_boxes, box_list.BoxList):
+    raise ValueError('pool_boxes must be a BoxList')
+  for field in fields:
+    if not pool_boxes.has_field(field):
+      raise ValueError('pool_boxes must have a %r field' % field)
+
+
+def box_voting(selected_boxes, pool_boxes, iou_thresh=0.5):
+  """Box voting (Gidaris and Komodakis, ICCV 2015).
+
+  Each selected box moves to the score-weighted mean of the pool boxes that
+  overlap it with IoU > iou_thresh, and takes their mean score.
+
+  Args:
+    selected_boxes: BoxList of K boxes, usually NMS survivors of pool_boxes.
+    pool_boxes: BoxList of N boxes with an [N] non-negative 'scores' field.
+    iou_thresh: IoU above which a pool box votes.
+
+  Returns:
+    BoxList of K boxes with selected_boxes' fields and the averaged 'scores'.
+    Running it fails (InvalidArgumentError) when a selected box matches no
+    pool box or a score is negative.
+
+  Raises:
+    ValueError: if iou_thresh is not in [0, 1], an argument is not a BoxList
+      or pool_boxes has no 'scores'.
+  """
+  _check_unit_interval(iou_thresh=iou_thresh)
+  if not isinstance(selected_boxes, box_list.BoxList):
+    raise ValueError('selected_boxes must be a BoxList')
+  _check_pool(pool_boxes, 'scores')
+  votes = tf.cast(iou(selected_boxes, pool_boxes) > iou_thresh, tf.float32)
+  num_votes = tf.reduce_sum(votes, 1)
+  scores = tf.expand_dims(pool_boxes.get_field('scores'), 1)
+  checks = [
+      tf.Assert(tf.reduce_all(num_votes > 0),
+                ['Each box in selected_boxes must match with at least one box '
+                 'in pool_boxes.']),
+      tf.Assert(tf.reduce_all(scores >= 0), ['Scores must be non negative.'])]
+  with tf.control_dependencies(checks):
+    score_sums = tf.matmul(votes, scores)
+  voted = box_list.BoxList(
+      tf.matmul(votes, pool_boxes.get() * scores) / score_sums)
+  _copy_extra_fields(voted, selected_boxes)
+  voted.add_field('scores', tf.reshape(score_sums, [-1]) / num_votes)
+  return voted
+
+
+def refine_boxes(pool_boxes, nms_iou_thresh, nms_max_detections,
+                 voting_iou_thresh=0.5):
+  """Non-max suppression followed by box voting over the whole pool.
+
+  Args:
+    pool_boxes: BoxList with an [N] 'scores' field.
+    nms_iou_thresh: IoU threshold of the suppression.
+    nms_max_detections: at most this many boxes are kept.
+    voting_iou_thresh: IoU threshold of the voting.
+
+  Returns:
+    BoxList of the refined boxes.
+
+  Raises:
+    ValueError: if a threshold is not in [0, 1], pool_boxes is not a BoxList
+      or has no 'scores'.
+  """
+  _check_unit_interval(nms_iou_thresh=nms_iou_thresh,
+                       voting_iou_thresh=voting_iou_thresh)
+  _check_pool(pool_boxes, 'scores')
+  kept = non_max_suppression(pool_boxes, nms_iou_thresh, nms_max_detections)
+  return box_voting(kept, pool_boxes, voting_iou_thresh)
+
+
+def refine_boxes_multi_class(pool_boxes, num_classes, nms_iou_thresh,
+                             nms_max_detections, voting_iou_thresh=0.5):
+  """refine_boxes class by class; the result is sorted by score.
+
+  Args:
+    pool_boxes: BoxList with [N] 'scores' and [N] integer 'classes' fields.
+    num_classes: classes 0 .. num_classes - 1 are refined.
+    nms_iou_thresh: IoU threshold of the suppression.
+    nms_max_detections: at most this many boxes are kept per class.
+    voting_iou_thresh: IoU threshold of the voting.
+
+  Returns:
+    BoxList of the refined boxes of every class, highest score first.
+
+  Raises:
+    ValueError: if a threshold is not in [0, 1], pool_boxes is not a BoxList
+      or lacks 'scores' or 'classes'.
+  """
+  _check_unit_interval(nms_iou_thresh=nms_iou_thresh,
+                       voting_iou_thresh=voting_iou_thresh)
+  _check_pool(pool_boxes, 'scores', 'classes')
+  refined = [refine_boxes(filter_field_value_equals(pool_boxes, 'classes', i),
+                          nms_iou_thresh, nms_max_detections,
+                          voting_iou_thresh)
+             for i in range(num_classes)]
+  return sort_by_field(concatenate(refined), 'scores')
+
+
+def visualize_boxes_in_image(image, boxlist, normalized=False, scope=None):
+  """Draws the boxes on a [height, width, channels] image.
+
+  Boxes are in absolute pixel coordinates unless `normalized`. Returns a
+  [1, height, width, channels] image.
+  """
+  with tf.name_scope(scope or 'VisualizeBoxesInImage'):
+    if not normalized:
+      shape = tf.cast(tf.shape(image), tf.float32)
+      boxlist = scale(boxlist, 1.0 / shape[0], 1.0 / shape[1])
+    return tf.image.draw_bounding_boxes(image[tf.newaxis],
+                                        boxlist.get()[tf.newaxis],
+                                        colors=None)
