@@ -36,6 +36,10 @@ _CLASSIFICATION_LOSSES = {
     'penalty_reduced_logistic_focal_loss':
         lambda config: losses.PenaltyReducedLogisticFocalLoss(
             alpha=config.alpha, beta=config.beta),
+    'weighted_dice_classification_loss':
+        lambda config: losses.WeightedDiceClassificationLoss(
+            squared_normalization=config.squared_normalization,
+            is_prediction_probability=config.is_prediction_probability),
 }
 
 # The Faster R-CNN second stage accepts only these; an unset oneof means
@@ -51,6 +55,8 @@ _LOCALIZATION_LOSSES = {
         lambda config: losses.WeightedSmoothL1LocalizationLoss(
             delta=config.delta),
     'weighted_iou': lambda config: losses.WeightedIOULocalizationLoss(),
+    'weighted_giou': lambda config: losses.WeightedGIOULocalizationLoss(),
+    'l1_localization_loss': lambda config: losses.L1LocalizationLoss(),
 }
 
 _HARD_EXAMPLE_MINER_LOSS_TYPES = {
@@ -103,12 +109,18 @@ def build(loss_config):
 
   hard_example_miner = None
   if loss_config.HasField('hard_example_miner'):
-    if (loss_config.classification_loss.WhichOneof('classification_loss') ==
-        'weighted_sigmoid_focal'):
+    classification_type = loss_config.classification_loss.WhichOneof(
+        'classification_loss')
+    if classification_type == 'weighted_sigmoid_focal':
       # Focal loss already down-weights easy examples; mining on top of it
       # is not a configuration the original supports.
       raise errors.UserInputError('Loss.hard_example_miner cannot be used with '
                                   'classification_loss.weighted_sigmoid_focal.')
+    if classification_type == 'weighted_dice_classification_loss':
+      raise errors.UserInputError(
+          'Loss.hard_example_miner cannot be used with classification_loss.'
+          'weighted_dice_classification_loss: it gives one loss per image and '
+          'class, not per anchor.')
     hard_example_miner = build_hard_example_miner(
         loss_config.hard_example_miner, classification_weight,
         localization_weight)

@@ -179,15 +179,27 @@ def test_faster_rcnn_classification_loss():
   assert scaled._logit_scale == 4.
 
 
+def test_l1_giou_and_dice_losses():
+  (classification, localization, _, _, _, _, _) = losses_builder.build(
+      _loss_config('classification_loss { weighted_dice_classification_loss {'
+                   ' squared_normalization: true } } '
+                   'localization_loss { l1_localization_loss { } }'))
+  assert isinstance(classification, losses.WeightedDiceClassificationLoss)
+  assert classification._squared_normalization
+  assert not classification._is_prediction_probability
+  assert isinstance(localization, losses.L1LocalizationLoss)
+  localization = losses_builder.build(_loss_config(
+      'classification_loss { weighted_sigmoid { } } '
+      'localization_loss { weighted_giou { } }'))[1]
+  assert isinstance(localization, losses.WeightedGIOULocalizationLoss)
+
+
 @pytest.mark.parametrize('text,field', [
     ('localization_loss { weighted_l2 { } }', 'classification_loss'),
     ('classification_loss { weighted_sigmoid { } }', 'localization_loss'),
-    ('classification_loss { weighted_sigmoid { } } '
-     'localization_loss { l1_localization_loss { } }', 'l1_localization_loss'),
-    ('classification_loss { weighted_sigmoid { } } '
-     'localization_loss { weighted_giou { } }', 'weighted_giou'),
     ('classification_loss { weighted_dice_classification_loss { } } '
-     'localization_loss { weighted_l2 { } }',
+     'localization_loss { weighted_l2 { } } hard_example_miner { }',
+     'hard_example_miner cannot be used with classification_loss.'
      'weighted_dice_classification_loss'),
     ('classification_loss { weighted_sigmoid { } } '
      'localization_loss { weighted_l2 { } } '
