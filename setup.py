@@ -90,6 +90,8 @@ setup(
             'od_estimator.dataset_tools.create_coco_tf_record:main',
             'create_pascal_tf_record='
             'od_estimator.dataset_tools.create_pascal_tf_record:main',
+            'create_pet_tf_record='
+            'od_estimator.dataset_tools.create_pet_tf_record:main',
             'create_synthetic_tf_record='
             'od_estimator.dataset_tools.create_synthetic_tf_record:main',
         ],

@@ -124,8 +124,8 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
 
   Raises:
     errors.UserInputError: if the image file is missing or unreadable, its
-      size differs from the JSON's, or an annotation names a category the
-      JSON does not define.
+      size differs from the JSON's, an annotation names a category the
+      JSON does not define, or (with include_masks) has no segmentation.
   """
   image_height = int(image['height'])
   image_width = int(image['width'])
@@ -164,6 +164,11 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
     is_crowd.append(int(annotation.get('iscrowd', 0)))
     area.append(float(annotation.get('area', width * height)))
     if include_masks:
+      if 'segmentation' not in annotation:
+        raise errors.UserInputError(
+            'annotation %s of image %r has no "segmentation" for '
+            '--include_masks (convert without masks: --noinclude_masks)' %
+            (annotation.get('id'), filename))
       masks.append(_encode_png(_segmentation_to_mask(
           annotation['segmentation'], image_height, image_width)))
 

@@ -11,7 +11,6 @@ and images from DATA_DIR/<folder in the XML>/JPEGImages/<filename>.
 --year=merged reads VOC2007 and VOC2012 into the same file.
 """
 import argparse
-import hashlib
 import logging
 import os
 import sys
@@ -57,7 +56,6 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
   encoded_jpg, image = tool_flags.read_image(image_path)
   if image.format != 'JPEG':
     raise errors.UserInputError('image %s is not a JPEG' % image_path)
-  key = hashlib.sha256(encoded_jpg).hexdigest()
   width = int(data['size']['width'])
   height = int(data['size']['height'])
 
@@ -84,24 +82,16 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
     poses.append(obj.get('pose') or 'Unspecified')
 
   f = dataset_util
-  feature = {
-      'image/height': f.int64_feature(height),
-      'image/width': f.int64_feature(width),
-      'image/filename': f.bytes_feature(data['filename']),
-      'image/source_id': f.bytes_feature(data['filename']),
-      'image/key/sha256': f.bytes_feature(key),
-      'image/encoded': f.bytes_feature(encoded_jpg),
-      'image/format': f.bytes_feature('jpeg'),
-      'image/object/bbox/xmin': f.float_list_feature(xmin),
-      'image/object/bbox/xmax': f.float_list_feature(xmax),
-      'image/object/bbox/ymin': f.float_list_feature(ymin),
-      'image/object/bbox/ymax': f.float_list_feature(ymax),
+  feature = tool_flags.image_features(
+      encoded_jpg, 'jpeg', height, width, data['filename'], data['filename'],
+      ymin, xmin, ymax, xmax)
+  feature.update({
       'image/object/class/text': f.bytes_list_feature(texts),
       'image/object/class/label': f.int64_list_feature(labels),
       'image/object/difficult': f.int64_list_feature(difficult_flags),
       'image/object/truncated': f.int64_list_feature(truncated),
       'image/object/view': f.bytes_list_feature(poses),
-  }
+  })
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 

@@ -2,8 +2,11 @@ r"""Writes a small synthetic detection set: coloured shapes on noisy ground.
 
 Three classes (1 circle, 2 square, 3 triangle), each image holding one to
 `--max_shapes` shapes of random size, colour and position, with their boxes,
-labels, areas and instance masks. The output is deterministic for a seed. It
-is the demo's data and the tests' data.
+labels, areas and instance masks (PNG-encoded, as create_coco_tf_record
+--include_masks writes them: read them with input_reader `load_instance_masks:
+true mask_type: PNG_MASKS`; --noinclude_masks leaves them out). A shape drawn
+over an earlier one hides that part of the earlier mask. The output is
+deterministic for a seed. It is the demo's data and the tests' data.
 
   python -m od_estimator.dataset_tools.create_synthetic_tf_record \
       --output_dir=demo_out/data --num_train=800 --num_val=200
@@ -94,8 +97,8 @@ def _jpeg(array):
   return buffer.getvalue()
 
 
-def make_example(image, boxes, labels, masks, source_id):
-  """Builds a tf.train.Example with the original's keys."""
+def make_example(image, boxes, labels, masks, source_id, include_masks=True):
+  """Builds a tf.train.Example with the original's keys (masks as PNGs)."""
   height, width = image.shape[:2]
   encoded = _jpeg(image)
   areas = masks.reshape(len(masks), -1).sum(axis=1).astype(np.float32)
@@ -119,14 +122,15 @@ def make_example(image, boxes, labels, masks, source_id):
       'image/object/area': f.float_list_feature(areas),
       'image/object/is_crowd': f.int64_list_feature([0] * len(labels)),
       'image/object/difficult': f.int64_list_feature([0] * len(labels)),
-      'image/object/mask': f.bytes_list_feature(
-          [_png(m) for m in masks]),
   }
+  if include_masks:
+    feature['image/object/mask'] = f.bytes_list_feature(
+        [_png(m) for m in masks])
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
 def write_split(output_prefix, num_examples, num_shards, seed, image_size,
-                max_shapes, first_id=0):
+                max_shapes, first_id=0, include_masks=True):
   """Writes one split; returns the shard file names."""
   rng = np.random.default_rng(seed)
   with dataset_util.open_sharded_output_tfrecords(
@@ -134,7 +138,8 @@ def write_split(output_prefix, num_examples, num_shards, seed, image_size,
     for index in range(num_examples):
       image, boxes, labels, masks = make_image(rng, image_size, image_size,
                                                max_shapes)
-      example = make_example(image, boxes, labels, masks, first_id + index)
+      example = make_example(image, boxes, labels, masks, first_id + index,
+                             include_masks)
       writers[index % num_shards].write(example.SerializeToString())
   return dataset_util.sharded_filenames(output_prefix, num_shards)
 
@@ -154,7 +159,7 @@ def write_sample_images(directory, count, seed, image_size, max_shapes):
 
 def create_dataset(output_dir, num_train=800, num_val=200, image_size=128,
                    num_train_shards=2, num_val_shards=1, max_shapes=3,
-                   seed=0, num_sample_images=0):
+                   seed=0, num_sample_images=0, include_masks=True):
   """Writes both splits, the label map and sample images into output_dir.
 
   Returns:
@@ -168,10 +173,10 @@ def create_dataset(output_dir, num_train=800, num_val=200, image_size=128,
   # Different seeds per split keep train and val images distinct.
   train = write_split(os.path.join(output_dir, 'shapes_train.record'),
                       num_train, num_train_shards, seed, image_size,
-                      max_shapes)
+                      max_shapes, include_masks=include_masks)
   val = write_split(os.path.join(output_dir, 'shapes_val.record'), num_val,
                     num_val_shards, seed + 1, image_size, max_shapes,
-                    first_id=num_train)
+                    first_id=num_train, include_masks=include_masks)
   images = write_sample_images(os.path.join(output_dir, 'images'),
                                num_sample_images, seed + 2, image_size,
                                max_shapes)
@@ -195,6 +200,13 @@ def _parser():
   parser.add_argument('--num_sample_images', type=int, default=0,
                       help='Also write this many unlabelled images, '
                       'images/shapes_<k>.png, to run a trained model on.')
+  # tf.flags boolean spellings: --flag, --flag=true|false, --noflag.
+  parser.add_argument('--include_masks', type=tool_flags.parse_bool,
+                      nargs='?', const=True, default=True,
+                      help='Store each shape\'s instance mask as a PNG '
+                      '(default; --noinclude_masks leaves them out).')
+  parser.add_argument('--noinclude_masks', dest='include_masks',
+                      action='store_false', help=argparse.SUPPRESS)
   return tool_flags.add_logging_flags(parser)
 
 

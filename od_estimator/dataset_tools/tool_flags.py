@@ -7,6 +7,7 @@ annotation that does not fit) is one `error: ...` line and exit status 1.
 """
 import argparse
 import functools
+import hashlib
 import io
 import sys
 
@@ -14,6 +15,7 @@ from PIL import Image
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import dataset_util
 
 
 def parse_bool(text):
@@ -85,3 +87,35 @@ def reporting_input_errors(main):
       errors.fail(error)
 
   return wrapper
+
+
+def image_features(encoded, image_format, height, width, filename,
+                   source_id, ymin, xmin, ymax, xmax):
+  """The original's image/* and image/object/bbox/* features of an example.
+
+  Args:
+    encoded: the encoded image bytes (image/key/sha256 is their digest).
+    image_format: 'jpeg', 'png', ...
+    height: image height in pixels.
+    width: image width in pixels.
+    filename: image/filename.
+    source_id: image/source_id.
+    ymin, xmin, ymax, xmax: per-object normalized box coordinates.
+
+  Returns:
+    dict feature key -> tf.train.Feature.
+  """
+  f = dataset_util
+  return {
+      'image/height': f.int64_feature(height),
+      'image/width': f.int64_feature(width),
+      'image/filename': f.bytes_feature(filename),
+      'image/source_id': f.bytes_feature(source_id),
+      'image/key/sha256': f.bytes_feature(hashlib.sha256(encoded).hexdigest()),
+      'image/encoded': f.bytes_feature(encoded),
+      'image/format': f.bytes_feature(image_format),
+      'image/object/bbox/xmin': f.float_list_feature(xmin),
+      'image/object/bbox/xmax': f.float_list_feature(xmax),
+      'image/object/bbox/ymin': f.float_list_feature(ymin),
+      'image/object/bbox/ymax': f.float_list_feature(ymax),
+  }

@@ -12,6 +12,8 @@ from PIL import Image
 import pytest
 import tensorflow as tf
 
+from od_estimator.core import standard_fields as fields
+from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.dataset_tools import create_coco_tf_record as coco
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -315,3 +317,53 @@ def test_missing_annotations_file_is_one_line(tmp_path, capsys):
                missing, '--output_dir', str(tmp_path / 'out')])
   err = capsys.readouterr().err
   assert err.count('\n') == 1 and missing in err
+
+
+def test_compressed_rle_and_missing_segmentation(tmp_path):
+  _write_jpeg(str(tmp_path / 'a.jpg'), 12, 10)
+  image = {'id': 1, 'file_name': 'a.jpg', 'width': 12, 'height': 10}
+  mask = np.zeros([10, 12], np.uint8)
+  mask[2:7, 3:11] = 1
+  rle = coco.coco_mask.encode(np.asfortranarray(mask))
+  # COCO JSON holds compressed counts as a str; a non-crowd RLE is valid.
+  segmentation = {'size': rle['size'], 'counts': rle['counts'].decode()}
+  annotation = {'id': 5, 'image_id': 1, 'category_id': 1, 'iscrowd': 0,
+                'area': 40.0, 'bbox': [3, 2, 8, 5],
+                'segmentation': segmentation}
+  _, example, _ = coco.create_tf_example(
+      image, [annotation], str(tmp_path), {1: _CATEGORIES[0]},
+      include_masks=True)
+  (png,) = example.features.feature['image/object/mask'].bytes_list.value
+  np.testing.assert_array_equal(_png(png), mask)
+  del annotation['segmentation']
+  with pytest.raises(ValueError, match=r'annotation 5 .*no "segmentation".*'
+                     '--noinclude_masks'):
+    coco.create_tf_example(image, [annotation], str(tmp_path),
+                           {1: _CATEGORIES[0]}, include_masks=True)
+
+
+def test_masks_read_back_by_the_input_decoder(tmp_path):
+  """PNG masks (crowd too) decode as the input pipeline reads them."""
+  image_dir, annotations = _make_coco_tree(tmp_path)
+  assert coco.main(['--train_image_dir', image_dir,
+                    '--train_annotations_file', annotations,
+                    '--output_dir', str(tmp_path / 'out'), '--include_masks',
+                    '--num_train_shards', '1']) == 0
+  decoder = tf_example_decoder.TfExampleDecoder(
+      load_instance_masks=True,
+      instance_mask_type=tf_example_decoder.PNG_MASKS)
+  decoded = {}
+  for record in tf.compat.v1.io.tf_record_iterator(
+      str(tmp_path / 'out' / 'coco_train.record-00000-of-00001')):
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+      out = sess.run(decoder.decode(tf.constant(record)))
+    decoded[out[fields.InputDataFields.source_id].decode()] = out
+  a = decoded['139']
+  masks = a[fields.InputDataFields.groundtruth_instance_masks]
+  assert masks.shape == (2, 20, 40) and masks.dtype == np.float32
+  np.testing.assert_array_equal(masks[1], _crowd_mask())
+  np.testing.assert_array_equal(a[fields.InputDataFields.groundtruth_is_crowd],
+                                [False, True])
+  # The image without objects gives [0, H, W] masks.
+  assert decoded['632'][
+      fields.InputDataFields.groundtruth_instance_masks].shape == (0, 24, 16)

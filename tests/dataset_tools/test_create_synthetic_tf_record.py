@@ -86,3 +86,23 @@ def test_original_logging_flags_are_accepted(tmp_path):
                      '--output_dir=%s' % tmp_path, '--num_train=1',
                      '--num_val=1', '--image_size=32']) == 0
   assert (tmp_path / 'shapes_label_map.pbtxt').exists()
+
+
+def test_include_masks_flag(tmp_path):
+  val = 'shapes_val.record-00000-of-00001'
+
+  def mask_counts(directory):
+    return [len(e.features.feature['image/object/mask'].bytes_list.value)
+            for e in _examples(str(directory / val))]
+
+  common = ['--num_train=1', '--num_val=3', '--image_size=32']
+  assert synth.main(['--output_dir=%s' % (tmp_path / 'a')] + common) == 0
+  assert synth.main(['--output_dir=%s' % (tmp_path / 'b'), '--include_masks']
+                    + common) == 0
+  assert synth.main(['--output_dir=%s' % (tmp_path / 'c'),
+                     '--noinclude_masks'] + common) == 0
+  # Masks are on by default; one per shape.
+  assert all(mask_counts(tmp_path / 'a')) and (
+      mask_counts(tmp_path / 'a') == mask_counts(tmp_path / 'b'))
+  for example in _examples(str(tmp_path / 'c' / val)):
+    assert 'image/object/mask' not in example.features.feature
