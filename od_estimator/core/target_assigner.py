@@ -64,7 +64,10 @@ class TargetAssigner:
       match: the Match.
 
     Raises:
-      ValueError: when anchors or groundtruth_boxes are not BoxLists.
+      ValueError: when anchors or groundtruth_boxes are not BoxLists, or
+        static shapes show labels and boxes of different lengths or an
+        unmatched_class_label unlike one label. When those shapes are known
+        only at run time, running the targets checks them instead.
     """
     if not isinstance(anchors, box_list.BoxList):
       raise ValueError('anchors must be a BoxList')
@@ -74,10 +77,19 @@ class TargetAssigner:
     if groundtruth_labels is None:
       groundtruth_labels = tf.ones(tf.expand_dims(num_gt, 0), tf.float32)
       groundtruth_labels = tf.expand_dims(groundtruth_labels, -1)
+    labels_shape = shape_utils.combined_static_and_dynamic_shape(
+        groundtruth_labels)
     if unmatched_class_label is None:
-      unmatched_class_label = tf.zeros(
-          shape_utils.combined_static_and_dynamic_shape(groundtruth_labels)[1:],
-          tf.float32)
+      unmatched_class_label = tf.zeros(labels_shape[1:], tf.float32)
+    checks = [
+        shape_utils.assert_shape_equal(
+            labels_shape[1:], shape_utils.combined_static_and_dynamic_shape(
+                tf.convert_to_tensor(unmatched_class_label))),
+        shape_utils.assert_shape_equal(
+            labels_shape[:1], shape_utils.combined_static_and_dynamic_shape(
+                groundtruth_boxes.get())[:1])]
+    with tf.control_dependencies(checks):
+      groundtruth_labels = tf.identity(groundtruth_labels)
     if groundtruth_weights is None:
       static_num_gt = groundtruth_boxes.num_boxes_static()
       groundtruth_weights = tf.ones(
@@ -144,10 +156,27 @@ def _with_foreground_scores(boxes, labels):
   return scored
 
 
-def _as_list(value, batch_size):
-  if isinstance(value, box_list.BoxList):
-    return [value] * batch_size
-  return list(value)
+def _checked_batch(anchors_batch, gt_box_batch, gt_class_batch,
+                   gt_weights_batch):
+  """Returns (anchors, weights) lists of one entry per image.
+
+  Raises:
+    ValueError: when the lists differ in length or an anchor set is not a
+      BoxList.
+  """
+  batch_size = len(gt_box_batch)
+  if isinstance(anchors_batch, box_list.BoxList):
+    anchors_batch = [anchors_batch] * batch_size
+  anchors_list = list(anchors_batch)
+  if not all(isinstance(a, box_list.BoxList) for a in anchors_list):
+    raise ValueError('anchors_batch must be a BoxList or list of BoxLists.')
+  if gt_weights_batch is None:
+    gt_weights_batch = [None] * batch_size
+  if not (len(anchors_list) == batch_size == len(gt_class_batch) ==
+          len(gt_weights_batch)):
+    raise ValueError('anchors, boxes, class targets and weights must have '
+                     'one entry per image')
+  return anchors_list, list(gt_weights_batch)
 
 
 def batch_assign_targets(target_assigner, anchors_batch, gt_box_batch,
@@ -174,14 +203,8 @@ def batch_assign_targets(target_assigner, anchors_batch, gt_box_batch,
   Raises:
     ValueError: when the batch lists differ in length.
   """
-  batch_size = len(gt_box_batch)
-  anchors_list = _as_list(anchors_batch, batch_size)
-  if gt_weights_batch is None:
-    gt_weights_batch = [None] * batch_size
-  if not (len(anchors_list) == batch_size == len(gt_class_targets_batch) ==
-          len(gt_weights_batch)):
-    raise ValueError('anchors, boxes, class targets and weights must have '
-                     'one entry per image')
+  anchors_list, gt_weights_batch = _checked_batch(
+      anchors_batch, gt_box_batch, gt_class_targets_batch, gt_weights_batch)
   outputs = [target_assigner.assign(anchors, boxes, labels,
                                     unmatched_class_label, weights)
              for anchors, boxes, labels, weights in zip(
@@ -208,7 +231,9 @@ def batch_assign_confidences(target_assigner, anchors_batch, gt_box_batch,
     target_assigner: a TargetAssigner.
     anchors_batch: a BoxList or a list of BoxLists.
     gt_box_batch: list of groundtruth BoxLists.
-    gt_class_confidences_batch: list of [num_gt_i, num_classes(+1)] float32.
+    gt_class_confidences_batch: list of [num_gt_i, num_classes(+1)] float32,
+      or of None: class-agnostic, every box is a positive of one class
+      (then use include_background_class=False).
     gt_weights_batch: optional list of [num_gt_i] weights.
     unmatched_class_label: target of unmatched anchors.
     include_background_class: whether column 0 is background.
@@ -221,15 +246,14 @@ def batch_assign_confidences(target_assigner, anchors_batch, gt_box_batch,
   Raises:
     ValueError: when a confidences tensor is not rank 2.
   """
-  batch_size = len(gt_box_batch)
-  anchors_list = _as_list(anchors_batch, batch_size)
-  if gt_weights_batch is None:
-    gt_weights_batch = [None] * batch_size
+  anchors_list, gt_weights_batch = _checked_batch(
+      anchors_batch, gt_box_batch, gt_class_confidences_batch,
+      gt_weights_batch)
   results = []
   for anchors, boxes, confidences, weights in zip(
       anchors_list, gt_box_batch, gt_class_confidences_batch,
       gt_weights_batch):
-    if confidences.shape.ndims != 2:
+    if confidences is not None and confidences.shape.ndims != 2:
       raise ValueError('class confidences must be [num_gt, num_classes], got '
                        '%s' % confidences.shape)
     cls_targets, _, reg_targets, _, match = target_assigner.assign(

@@ -184,3 +184,53 @@ def test_bad_arguments():
   with pytest.raises(ValueError, match='one entry per image'):
     ta.batch_assign_targets(_assigner(), box_list.BoxList(tf.zeros([3, 4])),
                             [box_list.BoxList(tf.zeros([1, 4]))], [])
+
+
+def test_assign_rejects_labels_and_boxes_of_different_lengths(execute):
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match='Unequal shapes'):
+      _assigner().assign(box_list.BoxList(tf.constant(ANCHORS)),
+                         box_list.BoxList(tf.constant(GT)),
+                         tf.ones([3, 2]))
+    with pytest.raises(ValueError, match='Unequal shapes'):
+      _assigner().assign(box_list.BoxList(tf.constant(ANCHORS)),
+                         box_list.BoxList(tf.constant(GT)), tf.ones([2, 3]),
+                         unmatched_class_label=tf.constant([1., 0.]))
+
+  def graph(anchors, gt, labels):
+    return _assigner().assign(
+        box_list.BoxList(tf.reshape(anchors, [-1, 4])),
+        box_list.BoxList(tf.reshape(gt, [-1, 4])), labels)[0]
+  execute(graph, [ANCHORS, GT, np.ones([2, 2], np.float32)], dynamic=True)
+  with pytest.raises(tf.errors.InvalidArgumentError):
+    execute(graph, [ANCHORS, GT, np.ones([3, 2], np.float32)], dynamic=True)
+
+
+def test_batch_assign_confidences_class_agnostic(execute):
+  # The original's test_batch_assign_confidences_agnostic.
+  def graph(anchors, gt1, gt2):
+    return ta.batch_assign_confidences(
+        ta.TargetAssigner(
+            sim.IouSimilarity(),
+            argmax_matcher.ArgMaxMatcher(matched_threshold=0.5,
+                                         unmatched_threshold=0.5),
+            mean_stddev_box_coder.MeanStddevBoxCoder(stddev=0.1)),
+        box_list.BoxList(anchors),
+        [box_list.BoxList(gt1), box_list.BoxList(gt2)], [None, None],
+        include_background_class=False, implicit_class_weight=0.5)[:4]
+  anchors = np.array([[0, 0, .25, .25], [0, .25, 1, 1], [0, .1, .5, .5],
+                      [.75, .75, 1, 1]], np.float32)
+  gt1 = np.array([[0., 0., 0.2, 0.2]], np.float32)
+  gt2 = np.array([[0, 0.25123152, 1, 1], [0.015789, 0.0985, 0.55789, 0.3842]],
+                 np.float32)
+  cls_t, cls_w, reg_t, reg_w = execute(graph, [anchors, gt1, gt2])
+  np.testing.assert_allclose(cls_t, [[[1], [0], [0], [0]],
+                                     [[0], [1], [1], [0]]])
+  np.testing.assert_allclose(cls_w, [[[1], [.5], [.5], [.5]],
+                                     [[.5], [1], [1], [.5]]])
+  np.testing.assert_allclose(
+      reg_t, [[[0, 0, -0.5, -0.5], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+              [[0, 0, 0, 0], [0, 0.01231521, 0, 0],
+               [0.15789001, -0.01500003, 0.57889998, -1.15799987],
+               [0, 0, 0, 0]]], rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(reg_w, [[1, 0, 0, 0], [0, 1, 1, 0]])
