@@ -10,8 +10,10 @@ from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_evaluation
 from od_estimator.metrics import oid_evaluation
 from od_estimator.metrics import pascal_evaluation
+from od_estimator.metrics import pascal_mask_evaluation
 from od_estimator.utils import config_util
 from od_estimator.utils import eval_visualization
+from od_estimator.utils import ops
 from od_estimator.utils import shape_utils
 
 _IN = fields.InputDataFields
@@ -20,6 +22,7 @@ _DET = fields.DetectionResultFields
 # metrics_set name -> evaluator class (constructed with categories).
 EVAL_METRICS_CLASS_DICT = {
     'coco_detection_metrics': coco_evaluation.CocoDetectionEvaluator,
+    'coco_mask_metrics': coco_evaluation.CocoMaskEvaluator,
     'pascal_voc_detection_metrics':
         pascal_evaluation.PascalDetectionEvaluator,
     'weighted_pascal_voc_detection_metrics':
@@ -29,6 +32,10 @@ EVAL_METRICS_CLASS_DICT = {
     'oid_V2_detection_metrics': oid_evaluation.OpenImagesDetectionEvaluator,
     'oid_challenge_detection_metrics':
         oid_evaluation.OpenImagesDetectionChallengeEvaluator,
+    'pascal_voc_instance_segmentation_metrics':
+        pascal_mask_evaluation.PascalInstanceSegmentationEvaluator,
+    'weighted_pascal_voc_instance_segmentation_metrics':
+        pascal_mask_evaluation.WeightedPascalInstanceSegmentationEvaluator,
 }
 EVAL_DEFAULT_METRIC = 'coco_detection_metrics'
 
@@ -43,16 +50,12 @@ DEPRECATED_METRICS_SETS = {
     'weighted_pascal_voc_metrics': 'weighted_pascal_voc_detection_metrics',
 }
 
-_NEEDS_MASKS = ('needs instance masks, which only a mask model (Mask R-CNN) '
-                'predicts; od_estimator does not build one yet')
 # Names the original accepts whose evaluators od_estimator cannot run yet,
 # with the reason.
 NOT_YET_SUPPORTED_METRICS = {
-    'coco_mask_metrics': _NEEDS_MASKS,
-    'pascal_voc_instance_segmentation_metrics': _NEEDS_MASKS,
-    'weighted_pascal_voc_instance_segmentation_metrics': _NEEDS_MASKS,
-    'oid_challenge_segmentation_metrics': _NEEDS_MASKS,
-    'lvis_mask_metrics': _NEEDS_MASKS,
+    'oid_challenge_segmentation_metrics':
+        'is not supported yet (Open Images instance segmentation)',
+    'lvis_mask_metrics': 'is not supported yet (LVIS mask evaluation)',
     'coco_panoptic_metrics': ('needs panoptic masks, which only a mask model '
                               'predicts; od_estimator does not build one yet'),
     'coco_keypoint_metrics': 'is not supported yet (COCO keypoint evaluation)',
@@ -169,7 +172,10 @@ def evaluator_options_from_eval_config(eval_config):
   options = {}
   for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
     name = DEPRECATED_METRICS_SETS.get(name, name)
-    if name == 'coco_detection_metrics':
+    if name == 'coco_mask_metrics':
+      options[name] = {'include_metrics_per_category':
+                           eval_config.include_metrics_per_category}
+    elif name == 'coco_detection_metrics':
       options[name] = {
           'include_metrics_per_category':
               eval_config.include_metrics_per_category,
@@ -333,6 +339,82 @@ def _scale_to_absolute(boxes, image_shapes):
   return boxes * tf.expand_dims(scale, 1)
 
 
+def _pad_masks(masks, height, width):
+  """[N, h, w] → [N, height, width], zeros below and right."""
+  shape = tf.shape(masks)
+  return tf.pad(masks, [[0, 0], [0, height - shape[1]],
+                        [0, width - shape[2]]])
+
+
+def detection_masks_to_images(masks, boxes, num_detections,
+                              original_image_spatial_shapes):
+  """Box-relative detection masks → binary masks of the original images.
+
+  As the original's evaluation: each image's masks are pasted into its
+  original size with ops.reframe_box_masks_to_image_masks (bilinear) and
+  thresholded at 0.5. One image at a time and only its num_detections
+  masks, so the float intermediate stays [num_detections, height, width]
+  (e.g. 100 x 800 x 1365) whatever the batch size.
+
+  Args:
+    masks: [B, N, mask_height, mask_width] float32 probabilities.
+    boxes: [B, N, 4] normalized ymin, xmin, ymax, xmax.
+    num_detections: [B] int32.
+    original_image_spatial_shapes: [B, 2] int32 height, width.
+
+  Returns:
+    [B, N, max height, max width] uint8 in {0, 1}; image i's masks fill its
+    top-left original height x width, zeros elsewhere and past its
+    detections.
+  """
+  padded = tf.reduce_max(original_image_spatial_shapes, axis=0)
+  max_detections = tf.shape(masks)[1]
+
+  def one_image(args):
+    image_masks, image_boxes, count, shape = args
+    pasted = ops.reframe_box_masks_to_image_masks(
+        image_masks[:count], image_boxes[:count], shape[0], shape[1])
+    binary = tf.cast(tf.greater(pasted, 0.5), tf.uint8)
+    binary = tf.pad(binary, [[0, max_detections - count], [0, 0], [0, 0]])
+    return _pad_masks(binary, padded[0], padded[1])
+
+  return tf.map_fn(one_image, [masks, boxes, num_detections,
+                               original_image_spatial_shapes],
+                   fn_output_signature=tf.uint8, parallel_iterations=1,
+                   back_prop=False)
+
+
+def groundtruth_masks_to_images(masks, true_image_shapes,
+                                original_image_spatial_shapes):
+  """Groundtruth masks of the model input → binary masks of the originals.
+
+  As the original: the true (unpadded) part of each image's masks is
+  resized to the original size, nearest neighbour with aligned corners.
+
+  Args:
+    masks: [B, N, H, W] float32 0/1 at the preprocessed image size.
+    true_image_shapes: [B, 3] int32, the unpadded part of H, W.
+    original_image_spatial_shapes: [B, 2] int32 height, width.
+
+  Returns:
+    [B, N, max height, max width] uint8, image i's in its top-left corner.
+  """
+  padded = tf.reduce_max(original_image_spatial_shapes, axis=0)
+
+  def one_image(args):
+    image_masks, true_shape, shape = args
+    image_masks = image_masks[:, :true_shape[0], :true_shape[1]]
+    resized = tf.compat.v1.image.resize_nearest_neighbor(
+        tf.expand_dims(image_masks, 3), shape, align_corners=True)
+    binary = tf.cast(tf.greater(tf.squeeze(resized, 3), 0.5), tf.uint8)
+    return _pad_masks(binary, padded[0], padded[1])
+
+  return tf.map_fn(one_image, [masks, true_image_shapes,
+                               original_image_spatial_shapes],
+                   fn_output_signature=tf.uint8, parallel_iterations=1,
+                   back_prop=False)
+
+
 def result_dict_for_batched_example(images, keys, detections,
                                     groundtruth=None, class_agnostic=False,
                                     scale_to_absolute=False,
@@ -344,7 +426,8 @@ def result_dict_for_batched_example(images, keys, detections,
   Args:
     images: [B, H, W, C] images (kept as original_image).
     keys: [B] image ids.
-    detections: postprocess output (0-based detection_classes).
+    detections: postprocess output (0-based detection_classes; optional
+      detection_masks [B, N, mask_height, mask_width] box-relative).
     groundtruth: optional dict (groundtruth_from_labels) with
       groundtruth_boxes [B, N, 4] normalized, groundtruth_classes [B, N]
       1-based, num_groundtruth_boxes [B], and optional fields (is_crowd,
@@ -358,7 +441,9 @@ def result_dict_for_batched_example(images, keys, detections,
     label_id_offset: added to 0-based detection classes.
 
   Returns:
-    A dict keyed by the standard field names.
+    A dict keyed by the standard field names. Masks are uint8 0/1 in the
+    original images' frame (see detection_masks_to_images and
+    groundtruth_masks_to_images), as the mask evaluators take them.
   """
   del max_gt_boxes
   batch = shape_utils.combined_static_and_dynamic_shape(images)[0]
@@ -386,8 +471,21 @@ def result_dict_for_batched_example(images, keys, detections,
   }
   if true_image_shapes is not None:
     result[_IN.true_image_shape] = true_image_shapes
+  if _DET.detection_masks in detections:
+    result[_DET.detection_masks] = detection_masks_to_images(
+        detections[_DET.detection_masks], detections[_DET.detection_boxes],
+        result[_DET.num_detections], original_image_spatial_shapes)
   if groundtruth:
     result.update(groundtruth)
+    if _IN.groundtruth_instance_masks in groundtruth:
+      masks = tf.cast(groundtruth[_IN.groundtruth_instance_masks],
+                      tf.float32)
+      mask_true_shapes = true_image_shapes
+      if mask_true_shapes is None:  # Masks without padding.
+        mask_true_shapes = tf.tile(tf.expand_dims(tf.shape(masks)[2:4], 0),
+                                   [tf.shape(masks)[0], 1])
+      result[_IN.groundtruth_instance_masks] = groundtruth_masks_to_images(
+          masks, mask_true_shapes, original_image_spatial_shapes)
     if scale_to_absolute:
       result[_IN.groundtruth_boxes] = _scale_to_absolute(
           groundtruth[_IN.groundtruth_boxes], original_image_spatial_shapes)

@@ -62,17 +62,22 @@ def test_an_alias_next_to_its_current_name_evaluates_once():
 
 
 @pytest.mark.parametrize('name', [
-    'weighted_pascal_voc_instance_segmentation_metrics',
-    'pascal_voc_instance_segmentation_metrics', 'coco_mask_metrics',
-    'oid_challenge_segmentation_metrics'])
-def test_mask_metrics_are_refused_as_needing_a_mask_model(name):
+    'coco_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
+    'weighted_pascal_voc_instance_segmentation_metrics'])
+def test_mask_metrics_sets_are_accepted(name):
+  assert eval_util.check_metrics_set(name) == name
+
+
+@pytest.mark.parametrize('name', [
+    'oid_challenge_segmentation_metrics', 'lvis_mask_metrics'])
+def test_other_mask_metrics_are_refused_naming_what_is_missing(name):
   config = eval_pb2.EvalConfig(metrics_set=[name])
   with pytest.raises(config_util.ConfigError) as raised:
     eval_util.get_evaluators(config, CATS)
   message = str(raised.value)
   assert 'eval_config.metrics_set' in message
-  assert 'needs instance masks' in message and 'Mask R-CNN' in message
-  assert 'oid_V2_detection_metrics' in message  # the accepted names
+  assert 'is not supported yet' in message
+  assert 'coco_mask_metrics' in message  # the accepted names
 
 
 def test_an_unknown_name_lists_the_accepted_ones():

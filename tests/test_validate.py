@@ -83,9 +83,9 @@ BAD_CASES = {
     'unknown_metrics_set': (_break('"coco_detection_metrics"', '"coco_map"'),
                             ["unknown metrics set 'coco_map'"]),
     'metrics_set_not_supported_yet': (
-        _break('"coco_detection_metrics"', '"coco_mask_metrics"'),
-        ["metrics set 'coco_mask_metrics' needs instance masks",
-         'Mask R-CNN', 'accepted: coco_detection_metrics']),
+        _break('"coco_detection_metrics"', '"lvis_mask_metrics"'),
+        ["metrics set 'lvis_mask_metrics' is not supported yet",
+         'accepted: coco_detection_metrics']),
     'zero_eval_batch_size': (
         _break('"coco_detection_metrics"\n',
                '"coco_detection_metrics" batch_size: 0\n'),

@@ -39,6 +39,23 @@ def boxes_to_coco(boxes):
   return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1).tolist()
 
 
+def encode_masks(masks):
+  """[N, H, W] binary masks → N COCO RLE dicts {'size', 'counts' (str)}.
+
+  pycocotools' encoding (what its segm evaluation and results files use);
+  counts are text so the dicts are JSON results as they are.
+  """
+  from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
+  masks = np.asarray(masks)
+  if not len(masks):
+    return []
+  rles = mask_utils.encode(np.asfortranarray(
+      masks.astype(np.uint8, copy=False).transpose(1, 2, 0)))
+  for rle in rles:
+    rle['counts'] = rle['counts'].decode('ascii')
+  return rles
+
+
 def _coco_and_eval(backend):
   if backend == 'faster':
     from faster_coco_eval import COCO, COCOeval_faster  # pylint: disable=g-import-not-at-top

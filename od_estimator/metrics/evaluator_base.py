@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
+from od_estimator.utils import config_util
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -18,6 +19,19 @@ _REQUIRED_FIELDS = (
     _IN.key, _IN.groundtruth_boxes, _IN.groundtruth_classes,
     _IN.num_groundtruth_boxes, _DET.detection_boxes, _DET.detection_scores,
     _DET.detection_classes, _DET.num_detections)
+# Masks of the original image frame, padded to the batch's largest image:
+# each image's are cut to its original_image_spatial_shape.
+_MASK_FIELDS = (_IN.groundtruth_instance_masks, _DET.detection_masks)
+# What a mask evaluator tells the user when the eval dict lacks masks.
+_MISSING_MASKS = {
+    _DET.detection_masks: (
+        'detection masks, which the model does not predict',
+        'use a Mask R-CNN (mask_rcnn_box_predictor with '
+        'predict_instance_masks: true)'),
+    _IN.groundtruth_instance_masks: (
+        'groundtruth instance masks, which the eval input does not load',
+        'set load_instance_masks: true in eval_input_reader'),
+}
 
 
 class DetectionEvaluator:
@@ -32,6 +46,11 @@ class DetectionEvaluator:
 
   optional_groundtruth_box_fields = ()
   optional_groundtruth_image_fields = ()
+  # Per-detection [B, M, ...] fields forwarded, cut to num_detections.
+  optional_detection_fields = ()
+  # Mask evaluators: their metrics_set name; the eval dict must then hold
+  # groundtruth_instance_masks and detection_masks.
+  mask_metrics_set = None
 
   def clear(self):
     """Drops everything added so far."""
@@ -67,11 +86,17 @@ class DetectionEvaluator:
     Returns:
       A py_func op with no outputs.
     """
+    self._check_masks(eval_dict)
     box_fields = [name for name in self.optional_groundtruth_box_fields
                   if eval_dict.get(name) is not None]
     image_fields = [name for name in self.optional_groundtruth_image_fields
                     if eval_dict.get(name) is not None]
-    names = list(_REQUIRED_FIELDS) + box_fields + image_fields
+    detection_fields = [name for name in self.optional_detection_fields
+                        if eval_dict.get(name) is not None]
+    names = (list(_REQUIRED_FIELDS) + box_fields + image_fields +
+             detection_fields)
+    if set(names) & set(_MASK_FIELDS):
+      names.append(_IN.original_image_spatial_shape)
 
     def update(*values):
       batch = dict(zip(names, values))
@@ -82,17 +107,30 @@ class DetectionEvaluator:
             _IN.groundtruth_boxes: batch[_IN.groundtruth_boxes][i][:n],
             _IN.groundtruth_classes: batch[_IN.groundtruth_classes][i][:n]}
         for name in box_fields:
-          groundtruth[name] = batch[name][i][:n]
+          groundtruth[name] = _image_part(batch, name, i, n)
         for name in image_fields:
           groundtruth[name] = batch[name][i]
         self.add_single_ground_truth_image_info(image_id, groundtruth)
-        self.add_single_detected_image_info(image_id, {
-            name: batch[name][i][:m] for name in (
-                _DET.detection_boxes, _DET.detection_scores,
-                _DET.detection_classes)})
+        detections = {name: batch[name][i][:m] for name in (
+            _DET.detection_boxes, _DET.detection_scores,
+            _DET.detection_classes)}
+        for name in detection_fields:
+          detections[name] = _image_part(batch, name, i, m)
+        self.add_single_detected_image_info(image_id, detections)
 
     return tf.compat.v1.py_func(update, [eval_dict[name] for name in names],
                                 [])
+
+  def _check_masks(self, eval_dict):
+    """Raises config_util.ConfigError when a mask evaluator lacks masks."""
+    if not self.mask_metrics_set:
+      return
+    for name in _MASK_FIELDS:
+      if eval_dict.get(name) is None:
+        what, hint = _MISSING_MASKS[name]
+        raise config_util.ConfigError(
+            'metrics set %r needs %s' % (self.mask_metrics_set, what),
+            field='eval_config.metrics_set', hint=hint)
 
   def get_estimator_eval_metric_ops(self, eval_dict):
     """Returns {metric name: (value_op, update_op)} for an EstimatorSpec.
@@ -122,3 +160,15 @@ class DetectionEvaluator:
         metric_ops[name] = (tf.compat.v1.py_func(value_of(name), [],
                                                  tf.float32), update_op)
     return metric_ops
+
+
+def _image_part(batch, name, index, count):
+  """Image `index`'s first `count` rows of a batched field.
+
+  Masks are also cut to the image's original height and width.
+  """
+  values = batch[name][index][:count]
+  if name in _MASK_FIELDS:
+    height, width = batch[_IN.original_image_spatial_shape][index][:2]
+    values = values[:, :int(height), :int(width)]
+  return values

@@ -21,6 +21,7 @@ import numpy as np
 
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import evaluator_base
+from od_estimator.metrics import overlaps
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -108,60 +109,31 @@ def compute_average_precision(precision, recall):
                       precision[steps]))
 
 
-def _intersection(boxes1, boxes2):
-  """[N, M] intersection areas of [N, 4] and [M, 4] boxes."""
-  ymin1, xmin1, ymax1, xmax1 = np.split(boxes1, 4, axis=1)
-  ymin2, xmin2, ymax2, xmax2 = np.split(boxes2, 4, axis=1)
-  heights = np.minimum(ymax1, ymax2.T) - np.maximum(ymin1, ymin2.T)
-  widths = np.minimum(xmax1, xmax2.T) - np.maximum(xmin1, xmin2.T)
-  return np.maximum(heights, 0.) * np.maximum(widths, 0.)
-
-
-def _area(boxes):
-  return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-
-
-def _iou(boxes1, boxes2):
-  intersection = _intersection(boxes1, boxes2)
-  union = _area(boxes1)[:, None] + _area(boxes2)[None, :] - intersection
-  return intersection / union
-
-
-def _nms_order(boxes, scores, iou_threshold, max_output_size):
-  """Indices kept by greedy NMS, best score first (1.0 disables NMS)."""
-  order = np.argsort(scores)[::-1]
-  if iou_threshold >= 1.0:
-    return order[:max_output_size]
-  keep = []
-  while order.size and len(keep) < max_output_size:
-    keep.append(order[0])
-    overlaps = _iou(boxes[order[:1]], boxes[order[1:]])[0]
-    order = order[1:][overlaps <= iou_threshold]
-  return np.array(keep, dtype=int)
-
-
 def _tp_fp_single_class(boxes, scores, gt_boxes, gt_difficult, gt_group_of,
                         iou_threshold, group_of_weight, nms_iou_threshold,
-                        nms_max_output_boxes):
+                        nms_max_output_boxes, measure=overlaps.BOXES):
   """Scores and TP/FP labels of one class's detections in one image.
 
   Group-of boxes (Open Images) take the detections left unmatched whose
   intersection covers >= iou_threshold of the detection's area; those
   detections are dropped and each hit group-of box adds one entry with the
   best covering score and label group_of_weight (nothing if that is 0).
+  `boxes` and `gt_boxes` are the regions `measure` compares: boxes, or
+  masks (overlaps.MASKS).
 
   Returns:
     (scores [K] float, labels [K] float), labels 1.0 for true positives.
   """
   if not len(boxes):
     return np.zeros(0), np.zeros(0)
-  order = _nms_order(boxes, scores, nms_iou_threshold, nms_max_output_boxes)
+  order = overlaps.nms_order(boxes, scores, nms_iou_threshold,
+                             nms_max_output_boxes, measure)
   boxes, scores = boxes[order], scores[order]
   is_tp = np.zeros(len(scores), bool)
   dropped = np.zeros(len(scores), bool)
   single = ~gt_group_of
   if single.any():
-    iou = _iou(boxes, gt_boxes[single])
+    iou = measure.iou(boxes, gt_boxes[single])
     difficult = gt_difficult[single]
     best = np.argmax(iou, axis=1)
     taken = np.zeros(len(difficult), bool)
@@ -176,8 +148,7 @@ def _tp_fp_single_class(boxes, scores, gt_boxes, gt_difficult, gt_group_of,
         is_tp[i] = taken[g] = True
   group_scores = np.zeros(0)
   if gt_group_of.any():
-    coverage = _intersection(boxes, gt_boxes[gt_group_of]) / _area(
-        boxes)[:, None]
+    coverage = measure.coverage(boxes, gt_boxes[gt_group_of])
     best = np.argmax(coverage, axis=1)
     best_score = np.zeros(int(gt_group_of.sum()))
     for i, g in enumerate(best):
@@ -209,18 +180,13 @@ def optional_box_flags(groundtruth_dict, field):
 
 
 def _keep_detections(detections_dict, keep):
-  """A copy of one image's detections with only the entries `keep` selects.
-
-  Args:
-    detections_dict: detection_boxes [M, 4], detection_scores [M] and
-      detection_classes [M].
-    keep: [M] bool.
-  """
-  kept = dict(detections_dict)
-  for name in (_DET.detection_boxes, _DET.detection_scores,
-               _DET.detection_classes):
-    kept[name] = np.asarray(detections_dict[name])[keep]
-  return kept
+  """A copy of one image's detections (boxes, scores, classes, optional
+  masks: [M, ...] each) with only the entries the [M] bool `keep` selects."""
+  return dict(detections_dict, **{
+      name: np.asarray(detections_dict[name])[keep] for name in (
+          _DET.detection_boxes, _DET.detection_scores,
+          _DET.detection_classes, _DET.detection_masks)
+      if name in detections_dict})
 
 
 class ObjectDetectionEvaluation:
@@ -270,7 +236,8 @@ class ObjectDetectionEvaluation:
   def add_single_ground_truth_image_info(self, image_key, groundtruth_boxes,
                                          groundtruth_class_labels,
                                          groundtruth_is_difficult_list=None,
-                                         groundtruth_is_group_of_list=None):
+                                         groundtruth_is_group_of_list=None,
+                                         groundtruth_masks=None):
     """Adds one image's groundtruth; a repeated image_key is ignored.
 
     Args:
@@ -279,6 +246,8 @@ class ObjectDetectionEvaluation:
       groundtruth_class_labels: [M] int 0-based.
       groundtruth_is_difficult_list: optional [M] bool.
       groundtruth_is_group_of_list: optional [M] bool.
+      groundtruth_masks: optional [M, H, W] uint8 0/1: with detected masks,
+        detections match by mask IoU (as the original's mask mode).
     """
     if image_key in self._groundtruth:
       logging.warning('Image %s is already in the groundtruth; ignored.',
@@ -291,14 +260,16 @@ class ObjectDetectionEvaluation:
       flags.append(np.zeros(len(labels), bool) if flag is None else
                    np.asarray(flag).astype(bool).reshape([-1]))
     difficult, group_of = flags
-    self._groundtruth[image_key] = (boxes, labels, difficult, group_of)
+    self._groundtruth[image_key] = (boxes, labels, difficult, group_of,
+                                    groundtruth_masks)
     # Difficult boxes are not groundtruth; group-of boxes count with weight.
     counted = ~difficult & (labels >= 0) & (labels < self.num_class)
     np.add.at(self.num_gt_instances_per_class, labels[counted],
               np.where(group_of[counted], self.group_of_weight, 1.0))
 
   def add_single_detected_image_info(self, image_key, detected_boxes,
-                                     detected_scores, detected_class_labels):
+                                     detected_scores, detected_class_labels,
+                                     detected_masks=None):
     """Labels one image's detections; images without groundtruth have none.
 
     Args:
@@ -306,6 +277,8 @@ class ObjectDetectionEvaluation:
       detected_boxes: [K, 4] absolute ymin, xmin, ymax, xmax.
       detected_scores: [K] float.
       detected_class_labels: [K] int 0-based.
+      detected_masks: optional [K, H, W] uint8 0/1, compared by mask IoU
+        with the groundtruth masks.
 
     Raises:
       ValueError: if the three arrays differ in length.
@@ -324,17 +297,23 @@ class ObjectDetectionEvaluation:
       return
     self._detection_keys.add(image_key)
     empty = np.zeros(0, bool)
-    gt_boxes, gt_labels, difficult, group_of = self._groundtruth.get(
-        image_key, (np.zeros([0, 4]), np.zeros(0, int), empty, empty))
+    gt_boxes, gt_labels, difficult, group_of, gt_masks = (
+        self._groundtruth.get(image_key, (np.zeros([0, 4]), np.zeros(0, int),
+                                          empty, empty, None)))
     # Empty or inverted boxes cannot match anything; drop them entirely.
     valid = (boxes[:, 0] < boxes[:, 2]) & (boxes[:, 1] < boxes[:, 3])
+    measure = overlaps.BOXES
+    if detected_masks is not None:
+      measure, boxes = overlaps.MASKS, np.asarray(detected_masks)
+      gt_boxes = (np.zeros((0,) + boxes.shape[1:], np.uint8)
+                  if gt_masks is None else np.asarray(gt_masks))
     for c in range(self.num_class):
       det = valid & (labels == c)
       gt = gt_labels == c
       class_scores, tp_fp = _tp_fp_single_class(
           boxes[det], scores[det], gt_boxes[gt], difficult[gt], group_of[gt],
           self.matching_iou_threshold, self.group_of_weight,
-          self.nms_iou_threshold, self.nms_max_output_boxes)
+          self.nms_iou_threshold, self.nms_max_output_boxes, measure)
       if len(class_scores):
         self.scores_per_class[c].append(class_scores)
         self.tp_fp_labels_per_class[c].append(tp_fp)
@@ -485,7 +464,9 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
         groundtruth_class_labels=(classes.astype(int) -
                                   self._label_id_offset),
         groundtruth_is_difficult_list=difficult,
-        groundtruth_is_group_of_list=group_of)
+        groundtruth_is_group_of_list=group_of,
+        groundtruth_masks=self._masks(groundtruth_dict,
+                                      _IN.groundtruth_instance_masks))
     self._image_ids.add(image_id)
     self._evaluated_classes[image_id] = self._classes_evaluated_in(
         groundtruth_dict)
@@ -540,7 +521,13 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
         image_key=image_id,
         detected_boxes=detections_dict[_DET.detection_boxes],
         detected_scores=detections_dict[_DET.detection_scores],
-        detected_class_labels=classes.astype(int) - self._label_id_offset)
+        detected_class_labels=classes.astype(int) - self._label_id_offset,
+        detected_masks=self._masks(detections_dict, _DET.detection_masks))
+
+  def _masks(self, values, name):
+    """Checked binary values[name] for mask evaluators (see overlaps)."""
+    return overlaps.binary_masks(name, values.get(name), type(self).__name__
+                                 ) if self.mask_metrics_set else None
 
   def evaluate(self):
     """Returns {summary name: mAP, per-category name: AP} (NaN: no data)."""

@@ -27,11 +27,15 @@ def _nearest_resize(array, height, width):
   resize(NEAREST_NEIGHBOR, align_corners=True) of the retained image.
   """
   in_height, in_width = array.shape[:2]
-  rows = np.round(np.arange(height) * (in_height - 1) /
-                  max(height - 1, 1)).astype(np.int64)
-  cols = np.round(np.arange(width) * (in_width - 1) /
-                  max(width - 1, 1)).astype(np.int64)
-  return array[rows][:, cols]
+  return array[_nearest_sources(in_height, height)][
+      :, _nearest_sources(in_width, width)]
+
+
+def _nearest_sources(in_size, out_size):
+  """Source index of each output index: TF's float32 scale, halves up."""
+  scale = np.float32(in_size - 1) / np.float32(max(out_size - 1, 1))
+  return np.floor(np.arange(out_size, dtype=np.float32) * scale +
+                  np.float32(0.5)).astype(np.int64)
 
 
 class _Frame:
@@ -163,6 +167,9 @@ class SideBySideEvalImages:
   def _add_batch(self, names, *values):
     """py_func body: draws the batch's images while fewer than wanted."""
     batch = dict(zip(names, values))
+    # Masks of the eval dict are in the original frame, padded to the
+    # batch's largest image (eval_util.result_dict_for_batched_example).
+    padded = tuple(np.max(batch[_IN.original_image_spatial_shape], axis=0))
     for i in range(len(batch[_IN.original_image])):
       if len(self._images) >= self._max_examples:
         return
@@ -183,6 +190,8 @@ class SideBySideEvalImages:
           (_IN.groundtruth_keypoints, groundtruth, 'keypoints')):
         if source in batch:
           target[key] = batch[source][i][:m if target is detections else n]
+          if key == 'masks' and target[key].shape[1:3] == padded:
+            target[key] = target[key][:, :frame.height, :frame.width]
       self._images.append(self.draw(batch[_IN.original_image][i],
                                     detections, groundtruth, frame))
 

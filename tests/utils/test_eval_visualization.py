@@ -134,3 +134,26 @@ def test_retained_frame_is_cropped_to_the_true_shape_then_resized():
   assert resized[0, 0] == 0 and resized[-1, -1] == picture[1, 2]
   masks = frame.masks(np.ones([2, 4, 4], np.float32))
   assert masks.shape == (2, 4, 6) and masks.dtype == np.uint8
+
+
+def test_padded_original_frame_masks_are_drawn_on_both_sides():
+  """Masks as eval_util gives them: the original frame of each image,
+  padded to the batch's largest (here 52 x 44 for 48 x 40 images)."""
+  masks = np.zeros([BATCH, 2, HEIGHT + 4, WIDTH + 4], np.uint8)
+  masks[:, 0, 42:48, 0:6] = 1  # Away from the boxes' lines and labels.
+  visualization = eval_visualization.SideBySideEvalImages(
+      CATEGORY_INDEX, max_examples_to_draw=1, min_score_thresh=0.5)
+  with tf.Graph().as_default():
+    eval_dict = _eval_dict()
+    eval_dict[_IN.original_image_spatial_shape] = tf.constant(
+        [[HEIGHT, WIDTH], [HEIGHT, WIDTH], [HEIGHT + 4, WIDTH + 4]])
+    eval_dict[_DET.detection_masks] = tf.constant(masks)
+    eval_dict[_IN.groundtruth_instance_masks] = tf.constant(masks)
+    ops = visualization.get_estimator_eval_metric_ops(eval_dict)
+    with tf.compat.v1.Session() as sess:
+      sess.run(next(iter(ops.values()))[1])
+      image = _image(sess.run(ops['Detections_Left_Groundtruth_Right/0'][0]))
+  assert image.shape == (HEIGHT, 2 * WIDTH, 3)
+  for side in (image[:, :WIDTH], image[:, WIDTH:]):
+    assert tuple(side[46, 36]) == (128, 128, 128)
+    assert tuple(side[45, 3]) != (128, 128, 128)  # Tinted by the mask.
