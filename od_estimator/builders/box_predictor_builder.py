@@ -8,7 +8,8 @@ Supports the `convolutional_box_predictor` and
 `weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
 with the original's variable names; with keras_layer_names=True, those of
 its TF2 Keras predictors) and `mask_rcnn_box_predictor`, the second stage of
-Faster R-CNN (its mask head comes with Mask R-CNN). build_rpn_box_predictor
+Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head as its
+third-stage head). build_rpn_box_predictor
 makes the Faster R-CNN first stage's objectness predictor, which has no
 config message of its own. R-FCN's predictor is not built yet.
 """
@@ -22,6 +23,7 @@ from od_estimator.predictors import convolutional_box_predictor
 from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.predictors.heads import box_head
 from od_estimator.predictors.heads import class_head
+from od_estimator.predictors.heads import mask_head
 from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
 
@@ -358,24 +360,31 @@ _MASK_FIELDS = ('conv_hyperparams', 'mask_height', 'mask_width',
 
 
 def _check_mask_rcnn_fields(config):
-  """Raises UserInputError for the options of heads not built yet."""
+  """Raises UserInputError for options that cannot be honoured."""
   oneof = 'mask_rcnn_box_predictor'
   if config.predict_keypoints:
     raise UserInputError(
         '%s.predict_keypoints: keypoint heads are not supported (the '
         "original never built one either); remove it." % oneof)
   if config.predict_instance_masks:
-    raise UserInputError(
-        '%s.predict_instance_masks: mask heads come with Mask R-CNN, which '
-        'od_estimator does not build yet. Remove predict_instance_masks and '
-        'the other mask fields (%s) to train the boxes only (Faster R-CNN).'
-        % (oneof, ', '.join(_MASK_FIELDS)))
-  for field in _MASK_FIELDS:
-    if config.HasField(field):
+    if not config.HasField('conv_hyperparams'):
       raise UserInputError(
-          '%s.%s configures the mask head, which comes with Mask R-CNN and '
-          'is not built yet (predict_instance_masks is off anyway); remove '
-          'it.' % (oneof, field))
+          '%s.conv_hyperparams is required with predict_instance_masks: '
+          'it configures the mask head\'s convolutions.' % oneof)
+    if min(config.mask_height, config.mask_width,
+           config.mask_prediction_num_conv_layers) < 1:
+      raise UserInputError(
+          '%s: mask_height, mask_width and mask_prediction_num_conv_layers '
+          'must be >= 1, got %d, %d and %d.' % (
+              oneof, config.mask_height, config.mask_width,
+              config.mask_prediction_num_conv_layers))
+  else:
+    for field in _MASK_FIELDS:
+      if config.HasField(field):
+        raise UserInputError(
+            '%s.%s configures the mask head, which is only built with '
+            'predict_instance_masks: true; set that or remove %s.'
+            % (oneof, field, field))
   if config.fc_hyperparams.op != hyperparams_pb2.Hyperparams.FC:
     raise UserInputError(
         '%s.fc_hyperparams must set op: FC: the second-stage heads are '
@@ -394,6 +403,20 @@ def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
   # like any variable the checkpoint lacks.
   del keras_layer_names
   _check_mask_rcnn_fields(config)
+  third_stage_heads = {}
+  if config.predict_instance_masks:
+    third_stage_heads[mask_rcnn_box_predictor.MASK_PREDICTIONS] = (
+        mask_head.MaskRCNNMaskHead(
+            num_classes=num_classes,
+            conv_hyperparams_fn=argscope_fn(config.conv_hyperparams,
+                                            is_training),
+            mask_height=config.mask_height,
+            mask_width=config.mask_width,
+            mask_prediction_num_conv_layers=(
+                config.mask_prediction_num_conv_layers),
+            mask_prediction_conv_depth=config.mask_prediction_conv_depth,
+            masks_are_class_agnostic=config.masks_are_class_agnostic,
+            convolve_then_upsample=config.convolve_then_upsample_masks))
   return build_mask_rcnn_box_predictor(
       is_training=is_training,
       num_classes=num_classes,
@@ -402,7 +425,8 @@ def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
       dropout_keep_prob=config.dropout_keep_probability,
       box_code_size=config.box_code_size,
       add_background_class=add_background_class,
-      share_box_across_classes=config.share_box_across_classes)
+      share_box_across_classes=config.share_box_across_classes,
+      third_stage_heads=third_stage_heads)
 
 
 _BUILDERS = {

@@ -8,6 +8,11 @@ IoU with an argmax matcher (anchors: matched >= 0.7, unmatched < 0.3, every
 groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
 RPN's losses are smooth L1 and softmax, its predictor a 1x1 convolutional
 box predictor with one class (objectness).
+
+Mask R-CNN is number_of_stages 3 with predict_instance_masks in the
+mask_rcnn_box_predictor. resize_masks needs no work here: mask targets are
+cropped from the groundtruth masks with normalized boxes, whatever their
+resolution.
 """
 import functools
 
@@ -51,11 +56,11 @@ def _check_config(config):
   if config.num_classes <= 0:
     raise UserInputError('%s.num_classes must be > 0, got %d.' %
                          (_FRCNN, config.num_classes))
-  if config.number_of_stages not in (1, 2):
+  if config.number_of_stages not in (1, 2, 3):
     raise UserInputError(
-        '%s.number_of_stages: %d is not supported; use 1 (RPN only) or 2 (3 '
-        'is for Mask R-CNN, which comes later).' %
-        (_FRCNN, config.number_of_stages))
+        '%s.number_of_stages: %d is not supported; use 1 (RPN only), 2 '
+        '(Faster R-CNN) or 3 (Mask R-CNN).' % (_FRCNN,
+                                               config.number_of_stages))
   for field, why in _UNSUPPORTED_FIELDS.items():
     if config.HasField(field) and (
         field == 'context_config' or getattr(config, field)):
@@ -81,7 +86,7 @@ def _check_config(config):
     raise UserInputError('%s.first_stage_nms_iou_threshold must be in [0, 1], '
                          'got %g.' % (_FRCNN,
                                       config.first_stage_nms_iou_threshold))
-  if config.number_of_stages == 2:
+  if config.number_of_stages > 1:
     _check_second_stage(config)
 
 
@@ -95,12 +100,15 @@ def _check_second_stage(config):
     raise UserInputError(
         '%s.second_stage_box_predictor: %s is not supported; use '
         'mask_rcnn_box_predictor.' % (_FRCNN, predictor or 'nothing set'))
-  mask_config = config.second_stage_box_predictor.mask_rcnn_box_predictor
-  if mask_config.predict_instance_masks:
+  masks = (config.second_stage_box_predictor.mask_rcnn_box_predictor
+           .predict_instance_masks)
+  if masks != (config.number_of_stages == 3):
     raise UserInputError(
-        '%s.second_stage_box_predictor.mask_rcnn_box_predictor.'
-        'predict_instance_masks is not supported yet (Mask R-CNN comes '
-        'later).' % _FRCNN)
+        '%s: Mask R-CNN is number_of_stages: 3 with second_stage_box_predictor'
+        '.mask_rcnn_box_predictor.predict_instance_masks: true; one without '
+        'the other is not supported (number_of_stages %d, '
+        'predict_instance_masks %s).' % (_FRCNN, config.number_of_stages,
+                                         str(masks).lower()))
   if config.initial_crop_size <= 0:
     raise UserInputError('%s.initial_crop_size must be > 0, got %d.' %
                          (_FRCNN, config.initial_crop_size))
@@ -140,7 +148,7 @@ def _target_assigner(matched_threshold, unmatched_threshold,
 def _build_first_stage(config, is_training, use_static_shapes):
   """FirstStageParams of the region proposal network."""
   if is_training and config.second_stage_batch_size > (
-      config.first_stage_max_proposals) and config.number_of_stages == 2:
+      config.first_stage_max_proposals) and config.number_of_stages > 1:
     raise UserInputError(
         '%s.second_stage_batch_size (%d) must not exceed '
         'first_stage_max_proposals (%d).' % (
@@ -216,7 +224,8 @@ def _build_second_stage(config, is_training, use_static_shapes):
       batch_size=config.second_stage_batch_size,
       localization_loss_weight=localization_weight,
       classification_loss_weight=classification_weight,
-      hard_example_miner=hard_example_miner)
+      hard_example_miner=hard_example_miner,
+      mask_loss_weight=config.second_stage_mask_prediction_loss_weight)
   return roi_crop, second_stage
 
 
@@ -240,7 +249,7 @@ def build(config, is_training, add_summaries=True):
   use_static_shapes = config.use_static_shapes and (
       is_training or config.use_static_shapes_for_eval)
   roi_crop = second_stage = None
-  if config.number_of_stages == 2:
+  if config.number_of_stages > 1:
     roi_crop, second_stage = _build_second_stage(config, is_training,
                                                  use_static_shapes)
   return faster_rcnn_meta_arch.FasterRCNNMetaArch(

@@ -66,6 +66,8 @@ class SecondStageParams:
     classification_loss_weight: second_stage_classification_loss_weight.
     hard_example_miner: optional losses.HardExampleMiner; with it every
       proposal is classified in training and the miner picks the losses.
+    mask_loss_weight: second_stage_mask_prediction_loss_weight (Mask R-CNN,
+      number_of_stages 3).
   """
   box_predictor: Any
   target_assigner: Any
@@ -77,6 +79,7 @@ class SecondStageParams:
   localization_loss_weight: float = 1.0
   classification_loss_weight: float = 1.0
   hard_example_miner: Any = None
+  mask_loss_weight: float = 1.0
 
 
 def _single_map(prediction):
@@ -315,7 +318,7 @@ class BoxClassifier:
 
   def detections(self, refined_box_encodings,
                  class_predictions_with_background, proposal_boxes,
-                 num_proposals, image_shapes, mask_predictions=None):
+                 num_proposals, image_shapes):
     """Decodes, scores and suppresses the classified proposals.
 
     Args:
@@ -323,15 +326,13 @@ class BoxClassifier:
         proposal_boxes, num_proposals: as in loss().
       image_shapes: [batch, 3] int32 true image shapes: detections are
         clipped to each image and normalized by its size.
-      mask_predictions: optional [batch * max_proposals, num_classes,
-        mask_h, mask_w] logits.
 
     Returns:
       The DetectionModel detections dict: detection_boxes, _scores,
       _classes (0-based), _multiclass_scores, num_detections,
       raw_detection_boxes [batch, max_proposals, 4] normalized and clipped,
-      raw_detection_scores [batch, max_proposals, num_classes + 1], and
-      detection_masks with mask predictions.
+      raw_detection_scores [batch, max_proposals, num_classes + 1]. (Mask
+      R-CNN predicts masks on these detections: mask_branch.)
     """
     batch_size, max_num_proposals = (
         shape_utils.combined_static_and_dynamic_shape(proposal_boxes)[:2])
@@ -346,19 +347,12 @@ class BoxClassifier:
     decoded_boxes = rpn.batch_decode(self._box_coder, box_encodings,
                                      proposal_boxes)
     scores_with_background = self._params.score_conversion_fn(class_logits)
-    masks = None
-    if mask_predictions is not None:
-      mask_shape = mask_predictions.shape.as_list()
-      masks = tf.reshape(tf.sigmoid(mask_predictions),
-                         [batch_size, max_num_proposals, self._num_classes,
-                          mask_shape[2], mask_shape[3]])
-    (boxes, scores, classes, nmsed_masks, nmsed_fields,
+    (boxes, scores, classes, _, nmsed_fields,
      num_detections) = self._params.nms_fn(
          decoded_boxes, scores_with_background[:, :, 1:],
          clip_window=rpn.absolute_windows(image_shapes),
          change_coordinate_frame=True, num_valid_boxes=num_proposals,
-         additional_fields={'multiclass_scores': scores_with_background},
-         masks=masks)
+         additional_fields={'multiclass_scores': scores_with_background})
     if num_box_codes > 1:
       best_class = tf.argmax(class_logits[:, :, 1:], axis=2,
                              output_type=tf.int32)
@@ -369,7 +363,7 @@ class BoxClassifier:
     raw_boxes = tf.clip_by_value(rpn.normalize_boxes(raw_boxes, image_shapes),
                                  0.0, 1.0)
     result = fields.DetectionResultFields
-    detections = {
+    return {
         result.detection_boxes: boxes,
         result.detection_scores: scores,
         result.detection_classes: classes,
@@ -378,6 +372,3 @@ class BoxClassifier:
         result.raw_detection_boxes: raw_boxes,
         result.raw_detection_scores: scores_with_background,
     }
-    if nmsed_masks is not None:
-      detections[result.detection_masks] = nmsed_masks
-    return detections

@@ -9,7 +9,10 @@ Composed of parts, each built by the builder and usable alone:
 
 With number_of_stages 1 the model is the RPN alone and its proposals are the
 detections (one class). With 2, proposals are cropped, classified and
-refined. In training the second stage sees a balanced sample of
+refined. With 3 (Mask R-CNN) a mask head follows (MaskBranch): in training
+on the sampled proposals' features, at inference on the post-processed
+detections, whose features are cropped and extracted again, so predict()
+already returns the detections and detection_masks, as in the original. In training the second stage sees a balanced sample of
 second_stage_batch_size proposals per image (every proposal when a hard
 example miner picks the losses instead); at inference it sees
 first_stage_max_proposals.
@@ -29,6 +32,7 @@ from od_estimator.core import model
 from od_estimator.core import standard_fields as fields
 from od_estimator.meta_architectures import batch_norm_mode
 from od_estimator.meta_architectures import box_classifier
+from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor
 from od_estimator.utils import shape_utils
@@ -44,6 +48,10 @@ FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE = (
     faster_rcnn_feature_extractor.FIRST_STAGE_SCOPE)
 SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE = (
     faster_rcnn_feature_extractor.SECOND_STAGE_SCOPE)
+# Keys of postprocess()'s results, which a 3-stage predict() holds too.
+_DETECTION_RESULT_KEYS = frozenset(
+    value for name, value in vars(fields.DetectionResultFields).items()
+    if not name.startswith('_'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +61,7 @@ class ModelParams:
   Attributes:
     num_classes: classes without background.
     image_resizer_fn: fn(image) -> (resized_image, true_image_shape, ...).
-    number_of_stages: 1 (RPN only) or 2.
+    number_of_stages: 1 (RPN only), 2, or 3 (with the mask branch).
     use_static_shapes: keep every shape static (TPU): static NMS, static
       sampling and gathers.
     inplace_batchnorm_update: update batch norm statistics with the forward
@@ -97,17 +105,17 @@ class FasterRCNNMetaArch(model.DetectionModel):
         this model adds no summaries of its own.
 
     Raises:
-      ValueError: for a number_of_stages other than 1 or 2, missing
-        second-stage parts, or (training) second_stage_batch_size above
-        first_stage_max_proposals.
+      ValueError: for a number_of_stages other than 1, 2 and 3, missing
+        second-stage parts, a third stage without a mask head, or
+        (training) second_stage_batch_size above first_stage_max_proposals.
     """
     super().__init__(num_classes=model_params.num_classes)
     del add_summaries
-    if model_params.number_of_stages not in (1, 2):
-      raise ValueError('number_of_stages must be 1 or 2, got %d.' %
+    if model_params.number_of_stages not in (1, 2, 3):
+      raise ValueError('number_of_stages must be 1, 2 or 3, got %d.' %
                        model_params.number_of_stages)
-    if model_params.number_of_stages == 2 and (roi_crop is None or
-                                               second_stage is None):
+    if model_params.number_of_stages > 1 and (roi_crop is None or
+                                              second_stage is None):
       raise ValueError('A two-stage model needs roi_crop and second_stage.')
     if (is_training and second_stage is not None and
         second_stage.batch_size > first_stage.max_proposals):
@@ -121,10 +129,16 @@ class FasterRCNNMetaArch(model.DetectionModel):
         first_stage, is_training, model_params.use_static_shapes,
         model_params.parallel_iterations)
     self._box_classifier = None
-    if model_params.number_of_stages == 2:
+    self._mask_branch = None
+    if model_params.number_of_stages > 1:
       self._box_classifier = box_classifier.BoxClassifier(
           second_stage, roi_crop, model_params.num_classes,
           self._rpn.box_coder, is_training, model_params.use_static_shapes)
+    if model_params.number_of_stages == 3:
+      self._mask_branch = mask_branch.MaskBranch(
+          second_stage.box_predictor, second_stage.target_assigner,
+          roi_crop.crop_and_resize_fn, model_params.num_classes,
+          second_stage.mask_loss_weight)
     self._anchors = None
 
   @property
@@ -200,9 +214,11 @@ class FasterRCNNMetaArch(model.DetectionModel):
       class_predictions_with_background [batch * max_num_proposals,
       num_classes + 1], num_proposals [batch], proposal_boxes [batch,
       max_num_proposals, 4] absolute, proposal_boxes_normalized (same,
-      normalized) and box_classifier_features.
+      normalized) and box_classifier_features. With 3 stages also
+      mask_predictions [num_rois, num_masks, mask_h, mask_w] logits (rois:
+      the proposals in training, the detections at inference) and, at
+      inference, postprocess()'s detections with detection_masks.
     """
-    del true_image_shapes
     image_shape = tf.shape(preprocessed_inputs)
 
     def first_stage():
@@ -219,7 +235,43 @@ class FasterRCNNMetaArch(model.DetectionModel):
       prediction_dict.update(self._predict_second_stage(
           prediction_dict, _image_batch_shape_2d(
               image_shape, prediction_dict['rpn_box_encodings'])))
+    if self._mask_branch is not None:
+      prediction_dict.update(self._predict_third_stage(prediction_dict,
+                                                       true_image_shapes))
     return prediction_dict
+
+  def _predict_third_stage(self, prediction_dict, true_image_shapes):
+    """Mask logits; at inference first the detections they belong to."""
+    if self._is_training:
+      return {'mask_predictions': self._in_batch_norm_mode(
+          lambda: self._mask_branch.predict(
+              prediction_dict['box_classifier_features']))}
+    detections = self.postprocess(prediction_dict, true_image_shapes)
+    # Detections are normalized to the true image; features are cropped
+    # from the whole preprocessed (possibly padded) image.
+    image_shapes = _image_batch_shape_2d(prediction_dict['image_shape'],
+                                         true_image_shapes)
+    true_sizes = tf.cast(true_image_shapes[:, :2], tf.float32)
+    scale = tf.tile(true_sizes / tf.cast(image_shapes[:, :2], tf.float32),
+                    [1, 2])
+    boxes = tf.stop_gradient(
+        detections[fields.DetectionResultFields.detection_boxes] *
+        scale[:, tf.newaxis, :])
+
+    def third_stage():
+      cropped = self._box_classifier.crop(
+          prediction_dict['rpn_features_to_crop'], boxes)
+      features = self._feature_extractor.extract_box_classifier_features(
+          cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
+      return self._mask_branch.predict(features)
+
+    mask_logits = self._in_batch_norm_mode(third_stage)
+    detections['mask_predictions'] = mask_logits
+    detections[fields.DetectionResultFields.detection_masks] = (
+        self._mask_branch.detection_masks(
+            mask_logits,
+            detections[fields.DetectionResultFields.detection_classes]))
+    return detections
 
   def _predict_second_stage(self, prediction_dict, image_shapes):
     """Proposals (sampled in training), ROI features and box predictions."""
@@ -264,7 +316,9 @@ class FasterRCNNMetaArch(model.DetectionModel):
     With number_of_stages 1 the detections are the proposals: class 0 for
     every one, objectness as score, detection_multiclass_scores [batch,
     max_proposals, 2]. With 2 they are the box classifier's suppressed,
-    0-based multi-class detections.
+    0-based multi-class detections. With 3 (at inference) predict() has
+    made them, with detection_masks [batch, max_detections, mask_h, mask_w]
+    (probabilities, box-relative); they are returned as they are.
 
     Args:
       prediction_dict: predict()'s outputs.
@@ -276,6 +330,9 @@ class FasterRCNNMetaArch(model.DetectionModel):
       raw_detection_scores (see BoxClassifier.detections).
     """
     result = fields.DetectionResultFields
+    if result.detection_masks in prediction_dict:
+      return {key: value for key, value in prediction_dict.items()
+              if key in _DETECTION_RESULT_KEYS}
     if self._box_classifier is None:
       with tf.name_scope('FirstStagePostprocessor'):
         proposals = self._rpn.proposals(
@@ -302,8 +359,7 @@ class FasterRCNNMetaArch(model.DetectionModel):
           prediction_dict['refined_box_encodings'],
           prediction_dict['class_predictions_with_background'],
           prediction_dict['proposal_boxes'],
-          prediction_dict['num_proposals'], true_image_shapes,
-          mask_predictions=prediction_dict.get('mask_predictions'))
+          prediction_dict['num_proposals'], true_image_shapes)
 
   def _format_groundtruth(self, image_shapes):
     """Groundtruth as the stages' target assigners take it.
@@ -339,16 +395,20 @@ class FasterRCNNMetaArch(model.DetectionModel):
 
     Args:
       prediction_dict: predict()'s outputs.
-      true_image_shapes: [batch, 3] int32 (unused; groundtruth is
-        normalized to the preprocessed image).
+      true_image_shapes: [batch, 3] int32 (groundtruth is normalized to the
+        preprocessed image; only evaluation's mask loss, on the detections,
+        reads them).
       scope: optional name scope; 'Loss' by default.
 
     Returns:
-      {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss'}
-      and with 2 stages {'Loss/BoxClassifierLoss/localization_loss',
-      'Loss/BoxClassifierLoss/classification_loss'}: scalars.
+      {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss'},
+      with 2 stages {'Loss/BoxClassifierLoss/localization_loss',
+      'Loss/BoxClassifierLoss/classification_loss'} and with 3
+      'Loss/BoxClassifierLoss/mask_loss': scalars.
+
+    Raises:
+      ValueError: with 3 stages and no groundtruth masks.
     """
-    del true_image_shapes
     with tf.compat.v1.name_scope(scope, 'Loss'):
       image_shapes = _image_batch_shape_2d(
           prediction_dict['image_shape'],
@@ -370,7 +430,30 @@ class FasterRCNNMetaArch(model.DetectionModel):
             prediction_dict['proposal_boxes'],
             prediction_dict['num_proposals'], groundtruth['boxlists'],
             groundtruth['classes'], groundtruth['weights'], losses_mask))
+      if self._mask_branch is not None:
+        loss_dict.update(self._mask_loss(prediction_dict, true_image_shapes,
+                                         image_shapes, groundtruth,
+                                         losses_mask))
       return loss_dict
+
+  def _mask_loss(self, prediction_dict, true_image_shapes, image_shapes,
+                 groundtruth, losses_mask):
+    """The mask loss on the proposals (training) or detections."""
+    result = fields.DetectionResultFields
+    if self._is_training:
+      boxes = prediction_dict['proposal_boxes']
+      num_boxes = prediction_dict['num_proposals']
+    else:
+      sizes = tf.tile(tf.cast(true_image_shapes[:, :2], tf.float32), [1, 2])
+      boxes = prediction_dict[result.detection_boxes] * sizes[:, tf.newaxis]
+      num_boxes = prediction_dict[result.num_detections]
+    masks = None
+    if self.groundtruth_has_field(fields.BoxListFields.masks):
+      masks = self.groundtruth_lists(fields.BoxListFields.masks)
+    return self._mask_branch.loss(
+        prediction_dict['mask_predictions'], boxes, num_boxes, image_shapes,
+        groundtruth['boxlists'], groundtruth['classes'],
+        groundtruth['weights'], masks, losses_mask)
 
   def restore_map(self, fine_tune_checkpoint_type='detection',
                   load_all_detection_checkpoint_vars=False):

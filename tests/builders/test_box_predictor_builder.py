@@ -24,6 +24,7 @@ from tests import upstream_folder
 
 BOXES = box_predictor.BOX_ENCODINGS
 CLASSES = box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND
+MASKS = box_predictor.MASK_PREDICTIONS
 
 SSD_MOBILENET_V1_COCO = """
   convolutional_box_predictor {
@@ -437,17 +438,33 @@ def test_mask_rcnn_options_are_honoured():
 
 
 @pytest.mark.parametrize('field', [
-    'predict_instance_masks: true', 'conv_hyperparams { op: CONV }',
-    'mask_height: 33', 'mask_width: 33', 'mask_prediction_num_conv_layers: 4',
-    'mask_prediction_conv_depth: 0', 'masks_are_class_agnostic: true',
-    'convolve_then_upsample_masks: true'])
-def test_mask_fields_raise_user_input_error(field):
+    'conv_hyperparams { op: CONV }', 'mask_height: 33', 'mask_width: 33',
+    'mask_prediction_num_conv_layers: 4', 'mask_prediction_conv_depth: 0',
+    'masks_are_class_agnostic: true', 'convolve_then_upsample_masks: true'])
+def test_mask_fields_without_masks_raise_user_input_error(field):
   text = FASTER_RCNN_RESNET101_COCO.replace(
       'use_dropout: false', 'use_dropout: false ' + field)
   name = field.split()[0].rstrip(':')
-  with pytest.raises(UserInputError,
-                     match=r'mask_rcnn_box_predictor\.%s.*Mask R-CNN' % name):
+  with pytest.raises(UserInputError, match=r'mask_rcnn_box_predictor\.%s.*'
+                     'predict_instance_masks' % name):
     _build(text)
+
+
+def test_mask_head_is_the_third_stage():
+  text = FASTER_RCNN_RESNET101_COCO.replace(
+      'use_dropout: false', 'use_dropout: false predict_instance_masks: true '
+      'mask_height: 6 mask_width: 6 masks_are_class_agnostic: true '
+      'conv_hyperparams { op: CONV }')
+  with tf.Graph().as_default():
+    predictor = _build(text, num_classes=3)
+    outputs = predictor.predict([tf.zeros([4, 3, 3, 16])], [1],
+                                prediction_stage=3)
+  assert predictor.get_third_stage_prediction_heads() == [MASKS]
+  assert outputs[MASKS].shape.as_list() == [4, 1, 1, 6, 6]
+  with pytest.raises(UserInputError, match='conv_hyperparams is required'):
+    _build(text.replace('conv_hyperparams { op: CONV }', ''))
+  with pytest.raises(UserInputError, match='mask_height'):
+    _build(text.replace('mask_height: 6', 'mask_height: 0'))
 
 
 @pytest.mark.parametrize('text,match', [
@@ -504,16 +521,13 @@ def test_upstream_two_stage_predictors(path):
             model.first_stage_box_predictor_conv_hyperparams, True))
     rpn.predict([tf.zeros([1, 3, 3, 8])], [12],
                 scope='FirstStageBoxPredictor')
-    if second_stage.mask_rcnn_box_predictor.predict_instance_masks:
-      with pytest.raises(UserInputError, match='predict_instance_masks'):
-        box_predictor_builder.build(hyperparams_builder.build, second_stage,
-                                    True, model.num_classes)
-      return
     predictor = box_predictor_builder.build(
         hyperparams_builder.build, second_stage, True, model.num_classes)
     outputs = predictor.predict([tf.zeros([2, 2, 2, 8])], [1],
                                 scope='SecondStageBoxPredictor')
   assert outputs[CLASSES].shape.as_list() == [2, 1, model.num_classes + 1]
+  assert bool(predictor.get_third_stage_prediction_heads()) == (
+      second_stage.mask_rcnn_box_predictor.predict_instance_masks)
 
 
 def test_fc_hyperparams_reach_the_fully_connected_layers():

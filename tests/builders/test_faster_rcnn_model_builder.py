@@ -148,8 +148,23 @@ def test_refuses_a_second_stage_batch_above_the_proposals():
     model_builder.build(config, True)
 
 
+def test_mask_rcnn_is_three_stages_with_a_mask_head():
+  config = _config(stages=3, extra='second_stage_mask_prediction_loss_weight: '
+                   '4.0 resize_masks: false')
+  predictor = config.faster_rcnn.second_stage_box_predictor
+  predictor.mask_rcnn_box_predictor.predict_instance_masks = True
+  predictor.mask_rcnn_box_predictor.conv_hyperparams.op = (
+      predictor.mask_rcnn_box_predictor.fc_hyperparams.CONV)
+  with tf.Graph().as_default():
+    model = model_builder.build(config, True)
+  assert model._mask_branch._loss_weight == 4.0
+  with pytest.raises(UserInputError, match='number_of_stages: 4'):
+    model_builder.build(_config(stages=4), True)
+
+
 def test_refuses_three_stages_and_other_second_stage_predictors():
-  with pytest.raises(UserInputError, match='number_of_stages'):
+  with pytest.raises(UserInputError, match='number_of_stages 3, '
+                     'predict_instance_masks false'):
     _build(stages=3)
   config = _config()
   config.faster_rcnn.second_stage_box_predictor.rfcn_box_predictor.SetInParent()

@@ -16,6 +16,7 @@ from od_estimator.anchor_generators import grid_anchor_generator
 from od_estimator.box_coders import faster_rcnn_box_coder
 from od_estimator.builders import box_predictor_builder
 from od_estimator.core import balanced_positive_negative_sampler as sampler
+from od_estimator.core import box_predictor
 from od_estimator.core import image_resizing
 from od_estimator.core import losses
 from od_estimator.core import post_processing
@@ -23,6 +24,7 @@ from od_estimator.core import region_similarity_calculator
 from od_estimator.core import target_assigner
 from od_estimator.matchers import argmax_matcher
 from od_estimator.meta_architectures import faster_rcnn_meta_arch as arch
+from od_estimator.predictors.heads import mask_head
 from od_estimator.utils import spatial_transform_ops
 from tests import fakes
 
@@ -31,6 +33,7 @@ BATCH = 2
 IMAGE_SIZE = 32
 MAX_PROPOSALS = 4
 SECOND_STAGE_BATCH = 3
+MASK_SIZE = 6
 # Two quadrant boxes, one per class, in each image (normalized).
 GT_BOXES = [[[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 1.0, 1.0]],
             [[0.0, 0.5, 0.5, 1.0], [0.5, 0.0, 1.0, 0.5]]]
@@ -51,10 +54,27 @@ def _conv_hyperparams():
     return scope
 
 
+def _fc_hyperparams():
+  with slim.arg_scope([slim.fully_connected]) as scope:
+    return scope
+
+
+def _mask_rcnn_box_predictor(is_training):
+  """The real predictor with a 2-layer mask head (Mask R-CNN)."""
+  return box_predictor_builder.build_mask_rcnn_box_predictor(
+      is_training, NUM_CLASSES, _fc_hyperparams, False, 1.0, 4,
+      third_stage_heads={box_predictor.MASK_PREDICTIONS:
+                         mask_head.MaskRCNNMaskHead(
+                             NUM_CLASSES, _conv_hyperparams,
+                             mask_height=MASK_SIZE, mask_width=MASK_SIZE,
+                             mask_prediction_conv_depth=4)})
+
+
 def _build_model(is_training=True, number_of_stages=2,
                  use_static_shapes=False, hard_example_miner=None,
                  clip_anchors_to_image=False, anchor_size=16):
-  """A FasterRCNNMetaArch of fakes at 32x32 pixels."""
+  """A FasterRCNNMetaArch of fakes at 32x32 pixels (3 stages: Mask R-CNN
+  with the real second-stage predictor)."""
   nms = functools.partial(post_processing.batch_multiclass_non_max_suppression,
                           use_static_shapes=use_static_shapes)
   first_stage = arch.FirstStageParams(
@@ -79,8 +99,9 @@ def _build_model(is_training=True, number_of_stages=2,
                           spatial_transform_ops.native_crop_and_resize),
       initial_crop_size=4, maxpool_kernel_size=2, maxpool_stride=2)
   second_stage = arch.SecondStageParams(
-      box_predictor=fakes.FakeSecondStageBoxPredictor(is_training,
-                                                      NUM_CLASSES),
+      box_predictor=(
+          _mask_rcnn_box_predictor(is_training) if number_of_stages == 3
+          else fakes.FakeSecondStageBoxPredictor(is_training, NUM_CLASSES)),
       target_assigner=_target_assigner(0.5, None, False, use_static_shapes),
       sampler=sampler.BalancedPositiveNegativeSampler(
           0.5, is_static=use_static_shapes),
@@ -101,7 +122,7 @@ def _build_model(is_training=True, number_of_stages=2,
           number_of_stages=number_of_stages,
           use_static_shapes=use_static_shapes),
       first_stage=first_stage, roi_crop=roi_crop,
-      second_stage=second_stage if number_of_stages == 2 else None)
+      second_stage=second_stage if number_of_stages > 1 else None)
 
 
 def _images():
@@ -118,10 +139,21 @@ def _object_images():
   return images
 
 
+def _groundtruth_masks():
+  """[BATCH, 2, 32, 32] float32: each groundtruth box filled."""
+  masks = np.zeros([BATCH, 2, IMAGE_SIZE, IMAGE_SIZE], np.float32)
+  for image_masks, boxes in zip(masks, GT_BOXES):
+    for mask, box in zip(image_masks, np.asarray(boxes) * IMAGE_SIZE):
+      mask[int(box[0]):int(box[2]), int(box[1]):int(box[3])] = 1.0
+  return masks
+
+
 def _provide_groundtruth(model):
   model.provide_groundtruth(
       [tf.constant(boxes, tf.float32) for boxes in GT_BOXES],
-      [tf.constant(classes, tf.float32) for classes in GT_CLASSES])
+      [tf.constant(classes, tf.float32) for classes in GT_CLASSES],
+      groundtruth_masks_list=[tf.constant(masks)
+                              for masks in _groundtruth_masks()])
 
 
 def _predict(model, images=None):
@@ -203,7 +235,7 @@ def test_proposals_are_decoded_anchors_after_nms(execute):
                              rtol=1e-5)
 
 
-@pytest.mark.parametrize('number_of_stages', [1, 2])
+@pytest.mark.parametrize('number_of_stages', [1, 2, 3])
 def test_losses_are_finite_and_decrease(number_of_stages):
   with tf.Graph().as_default():
     tf.compat.v1.set_random_seed(3)
@@ -222,9 +254,13 @@ def test_losses_are_finite_and_decrease(number_of_stages):
       last = sess.run(loss_dict)
   expected = {'Loss/RPNLoss/localization_loss',
               'Loss/RPNLoss/objectness_loss'}
-  if number_of_stages == 2:
+  if number_of_stages > 1:
     expected |= {'Loss/BoxClassifierLoss/localization_loss',
                  'Loss/BoxClassifierLoss/classification_loss'}
+  if number_of_stages == 3:
+    expected.add('Loss/BoxClassifierLoss/mask_loss')
+    assert last['Loss/BoxClassifierLoss/mask_loss'] < first[
+        'Loss/BoxClassifierLoss/mask_loss']
   assert set(first) == expected
   assert all(np.isfinite(value) for value in first.values())
   assert sum(last.values()) < sum(first.values())
@@ -292,9 +328,11 @@ def test_hard_example_miner_sends_every_proposal(execute):
   assert all(np.isfinite(value) for value in loss_dict.values())
 
 
-def test_static_shape_training_step_is_fully_static():
+@pytest.mark.parametrize('number_of_stages', [2, 3])
+def test_static_shape_training_step_is_fully_static(number_of_stages):
   with tf.Graph().as_default() as graph:
-    model = _build_model(use_static_shapes=True, clip_anchors_to_image=True)
+    model = _build_model(use_static_shapes=True, clip_anchors_to_image=True,
+                         number_of_stages=number_of_stages)
     _provide_groundtruth(model)
     prediction_dict, true_image_shapes = _predict(model)
     loss_dict = model.loss(prediction_dict, true_image_shapes)
@@ -347,5 +385,63 @@ def test_rejects_bad_stage_settings():
     arch.FasterRCNNMetaArch(
         True, fakes.FakeFasterRCNNFeatureExtractor(),
         arch.ModelParams(num_classes=1, image_resizer_fn=None,
+                         number_of_stages=4),
+        first_stage=None)
+  with pytest.raises(ValueError, match='roi_crop and second_stage'):
+    arch.FasterRCNNMetaArch(
+        True, fakes.FakeFasterRCNNFeatureExtractor(),
+        arch.ModelParams(num_classes=1, image_resizer_fn=None,
                          number_of_stages=3),
         first_stage=None)
+
+
+def test_mask_rcnn_training_predicts_masks_on_the_sampled_proposals(execute):
+  names = []
+
+  def graph_fn():
+    model = _build_model(number_of_stages=3)
+    _provide_groundtruth(model)
+    prediction_dict, _ = _predict(model)
+    names.extend(sorted(
+        v.op.name for v in tf.compat.v1.global_variables()
+        if v.op.name.startswith('SecondStageBoxPredictor/Conv')))
+    return prediction_dict
+
+  prediction_dict = execute(graph_fn)
+  assert prediction_dict['mask_predictions'].shape == (
+      BATCH * SECOND_STAGE_BATCH, NUM_CLASSES, MASK_SIZE, MASK_SIZE)
+  assert 'detection_masks' not in prediction_dict
+  assert names == ['SecondStageBoxPredictor/Conv/biases',
+                   'SecondStageBoxPredictor/Conv/weights',
+                   'SecondStageBoxPredictor/Conv_1/biases',
+                   'SecondStageBoxPredictor/Conv_1/weights']
+
+
+def test_mask_rcnn_inference_predicts_masks_on_the_detections(execute):
+  def graph_fn():
+    model = _build_model(is_training=False, number_of_stages=3)
+    _provide_groundtruth(model)
+    prediction_dict, true_image_shapes = _predict(
+        model, tf.constant(_object_images()))
+    detections = model.postprocess(prediction_dict, true_image_shapes)
+    two_stage = _build_model(is_training=False).postprocess(
+        prediction_dict, true_image_shapes)
+    return (prediction_dict, detections, two_stage,
+            model.loss(prediction_dict, true_image_shapes))
+
+  prediction_dict, detections, two_stage, losses_ = execute(graph_fn)
+  # One mask per detection (5 per image), not per proposal (4).
+  assert prediction_dict['mask_predictions'].shape == (
+      BATCH * 5, NUM_CLASSES, MASK_SIZE, MASK_SIZE)
+  masks = detections['detection_masks']
+  assert masks.shape == (BATCH, 5, MASK_SIZE, MASK_SIZE)
+  logits = prediction_dict['mask_predictions'].reshape(
+      BATCH, 5, NUM_CLASSES, MASK_SIZE, MASK_SIZE)
+  classes = detections['detection_classes'].astype(int)
+  chosen = np.take_along_axis(logits, classes[:, :, None, None, None],
+                              axis=2)[:, :, 0]
+  np.testing.assert_allclose(masks, 1 / (1 + np.exp(-chosen)), rtol=1e-5)
+  # The detections themselves are the box classifier's.
+  for key, value in two_stage.items():
+    np.testing.assert_allclose(detections[key], value, rtol=1e-5, err_msg=key)
+  assert np.isfinite(losses_['Loss/BoxClassifierLoss/mask_loss'])
