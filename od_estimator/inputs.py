@@ -392,19 +392,73 @@ def _check_types(**configs):
           name, expected[name].__name__, type(value).__name__))
 
 
-def check_input_options(input_config, field, train_config=None):
+# eval_config.metrics_set names whose evaluators need groundtruth masks.
+MASK_METRICS_SETS = (
+    'coco_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
+    'weighted_pascal_voc_instance_segmentation_metrics',
+    'oid_challenge_segmentation_metrics', 'lvis_mask_metrics')
+_PREDICT_MASKS_FIELD = ('model.faster_rcnn.second_stage_box_predictor.'
+                        'mask_rcnn_box_predictor.predict_instance_masks')
+
+
+def predicts_instance_masks(model_config):
+  """Whether a model_pb2.DetectionModel is a Mask R-CNN (predicts masks)."""
+  if model_config.WhichOneof('model') != 'faster_rcnn':
+    return False
+  predictor = model_config.faster_rcnn.second_stage_box_predictor
+  return (predictor.WhichOneof('box_predictor_oneof') ==
+          'mask_rcnn_box_predictor' and
+          predictor.mask_rcnn_box_predictor.predict_instance_masks)
+
+
+def _check_instance_masks_loaded(input_config, field, model_config,
+                                 metrics_sets):
+  """Refuses a reader without masks that a mask model or metric needs.
+
+  The original fails on such configs deep in training (no groundtruth
+  masks for the mask loss) or evaluation; three of its five mask_rcnn_*
+  sample configs are like that.
+  """
+  if input_config.load_instance_masks:
+    return
+  if model_config is not None and predicts_instance_masks(model_config):
+    why = 'the model predicts instance masks (%s: true)' % (
+        _PREDICT_MASKS_FIELD)
+  else:
+    needing = [name for name in metrics_sets if name in MASK_METRICS_SETS]
+    if not needing:
+      return
+    why = 'eval_config.metrics_set %s evaluates instance masks' % (
+        ', '.join(needing))
+  raise config_util.ConfigError(
+      '%s, but %s does not load the groundtruth masks' % (why, field),
+      field=field + '.load_instance_masks',
+      hint='add load_instance_masks: true to %s, and mask_type: PNG_MASKS '
+      'for PNG-encoded masks such as create_coco_tf_record --include_masks '
+      'writes' % field)
+
+
+def check_input_options(input_config, field, train_config=None,
+                        model_config=None, metrics_sets=()):
   """Refuses input options this version would not honour.
 
   Args:
     input_config: input_reader_pb2.InputReader.
     field: where it sits in the pipeline config, e.g. 'train_input_reader'.
     train_config: train_pb2.TrainConfig when `input_config` feeds training.
+    model_config: model_pb2.DetectionModel the reader feeds, or None.
+    metrics_sets: eval_config.metrics_set when `input_config` feeds
+      evaluation.
 
   Raises:
     config_util.ConfigError: naming the field, for load_context_features
-      (Context R-CNN) and for train_config.use_multiclass_scores without
-      load_multiclass_scores (the one-hot labels would be trained on).
+      (Context R-CNN), for train_config.use_multiclass_scores without
+      load_multiclass_scores (the one-hot labels would be trained on), and
+      for a reader without load_instance_masks feeding a mask model or a
+      mask metrics set.
   """
+  _check_instance_masks_loaded(input_config, field, model_config,
+                               metrics_sets)
   if input_config.load_context_features:
     raise config_util.ConfigError(
         'context features are read only by Context R-CNN, which is not '
@@ -458,7 +512,8 @@ def train_input(train_config, train_input_config, model_config, model=None,
   """
   _check_types(train_config=train_config, input_config=train_input_config,
                model_config=model_config)
-  check_input_options(train_input_config, 'train_input_reader', train_config)
+  check_input_options(train_input_config, 'train_input_reader', train_config,
+                      model_config=model_config)
   model = model or model_builder.build(model_config, is_training=True)
   augmentation = [preprocessor_builder.build(step)
                   for step in train_config.data_augmentation_options]
@@ -483,7 +538,9 @@ def eval_input(eval_config, eval_input_config, model_config, model=None,
   """Returns the evaluation dataset (no augmentation); see train_input."""
   _check_types(eval_config=eval_config, input_config=eval_input_config,
                model_config=model_config)
-  check_input_options(eval_input_config, 'eval_input_reader')
+  check_input_options(eval_input_config, 'eval_input_reader',
+                      model_config=model_config,
+                      metrics_sets=eval_config.metrics_set)
   resizer_config = config_util.get_image_resizer_config(model_config)
   if eval_config.force_no_resize:
     resizer_config = image_resizer_pb2.ImageResizer(

@@ -168,7 +168,8 @@ def _check_input_pattern(pattern, field, report):
 
 
 def _check_input_reader(input_config, field, num_classes, report,
-                        train_config=None, check_paths=True):
+                        train_config=None, check_paths=True,
+                        model_config=None, metrics_sets=()):
   reader = input_config.WhichOneof('input_reader')
   if reader is None:
     report.error(field, 'no input is configured',
@@ -189,7 +190,9 @@ def _check_input_reader(input_config, field, num_classes, report,
         _check_input_pattern(pattern, field, report)
     _check_decoder_builds(input_config, field, report)
   try:
-    inputs.check_input_options(input_config, field, train_config)
+    inputs.check_input_options(input_config, field, train_config,
+                               model_config=model_config,
+                               metrics_sets=metrics_sets)
   except config_util.ConfigError as error:
     report.error(error.field, error.problem, hint=error.hint)
   if input_config.max_number_of_boxes < 1:
@@ -382,14 +385,17 @@ def check_configs(configs, report, check_train_input_paths=True,
   _check_graph_rewriter(configs, report)
   _check_input_reader(configs['train_input_config'], 'train_input_reader',
                       num_classes, report, train_config=configs['train_config'],
-                      check_paths=check_train_input_paths)
+                      check_paths=check_train_input_paths,
+                      model_config=configs['model'])
   if not configs['eval_input_configs']:
     report.note('no eval_input_reader: model_main will train without '
                 'evaluating.')
   for index, eval_input in enumerate(configs['eval_input_configs']):
     _check_input_reader(eval_input, 'eval_input_reader[%d]' % index,
                         num_classes, report,
-                        check_paths=check_eval_input_paths)
+                        check_paths=check_eval_input_paths,
+                        model_config=configs['model'],
+                        metrics_sets=configs['eval_config'].metrics_set)
   _check_eval_config(configs['eval_config'], report)
   for note in config_notes.notes(configs):
     report.note(note)
