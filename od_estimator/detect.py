@@ -13,8 +13,16 @@ encoded_image_string_tensor or tf_example (the signature's input says which).
 Writes, into --output_dir:
   detections.json            COCO results: [{image_id, category_id, bbox:
                              [x, y, width, height] in pixels, score}].
+  detections_segm.json       for a model exporting detection_masks (Mask
+                             R-CNN): COCO segm results [{image_id,
+                             category_id, segmentation: RLE, score}].
   detections_image_ids.json  {image file name: image_id}.
-  <stem>_detections.png      each image with its boxes and 'name: 87%' labels.
+  <stem>_detections.png      each image with its boxes and 'name: 87%' labels
+                             (and masks).
+
+Masks are exported relative to their boxes; they are pasted into the image
+with utils/ops.reframe_box_masks_to_image_masks and thresholded at 0.5, as
+the original's evaluation does.
 
 image_id comes from --coco_annotations (the id of the annotations' image
 whose file_name is the file's name) or --image_id_map ({file name: id});
@@ -33,23 +41,31 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from od_estimator.metrics import coco_tools
 from od_estimator.utils import label_map_util
+from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
 
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.gif')
 DETECTIONS_FILE = 'detections.json'
+SEGM_FILE = 'detections_segm.json'
 IMAGE_IDS_FILE = 'detections_image_ids.json'
 _SIGNATURE = 'serving_default'
 _INPUT_KEY = 'inputs'
 _OUTPUT_KEYS = ('detection_boxes', 'detection_scores', 'detection_classes',
                 'num_detections')
+_MASKS_KEY = 'detection_masks'
+_MASK_THRESHOLD = 0.5
 
 _EPILOG = """\
 outputs (in --output_dir, default: a `detections` folder next to the input):
   %s            COCO results [{image_id, category_id, bbox [x, y, w, h]
                              in pixels, score}]
+  %s       models with detection_masks (Mask R-CNN): COCO segm
+                             results [{image_id, category_id, segmentation
+                             (RLE), score}]
   %s  {image file name: image_id}
-  <stem>_detections.png      annotated images
+  <stem>_detections.png      annotated images (boxes, labels, masks)
 
 --min_score_threshold and --max_boxes apply to both the json and the
 drawings; use --min_score_threshold=0 when the json is for COCO evaluation.
@@ -57,7 +73,7 @@ drawings; use --min_score_threshold=0 when the json is for COCO evaluation.
 exit status: 0 when every image was processed; 1 when the model, label map
 or input cannot be used (one-line error), or when some image could not be
 read (a warning names each one, the other images are still processed).
-""" % (DETECTIONS_FILE, IMAGE_IDS_FILE)
+""" % (DETECTIONS_FILE, SEGM_FILE, IMAGE_IDS_FILE)
 
 
 class DetectError(Exception):
@@ -250,6 +266,11 @@ class _Detector:
         dims[1] > 0 and dims[2] > 0):
       self._fixed_size = (dims[2], dims[1])  # PIL order: width, height
     self._outputs = {key: signature.outputs[key].name for key in _OUTPUT_KEYS}
+    self.has_masks = _MASKS_KEY in signature.outputs
+    if self.has_masks:
+      self._outputs[_MASKS_KEY] = signature.outputs[_MASKS_KEY].name
+      with self._graph.as_default():
+        self._paste = _MaskPaster()
 
   def close(self):
     self._sess.close()
@@ -273,6 +294,29 @@ class _Detector:
       feed = image[np.newaxis]
     values = self._sess.run(self._outputs, feed_dict={self._input: feed})
     return {key: value[0] for key, value in values.items()}
+
+  def image_masks(self, detections, height, width):
+    """uint8 [N, height, width] 0/1 masks of kept detections (see _kept)."""
+    return self._paste(self._sess, detections[_MASKS_KEY],
+                       detections['detection_boxes'], height, width)
+
+
+class _MaskPaster:
+  """Graph ops pasting one image's box-relative masks into the image."""
+
+  def __init__(self):
+    placeholder = tf.compat.v1.placeholder
+    self._masks = placeholder(tf.float32, [None, None, None])
+    self._boxes = placeholder(tf.float32, [None, 4])
+    self._size = placeholder(tf.int32, [2])
+    self._pasted = tf.cast(tf.greater(ops.reframe_box_masks_to_image_masks(
+        self._masks, self._boxes, self._size[0], self._size[1]),
+                                      _MASK_THRESHOLD), tf.uint8)
+
+  def __call__(self, sess, masks, boxes, height, width):
+    return sess.run(self._pasted, feed_dict={
+        self._masks: masks, self._boxes: boxes,
+        self._size: [height, width]})
 
 
 def _input_type(info):
@@ -320,13 +364,30 @@ def _coco_results(image_id, detections, height, width):
   return results
 
 
+def coco_segm_results(image_id, detections, image_masks):
+  """COCO segm result dicts of one image's kept detections.
+
+  Args:
+    image_id: the image's COCO id.
+    detections: detection_scores [N], detection_classes [N] 1-based.
+    image_masks: uint8 [N, height, width] 0/1 masks in the image.
+  """
+  return [{'image_id': image_id, 'category_id': int(round(float(label))),
+           'segmentation': rle, 'score': float(score)}
+          for rle, score, label in zip(
+              coco_tools.encode_masks(image_masks),
+              detections['detection_scores'],
+              detections['detection_classes'])]
+
+
 def _kept(detections, min_score_threshold, max_boxes):
   """The valid detections scoring >= the threshold, at most max_boxes."""
   count = int(detections['num_detections'])
   scores = detections['detection_scores'][:count]
   keep = np.flatnonzero(scores >= min_score_threshold)[:max(max_boxes, 0)]
   return {key: detections[key][keep] for key in
-          ('detection_boxes', 'detection_scores', 'detection_classes')}
+          ('detection_boxes', 'detection_scores', 'detection_classes',
+           _MASKS_KEY) if key in detections}
 
 
 def run(saved_model_dir, label_map_path, input_path, output_dir=None,
@@ -349,7 +410,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   Returns:
     {'failed': image paths that could not be read, 'images': number of
     images processed, 'detections': number of results written, 'output':
-    the detections json's path}.
+    the detections json's path, 'segm_output': the segm results json's
+    path or None (a model without detection_masks)}.
 
   Raises:
     DetectError: when the model, label map or input cannot be used.
@@ -367,7 +429,7 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   tf.io.gfile.makedirs(output_dir)
   ids = image_ids_for(paths, known_ids)
   detector = _Detector(saved_model_dir)
-  results, id_map, failed, processed = [], {}, [], 0
+  results, segm_results, id_map, failed, processed = [], [], {}, [], 0
   try:
     for path in paths:
       try:
@@ -382,6 +444,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
       name = os.path.basename(path)
       detections = _kept(detector.detect(image, encoded, name),
                          min_score_threshold, max_boxes)
+      masks = (detector.image_masks(detections, *image.shape[:2])
+               if detector.has_masks else None)
       if image_id is None:
         log('warning: %s is not among the images of %s; drawn, but left '
             'out of %s.' % (name, coco_annotations or image_id_map,
@@ -389,11 +453,14 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
       else:
         id_map[name] = image_id
         results += _coco_results(image_id, detections, *image.shape[:2])
+        if masks is not None:
+          segm_results += coco_segm_results(image_id, detections, masks)
       processed += 1
       visualization_utils.visualize_boxes_and_labels_on_image_array(
           image, detections['detection_boxes'],
           detections['detection_classes'].round().astype(np.int64),
           detections['detection_scores'], category_index,
+          instance_masks=masks,
           use_normalized_coordinates=True, max_boxes_to_draw=None,
           min_score_thresh=-np.inf)  # Already filtered by _kept.
       visualization_utils.save_image_array_as_png(
@@ -403,10 +470,16 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   detections_path = os.path.join(output_dir, DETECTIONS_FILE)
   with tf.io.gfile.GFile(detections_path, 'w') as f:
     json.dump(results, f)
+  segm_path = None
+  if detector.has_masks:
+    segm_path = os.path.join(output_dir, SEGM_FILE)
+    with tf.io.gfile.GFile(segm_path, 'w') as f:
+      json.dump(segm_results, f)
   with tf.io.gfile.GFile(os.path.join(output_dir, IMAGE_IDS_FILE), 'w') as f:
     json.dump(id_map, f, indent=1, sort_keys=True)
   return {'failed': failed, 'images': processed,
-          'detections': len(results), 'output': detections_path}
+          'detections': len(results), 'output': detections_path,
+          'segm_output': segm_path}
 
 
 def main(argv=None):
@@ -422,8 +495,10 @@ def main(argv=None):
   except DetectError as error:
     print('od-estimator detect: error: %s' % error, file=sys.stderr)
     return 1
-  print('od-estimator detect: %d image(s), %d detection(s) -> %s' % (
-      summary['images'], summary['detections'], summary['output']))
+  print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
+      summary['images'], summary['detections'], summary['output'],
+      ' (masks: %s)' % summary['segm_output'] if summary['segm_output']
+      else ''))
   failed = summary['failed']
   if failed:
     print('od-estimator detect: %d image(s) could not be read: %s' % (

@@ -153,6 +153,8 @@ def test_json_is_coco_results_of_the_model(run, inputs, export_dir):
     assert set(result) == {'image_id', 'category_id', 'bbox', 'score'}
     by_image.setdefault(result['image_id'], []).append(result)
   assert sorted(by_image) == [7, 12]  # From the stems 000007 and 12.
+  # A box model: no segm results file.
+  assert not os.path.exists(os.path.join(run['out'], detect.SEGM_FILE))
   for name, image_id in (('000007.png', 7), ('12.png', 12)):
     image = inputs['images'][name]
     height, width = image.shape[:2]
