@@ -7,6 +7,8 @@ arg_scope to enter around layer construction, as in the original:
     with slim.arg_scope(scope_fn()):
       net = slim.conv2d(net, 32, [3, 3])
 """
+import contextlib
+
 import tensorflow as tf
 import tf_slim as slim
 
@@ -105,7 +107,12 @@ class SlimHyperparams:
       self._normalizer_fn = slim.group_norm
 
   def __call__(self):
-    with slim.arg_scope([slim.batch_norm], **(self._batch_norm_params or {})):
+    # As the original: the scope holds the affected ops (conv2d,
+    # separable_conv2d, conv2d_transpose, or fully_connected), plus a
+    # slim.batch_norm entry only when batch_norm is configured.
+    with (slim.arg_scope([slim.batch_norm], **self._batch_norm_params)
+          if self._batch_norm_params is not None else
+          contextlib.nullcontext()):
       with slim.arg_scope(self._ops,
                           weights_regularizer=self._regularizer,
                           weights_initializer=self._initializer,

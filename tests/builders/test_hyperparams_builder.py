@@ -162,3 +162,44 @@ def test_keras_only_options_are_refused_by_name(text, field):
 def test_wrong_config_type():
   with pytest.raises(ValueError, match='Hyperparams proto'):
     hyperparams_builder.build('activation: RELU', True)
+
+
+def _scope_key(op):
+  return getattr(op, '_key_op', str(op))
+
+
+def test_scope_holds_the_original_entries():
+  # Code written for the original unpacks the scope: without batch norm it
+  # holds exactly conv2d, separable_conv2d and conv2d_transpose.
+  with tf.Graph().as_default():
+    scope = hyperparams_builder.build(_config("""
+      regularizer { l1_regularizer { weight: 0.5 } }
+      initializer { truncated_normal_initializer { } }
+    """), is_training=True)()
+    assert sorted(scope) == sorted(_scope_key(op) for op in (
+        slim.conv2d, slim.separable_conv2d, slim.conv2d_transpose))
+    conv_scope_arguments = list(scope.values())[0]
+    assert conv_scope_arguments['normalizer_fn'] is None
+    assert conv_scope_arguments['weights_regularizer'] is not None
+    fc_scope = hyperparams_builder.build(_config("""
+      regularizer { l2_regularizer { } }
+      initializer { truncated_normal_initializer { } }
+      op: FC
+    """), is_training=True)()
+    assert list(fc_scope) == [_scope_key(slim.fully_connected)]
+
+
+def test_batch_norm_scope_entry_as_the_original():
+  with tf.Graph().as_default():
+    scope = hyperparams_builder.build(_config("""
+      regularizer { l2_regularizer { } }
+      initializer { truncated_normal_initializer { } }
+      batch_norm { decay: 0.7 center: false scale: true epsilon: 0.03
+                   train: true }
+    """), is_training=True)()
+    assert scope[_scope_key(slim.conv2d)]['normalizer_fn'] is slim.batch_norm
+    batch_norm_params = scope[_scope_key(slim.batch_norm)]
+    assert batch_norm_params['decay'] == pytest.approx(0.7)
+    assert batch_norm_params['epsilon'] == pytest.approx(0.03)
+    assert not batch_norm_params['center'] and batch_norm_params['scale']
+    assert batch_norm_params['is_training']
