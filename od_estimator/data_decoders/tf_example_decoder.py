@@ -234,7 +234,13 @@ class TfExampleDecoder:
         tf.where(matches, tf.constant(ids, tf.int32)[tf.newaxis], -1), axis=1)
     return tf.cond(tf.size(texts) > 0, lambda: mapped, lambda: labels)
 
-  def _instance_masks(self, parsed, height, width):
+  def _instance_masks(self, parsed, height, width, num_boxes, record):
+    """[N, H, W] 0/1 float32 masks, checked against the image and boxes.
+
+    A mask of another size than the image, or a mask count other than the
+    box count (e.g. records converted without masks), fails naming the
+    record, instead of misaligned targets or a shape error deep in training.
+    """
     masks = parsed['image/object/mask']
     if self._mask_type == PNG_MASKS:
       pngs = _dense(masks, '')
@@ -242,14 +248,33 @@ class TfExampleDecoder:
       def decode_png(png):
         mask = tf.io.decode_image(png, channels=1,
                                   expand_animations=False)[:, :, 0]
-        return tf.cast(tf.greater(mask, 0), tf.float32)
+        check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(tf.shape(mask), [height, width])),
+            ['image/object/mask PNG size differs from the image size in '
+             'record', record, 'mask (height, width):', tf.shape(mask),
+             'image:', height, width])
+        with tf.control_dependencies([check]):
+          return tf.cast(tf.greater(mask, 0), tf.float32)
 
-      return tf.cond(
+      masks = tf.cond(
           tf.size(pngs) > 0,
           lambda: tf.map_fn(decode_png, pngs, fn_output_signature=tf.float32),
           lambda: tf.zeros([0, height, width], tf.float32))
-    values = tf.cast(tf.greater(_dense(masks, 0.0), 0.0), tf.float32)
-    return tf.reshape(values, [-1, height, width])
+      fits = tf.equal(tf.shape(masks)[0], num_boxes)
+      num_masks = tf.shape(masks)[0]
+    else:
+      values = tf.cast(tf.greater(_dense(masks, 0.0), 0.0), tf.float32)
+      fits = tf.equal(tf.size(values), num_boxes * height * width)
+      num_masks = tf.strings.as_string(
+          tf.size(values) / (height * width), precision=2)
+    check = tf.debugging.Assert(fits, [
+        'image/object/mask holds a different number of masks than there are '
+        'boxes (or is not height * width values per box) in record', record,
+        'masks:', num_masks, 'boxes:', num_boxes])
+    with tf.control_dependencies([check]):
+      if self._mask_type == PNG_MASKS:
+        return tf.identity(masks)
+      return tf.reshape(values, [-1, height, width])
 
   def _keypoints(self, parsed):
     """[N, K, 2] keypoints (NaN where unlabeled) and [N, K] visibilities."""
@@ -348,7 +373,7 @@ class TfExampleDecoder:
     }
     if self._load_instance_masks:
       tensors[_F.groundtruth_instance_masks] = self._instance_masks(
-          parsed, height, width)
+          parsed, height, width, tf.shape(boxes)[0], record)
     if self._num_keypoints:
       (tensors[_F.groundtruth_keypoints],
        tensors[_F.groundtruth_keypoint_visibilities]) = self._keypoints(parsed)

@@ -162,11 +162,38 @@ def test_png_instance_masks(execute):
 def test_png_masks_by_enum_number(execute):
   features = _full_features(_image())
   features['image/object/mask'] = du.bytes_list_feature(
-      [_encode(np.ones((4, 6), np.uint8))])
+      [_encode(np.ones((4, 6), np.uint8))] * 2)
   out = _decode(execute, _example(**features), load_instance_masks=True,
                 instance_mask_type=2)  # input_reader_pb2.PNG_MASKS
   np.testing.assert_array_equal(out[F.groundtruth_instance_masks],
-                                np.ones((1, 4, 6)))
+                                np.ones((2, 4, 6)))
+
+
+@pytest.mark.parametrize('mask_type,masks,problem', [
+    # Records converted without masks, read by a mask config.
+    (tf_example_decoder.PNG_MASKS, None, 'different number of masks'),
+    (tf_example_decoder.NUMERICAL_MASKS, None, 'different number of masks'),
+    (tf_example_decoder.PNG_MASKS, [np.ones((4, 6), np.uint8)],
+     'different number of masks'),
+    (tf_example_decoder.PNG_MASKS, [np.ones((4, 5), np.uint8)] * 2,
+     'PNG size differs from the image size'),
+    # 1.5 masks' worth of values.
+    (tf_example_decoder.NUMERICAL_MASKS, np.ones(36, np.float32),
+     'not height \\* width values per box'),
+])
+def test_masks_that_do_not_fit_name_the_record(execute, mask_type, masks,
+                                                 problem):
+  features = _full_features(_image())
+  if masks is not None and mask_type == tf_example_decoder.PNG_MASKS:
+    features['image/object/mask'] = du.bytes_list_feature(
+        [_encode(m) for m in masks])
+  elif masks is not None:
+    features['image/object/mask'] = du.float_list_feature(masks)
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=problem + '.* in record.*source_id=17, '
+                     'filename=a.png'):
+    _decode(execute, _example(**features), load_instance_masks=True,
+            instance_mask_type=mask_type)
 
 
 def test_numerical_instance_masks(execute):
