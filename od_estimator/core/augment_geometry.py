@@ -291,20 +291,25 @@ def _to_v1_resize_method(method):
   return method
 
 
-def random_resize_method(image, target_size):
+def random_resize_method(image, masks=None, target_size=None):
   """Resizes the image to target_size with a randomly chosen method.
 
   The method is drawn uniformly from bilinear, nearest neighbour, bicubic
-  and area.
+  and area. The original resizes the image only, leaving masks at the old
+  size for later ops to crop wrongly; here masks follow (nearest neighbour).
 
   Args:
     image: [H, W, C] float32.
+    masks: optional [N, H, W] float32 instance masks. The original's
+      positional call random_resize_method(image, target_size) still works.
     target_size: [target_height, target_width] (ints or int32 tensor).
 
   Returns:
     [target_height, target_width, C] float32 image (static when target_size
-    is a Python list of ints).
+    is a Python list of ints), then the resized masks when given.
   """
+  if target_size is None and isinstance(masks, (list, tuple)):
+    masks, target_size = None, masks
   with tf.name_scope('RandomResizeMethod'):
     def resize(x, case):
       resized = tf.compat.v1.image.resize_images(
@@ -312,8 +317,12 @@ def random_resize_method(image, target_size):
       # Nearest neighbour keeps the input dtype while the others return
       # float32; make every branch agree.
       return tf.cast(resized, tf.float32)
-    return augment_common.apply_with_random_selector(
+    new_image = augment_common.apply_with_random_selector(
         image, resize, num_cases=len(_RESIZE_METHODS_V1))
+    if masks is None:
+      return new_image
+    return new_image, _resize_masks_nearest(masks, target_size,
+                                            align_corners=False)
 
 
 def resize_image(image,

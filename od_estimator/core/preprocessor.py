@@ -155,8 +155,8 @@ def get_default_func_arg_map(include_label_weights=True,
       image_to_float: image_only,
       subtract_channel_mean: image_only,
       rgb_to_gray: image_only,
-      random_resize_method: image_only,
-      # Resizing.
+      # Resizing (the original gives random_resize_method no masks).
+      random_resize_method: image_and_masks,
       random_image_scale: image_and_masks,
       resize_image: image_and_masks,
       resize_to_range: image_and_masks,

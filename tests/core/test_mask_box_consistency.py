@@ -56,6 +56,8 @@ STEPS = {
         'ssd_random_crop_fixed_aspect_ratio {}'),
     'ssd_random_crop_pad_fixed_aspect_ratio': (
         'ssd_random_crop_pad_fixed_aspect_ratio {}'),
+    'random_resize_method': ('random_resize_method { target_height: 30 '
+                             'target_width: 20 }'),
     'resize_image': 'resize_image { new_height: 17 new_width: 45 }',
     'resize_image_nearest': ('resize_image { new_height: 40 new_width: 20 '
                              'method: NEAREST_NEIGHBOR }'),
