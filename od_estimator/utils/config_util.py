@@ -16,12 +16,16 @@ from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_overrides
 from od_estimator.utils import config_text
+from od_estimator.utils import input_config_overrides
 
 # Part of this module's interface, as in the original's config_util.
 ConfigError = config_text.ConfigError
 LEGACY_FIELDS = config_text.LEGACY_FIELDS
 parse_pipeline_text = config_text.parse_pipeline_text
 parse_hparams_overrides = config_overrides.parse_hparams_overrides
+check_and_parse_input_config_key = (
+    input_config_overrides.check_and_parse_input_config_key)
+update_input_reader_config = input_config_overrides.update_input_reader_config
 
 
 def read_pipeline_config(pipeline_config_path, config_override=None,
@@ -89,6 +93,65 @@ def create_pipeline_proto_from_configs(configs):
   return pipeline_config
 
 
+# The pipeline field holding each file of get_configs_from_multiple_files,
+# and the configs key it gets.
+_SEPARATE_FILES = (
+    ('model_config_path', 'model', 'model'),
+    ('train_config_path', 'train_config', 'train_config'),
+    ('train_input_config_path', 'train_input_reader', 'train_input_config'),
+    ('eval_config_path', 'eval_config', 'eval_config'),
+    ('eval_input_config_path', 'eval_input_reader', 'eval_input_configs'),
+    ('graph_rewriter_config_path', 'graph_rewriter', 'graph_rewriter_config'),
+)
+
+
+def _read_pipeline_part(path, field):
+  """Parses a file holding one part of a pipeline config (field's message)."""
+  # Wrapped on the same line, the file's line numbers stay those of errors.
+  return parse_pipeline_text('%s { %s\n}' % (
+      field, config_text.read_config_text(path)), path=path)
+
+
+def get_configs_from_multiple_files(model_config_path='',
+                                    train_config_path='',
+                                    train_input_config_path='',
+                                    eval_config_path='',
+                                    eval_input_config_path='',
+                                    graph_rewriter_config_path=''):
+  """Reads a configs dict from separate files, one per part (train.py's way).
+
+  Each file holds the text of one message: DetectionModel, TrainConfig,
+  InputReader, EvalConfig, InputReader, GraphRewriter.
+
+  Returns:
+    A configs dict (see module doc) with the keys of the paths given
+    (eval_input_configs, a list of one, for eval_input_config_path).
+
+  Raises:
+    ConfigError: when a file is missing, unreadable or malformed.
+  """
+  paths = dict(model_config_path=model_config_path,
+               train_config_path=train_config_path,
+               train_input_config_path=train_input_config_path,
+               eval_config_path=eval_config_path,
+               eval_input_config_path=eval_input_config_path,
+               graph_rewriter_config_path=graph_rewriter_config_path)
+  configs = {}
+  for argument, field, key in _SEPARATE_FILES:
+    if paths[argument]:
+      part = getattr(_read_pipeline_part(paths[argument], field), field)
+      configs[key] = list(part) if key == 'eval_input_configs' else part
+  if configs.get('eval_input_configs'):
+    configs['eval_input_config'] = configs['eval_input_configs'][0]
+  return configs
+
+
+def get_graph_rewriter_config_from_file(graph_rewriter_config_file):
+  """Reads a text-format GraphRewriter file."""
+  return _read_pipeline_part(graph_rewriter_config_file,
+                             'graph_rewriter').graph_rewriter
+
+
 def save_pipeline_config(pipeline_config, directory):
   """Writes `pipeline_config` as text to `directory`/pipeline.config.
 
@@ -110,9 +173,12 @@ def _copy(message):
 
 
 def copy_configs(configs):
-  """Returns a deep copy of a configs dict."""
-  return create_configs_from_pipeline_proto(
-      create_pipeline_proto_from_configs(configs))
+  """Returns a deep copy of a configs dict (which may hold only some keys)."""
+  copied = {key: [_copy(c) for c in value] if isinstance(value, list)
+            else _copy(value) for key, value in configs.items()}
+  if copied.get('eval_input_configs'):
+    copied['eval_input_config'] = copied['eval_input_configs'][0]
+  return copied
 
 
 # ---------------------------------------------------------------------------
@@ -367,17 +433,6 @@ _STRATEGY_UPDATERS.update({
         'unmatched_keypoint_score', 'score_distance_multiplier',
         'std_dev_multiplier', 'rescoring_threshold')})
 
-# Legacy input keys: (which input config, which InputReader field).
-_LEGACY_INPUT_KEYS = {
-    'train_shuffle': ('train_input_config', 'shuffle'),
-    'eval_shuffle': ('eval_input_configs', 'shuffle'),
-    'train_input_path': ('train_input_config', 'input_path'),
-    'eval_input_path': ('eval_input_configs', 'input_path'),
-    'append_train_input_path': ('train_input_config', 'input_path'),
-    'append_eval_input_path': ('eval_input_configs', 'input_path'),
-}
-_NAMED_INPUT_FIELDS = ('input_path', 'label_map_path', 'shuffle', 'mask_type',
-                       'sample_1_of_n_examples')
 _GENERIC_PREFIXES = ('graph_rewriter_config', 'model', 'train_input_config',
                      'train_config', 'eval_config')
 
@@ -389,88 +444,18 @@ def _is_generic_key(key):
 
 def supported_override_keys():
   """Returns the override keys understood besides generic dotted paths."""
-  return sorted(set(_STRATEGY_UPDATERS) | set(_LEGACY_INPUT_KEYS))
-
-
-def _set_input_path(input_config, value, append):
-  reader = input_config.WhichOneof('input_reader')
-  if reader != 'tf_record_input_reader':
-    raise TypeError('Input reader type must be `tf_record_input_reader`, '
-                    'got %r.' % reader)
-  paths = input_config.tf_record_input_reader.input_path
-  if not append:
-    del paths[:]
-  paths.extend(value if isinstance(value, (list, tuple)) else [value])
-
-
-def _update_input_config(configs, key_name, input_name, field, value,
-                         append=False):
-  """Sets `field` of the train input or of the named (or only) eval input."""
-  if key_name == 'train_input_config':
-    targets = [configs[key_name]]
-    if input_name is not None and targets[0].name != input_name:
-      raise errors.UserInputError(
-          'Input name %r not found when overriding; the train '
-          'input is named %r.' % (input_name, targets[0].name))
-  elif input_name is None:
-    targets = configs[key_name]
-    if len(targets) != 1:
-      raise errors.UserInputError(
-          'Override of eval input field %r is ambiguous with %d eval inputs; '
-          'use eval_input_configs:NAME:%s.' % (field, len(targets), field))
-  else:
-    targets = [c for c in configs[key_name] if c.name == input_name]
-    if not targets:
-      raise errors.UserInputError(
-          'Input name %r not found when overriding; eval inputs '
-          'are named %s.' % (input_name,
-                  [c.name for c in configs[key_name]]))
-    if len(targets) > 1:
-      raise errors.UserInputError(
-          'Duplicate input name %r found when overriding.' %
-          input_name)
-  for target in targets:
-    if field == 'input_path':
-      _set_input_path(target, value, append)
-    else:
-      config_overrides.set_field(target, field, value, key='%s.%s' % (key_name, field))
-
-
-def _update_input_key(configs, key, value):
-  """Applies a legacy or `key_name:input_name:field` input override.
-
-  Returns:
-    True when `key` was an input override.
-  """
-  parts = key.split(':')
-  if len(parts) == 1:
-    if key not in _LEGACY_INPUT_KEYS:
-      return False
-    key_name, field = _LEGACY_INPUT_KEYS[key]
-    _update_input_config(configs, key_name, None, field, value,
-                         append=key.startswith('append_'))
-    return True
-  if len(parts) != 3:
-    raise errors.UserInputError(
-        'Invalid override key %r: input overrides have the form '
-        'KEY_NAME:INPUT_NAME:FIELD.' % key)
-  key_name, input_name, field = parts
-  if key_name not in ('eval_input_configs', 'train_input_config'):
-    raise errors.UserInputError('Invalid key_name %r in override %r: use '
-                                'eval_input_configs or train_input_config.' %
-                                (key_name, key))
-  if field not in _NAMED_INPUT_FIELDS:
-    raise errors.UserInputError(
-        'Invalid field_name %r in override %r: one of %s.' %
-        (field, key, ', '.join(_NAMED_INPUT_FIELDS)))
-  _update_input_config(configs, key_name, input_name, field, value)
-  return True
-
+  return sorted(set(_STRATEGY_UPDATERS) |
+                set(input_config_overrides.LEGACY_INPUT_KEYS))
 
 
 def merge_external_params_with_configs(configs, hparams=None,
                                        kwargs_dict=None):
   """Returns a copy of `configs` with the given overrides applied.
+
+  The original updates `configs` in place and returns it; this one never
+  modifies its arguments (our configs are never mutated), so use the
+  returned dict: `configs = merge_external_params_with_configs(configs, ...)`
+  works with both.
 
   Keys are, as in the original:
   * strategy keys (see supported_override_keys()), e.g. learning_rate,
@@ -506,7 +491,7 @@ def merge_external_params_with_configs(configs, hparams=None,
     logging.info('Overriding config %s: %s', key, value)
     if key in _STRATEGY_UPDATERS:
       _STRATEGY_UPDATERS[key](configs, value)
-    elif _update_input_key(configs, key, value):
+    elif input_config_overrides.apply_input_override(configs, key, value):
       continue
     elif _is_generic_key(key):
       config_overrides.set_path(configs, key, value)
@@ -525,3 +510,28 @@ def merge_external_params_with_configs(configs, hparams=None,
     configs['eval_input_config'] = configs['eval_input_configs'][0]
   return configs
 
+
+def remove_unnecessary_ema(variables_to_restore, no_ema_collection=None):
+  """Restores some variables from themselves instead of their moving average.
+
+  ExponentialMovingAverage.variables_to_restore() maps
+  'VAR/ExponentialMovingAverage' to VAR. Variables whose name contains one of
+  `no_ema_collection`'s substrings have no average in the checkpoint (they
+  were not averaged in training), so their entry is renamed back to 'VAR'.
+
+  Args:
+    variables_to_restore: dict from checkpoint name to variable.
+    no_ema_collection: list of name substrings, or None.
+
+  Returns:
+    A new dict (the same dict when no_ema_collection is None).
+  """
+  if no_ema_collection is None:
+    return variables_to_restore
+  restore_map = {}
+  for name, variable in variables_to_restore.items():
+    if ('ExponentialMovingAverage' in name and
+        any(part in name for part in no_ema_collection)):
+      name = name.replace('/ExponentialMovingAverage', '')
+    restore_map[name] = variable
+  return restore_map
