@@ -108,15 +108,20 @@ def reference(images, categories):
   return time.perf_counter() - start, [float(v) for v in coco_eval.stats]
 
 
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--num_images', type=int, default=1500)
+def parse_args(argv, description, num_images):
+  """(flags, categories) of a COCO evaluation benchmark."""
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument('--num_images', type=int, default=num_images)
   parser.add_argument('--num_detections', type=int, default=100)
   parser.add_argument('--num_classes', type=int, default=80)
   parser.add_argument('--json', action='store_true')
   args = parser.parse_args(argv)
-  categories = [{'id': i, 'name': 'class_%d' % i}
+  return args, [{'id': i, 'name': 'class_%d' % i}
                 for i in range(1, args.num_classes + 1)]
+
+
+def main(argv=None):
+  args, categories = parse_args(argv, __doc__.split('\n')[0], 1500)
   images = make_data(args.num_images, args.num_detections, args.num_classes)
   ours_seconds, ours_stats = ours(images, categories)
   reference_seconds, reference_stats = reference(images, categories)

@@ -81,6 +81,7 @@ def measure(args):
   r['input'] = run('input_pipeline.py', '--batch=8', '--repeats=2',
                    '--num_images=200')
   r['coco'] = run('coco_eval.py')
+  r['coco_masks'] = run('coco_mask_eval.py')
   r['export'] = run('export_inference.py', '--data_dir=' + data,
                     '--size=300', '--depth=1.0')
   r['eval'] = run('train_step.py', '--mode=eval', *large)
@@ -109,6 +110,7 @@ def write_results(r, seconds, command):
   frcnn_ratio = _ratio(r['train_frcnn'], r['ceiling_frcnn'])
   input_ratio = _ratio(r['input'], r['train'])
   coco = r['coco']
+  coco_masks = r['coco_masks']
   export = r['export']
   demo = r['demo']
   peer = r['peer']
@@ -142,6 +144,18 @@ def write_results(r, seconds, command):
        '>= 5, identical',
        _verdict(coco.get('speedup') if coco.get('identical') else 0.0,
                 5.0)),
+      ('3b. COCO mask evaluation (segm), 200 images 480x640 x 100 '
+       'detections, 80 classes, RLE encoding included: pycocotools time / '
+       'ours', '%s s / %s s = %s, identical numbers: %s (largest '
+       'difference %s)' % (
+           _fmt(coco_masks.get('pycocotools_s'), 1),
+           _fmt(coco_masks.get('ours_s'), 1),
+           _fmt(coco_masks.get('speedup'), 1), coco_masks.get('identical'),
+           '%.1g' % coco_masks['max_abs_difference']
+           if 'max_abs_difference' in coco_masks else 'n/a'),
+       '>= 8, identical',
+       _verdict(coco_masks.get('speedup') if coco_masks.get('identical')
+                else 0.0, 8.0)),
       ('4. Exported SavedModel / Estimator.predict (300x300, one image at a '
        'time)', '%s / %s images/s = %s' % (
            _fmt(export.get('saved_model_images_per_s'), 1),

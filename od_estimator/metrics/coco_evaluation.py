@@ -269,8 +269,10 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
         int)
     kept = [i for i, label in enumerate(classes)
             if label in self._category_ids]
+    if len(kept) < len(masks):
+      masks = masks[kept]
     for annotation, rle in zip(self._annotations[first:],
-                               coco_tools.encode_masks(masks[kept])):
+                               coco_tools.encode_masks(masks)):
       annotation['segmentation'] = rle
 
   def add_single_detected_image_info(self, image_id, detections_dict):
@@ -299,11 +301,13 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     classes = np.asarray(detections_dict[_DET.detection_classes]).astype(int)
     scores = np.asarray(detections_dict[_DET.detection_scores], np.float64)
     kept = np.flatnonzero(np.isin(classes, list(self._category_ids)))
+    if len(kept) < len(masks):
+      masks = masks[kept]
     coco_id = self._images[image_id]
     self._detections.extend(
         {'image_id': coco_id, 'category_id': int(classes[i]),
          'segmentation': rle, 'score': float(scores[i])}
-        for i, rle in zip(kept, coco_tools.encode_masks(masks[kept])))
+        for i, rle in zip(kept, coco_tools.encode_masks(masks)))
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict (with sizes)."""

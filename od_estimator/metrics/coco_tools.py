@@ -39,18 +39,47 @@ def boxes_to_coco(boxes):
   return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1).tolist()
 
 
-def encode_masks(masks):
-  """[N, H, W] binary masks → N COCO RLE dicts {'size', 'counts' (str)}.
+def _column_major_runs(mask, first, last):
+  """COCO RLE counts of a [H, W] 0/1 mask whose columns outside
+  first..last (inclusive) are empty: runs alternate 0s and 1s, 0s first,
+  down each column, column after column."""
+  height, width = mask.shape
+  values = np.ascontiguousarray(mask[:, first:last + 1].T).reshape(-1)
+  changes = np.flatnonzero(values[1:] != values[:-1]) + 1
+  runs = np.diff(np.concatenate([[0], changes, [len(values)]])).tolist()
+  before, after = first * height, (width - 1 - last) * height
+  if values[0]:
+    runs.insert(0, before)
+  else:
+    runs[0] += before
+  if not values[-1]:
+    runs[-1] += after
+  elif after:
+    runs.append(after)
+  return runs
 
-  pycocotools' encoding (what its segm evaluation and results files use);
-  counts are text so the dicts are JSON results as they are.
+
+def encode_masks(masks):
+  """[N, H, W] 0/1 masks → N COCO RLE dicts {'size', 'counts' (str)}.
+
+  Equal to pycocotools.mask.encode of each mask (what its segm evaluation
+  and results files use), computed from the mask's occupied columns only,
+  so the sparse masks of detections need no transposed copy of the whole
+  image. Counts are text so the dicts are JSON results as they are.
   """
   from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
   masks = np.asarray(masks)
   if not len(masks):
     return []
-  rles = mask_utils.encode(np.asfortranarray(
-      masks.astype(np.uint8, copy=False).transpose(1, 2, 0)))
+  height, width = masks.shape[1:3]
+  occupied = masks.any(axis=1)  # [N, W]
+  uncompressed = []
+  for mask, columns in zip(masks, occupied):
+    columns = np.flatnonzero(columns)
+    counts = (_column_major_runs(mask, columns[0], columns[-1])
+              if len(columns) else [height * width])
+    uncompressed.append({'counts': counts, 'size': [height, width]})
+  rles = mask_utils.frPyObjects(uncompressed, height, width)
   for rle in rles:
     rle['counts'] = rle['counts'].decode('ascii')
   return rles

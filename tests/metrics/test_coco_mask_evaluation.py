@@ -13,6 +13,7 @@ from pycocotools.cocoeval import COCOeval
 from od_estimator import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_evaluation
+from od_estimator.metrics import coco_tools
 from od_estimator.protos import eval_pb2
 from od_estimator.utils import config_util
 
@@ -131,6 +132,22 @@ def test_numbers_equal_pycocotools_segm_run_directly(backend):
                    category['name']] == pytest.approx(expected,
                                                       abs=tolerance, rel=0)
   assert set(metrics) == set(evaluator.metric_names())
+
+
+def test_rle_encoding_equals_pycocotools():
+  rng = np.random.RandomState(3)
+  for height, width in ((1, 1), (5, 1), (1, 7), (13, 9), (32, 17)):
+    masks = (rng.uniform(size=(6, height, width)) < 0.4).astype(np.uint8)
+    masks[0] = 0
+    masks[1] = 1
+    masks[2, :, :width // 2] = 0  # Empty leading columns,
+    masks[3, :, (width + 1) // 2:] = 0  # empty trailing ones.
+    masks[4, 0, 0] = masks[4, -1, -1] = 1
+    expected = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0)))
+    assert coco_tools.encode_masks(masks) == [
+        {'size': list(rle['size']), 'counts': rle['counts'].decode()}
+        for rle in expected]
+  assert coco_tools.encode_masks(np.zeros([0, 4, 4], np.uint8)) == []
 
 
 def test_names_are_the_originals():
