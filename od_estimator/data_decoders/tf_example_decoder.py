@@ -19,6 +19,9 @@ neither should it die on harmless rounding. So:
   * Box coordinate lists of different lengths, non-finite coordinates or
     inverted boxes (ymin > ymax or xmin > xmax) fail the same way: there is
     no safe repair. Zero-size boxes (ymin == ymax) are accepted.
+  * Instance masks (when loaded) stored in another encoding than the
+    configured mask_type, of another size than the image, or not one per
+    box fail the same way, saying what to fix.
   * Coordinates outside [0, 1] are clipped into it, and a warning naming the
     record and showing its boxes is printed to stderr (from the graph, so
     it shows even where TF_CPP_MIN_LOG_LEVEL hides TensorFlow's warnings).
@@ -149,9 +152,6 @@ class TfExampleDecoder:
     }
     for coordinate in ('ymin', 'xmin', 'ymax', 'xmax'):
       features['image/object/bbox/' + coordinate] = _var_len(tf.float32)
-    if self._load_instance_masks:
-      features['image/object/mask'] = _var_len(
-          tf.string if self._mask_type == PNG_MASKS else tf.float32)
     if self._num_keypoints:
       features['image/object/keypoint/y'] = _var_len(tf.float32)
       features['image/object/keypoint/x'] = _var_len(tf.float32)
@@ -234,14 +234,48 @@ class TfExampleDecoder:
         tf.where(matches, tf.constant(ids, tf.int32)[tf.newaxis], -1), axis=1)
     return tf.cond(tf.size(texts) > 0, lambda: mapped, lambda: labels)
 
-  def _instance_masks(self, parsed, height, width, num_boxes, record):
+  def _parse_masks(self, serialized, record):
+    """image/object/mask as a SparseTensor, once its encoding is checked.
+
+    The records' encoding must be the configured mask_type's; otherwise
+    parsing would fail with a bare "Data types don't match". (The original's
+    pets tool writes PNG masks by default while its mask_rcnn pets config
+    reads numerical ones.) The check reads the Example's wire format.
+    """
+    def decode(messages, message_type, fields):
+      # One empty message more: decode_proto refuses an empty batch.
+      return tf.io.decode_proto(
+          tf.concat([tf.reshape(messages, [-1]), ['']], 0), message_type,
+          fields, [tf.string] * len(fields))
+
+    _, (features,) = decode(serialized, 'tensorflow.Example', ['features'])
+    _, (entries,) = decode(features, 'tensorflow.Features', ['feature'])
+    _, (keys, values) = decode(entries, 'tensorflow.Features.FeatureEntry',
+                               ['key', 'value'])
+    mask_feature = tf.boolean_mask(
+        tf.reshape(values, [-1]),
+        tf.equal(tf.reshape(keys, [-1]), 'image/object/mask'))
+    kinds, _ = decode(mask_feature, 'tensorflow.Feature',
+                      ['bytes_list', 'float_list'])
+    png = self._mask_type == PNG_MASKS
+    other_kind = tf.reduce_sum(kinds[:, 1 if png else 0]) > 0
+    check = tf.debugging.Assert(tf.logical_not(other_kind), [
+        'image/object/mask holds %s but the input reader has mask_type: %s '
+        '(set mask_type: %s in the input reader) in record' % (
+            ('numerical masks', PNG_MASKS, NUMERICAL_MASKS) if png else
+            ('PNG-encoded masks', NUMERICAL_MASKS, PNG_MASKS)), record])
+    with tf.control_dependencies([check]):
+      return tf.io.parse_single_example(tf.identity(serialized), {
+          'image/object/mask': _var_len(tf.string if png else tf.float32),
+      })['image/object/mask']
+
+  def _instance_masks(self, masks, height, width, num_boxes, record):
     """[N, H, W] 0/1 float32 masks, checked against the image and boxes.
 
     A mask of another size than the image, or a mask count other than the
     box count (e.g. records converted without masks), fails naming the
     record, instead of misaligned targets or a shape error deep in training.
     """
-    masks = parsed['image/object/mask']
     if self._mask_type == PNG_MASKS:
       pngs = _dense(masks, '')
 
@@ -373,7 +407,8 @@ class TfExampleDecoder:
     }
     if self._load_instance_masks:
       tensors[_F.groundtruth_instance_masks] = self._instance_masks(
-          parsed, height, width, tf.shape(boxes)[0], record)
+          self._parse_masks(serialized, record), height, width,
+          tf.shape(boxes)[0], record)
     if self._num_keypoints:
       (tensors[_F.groundtruth_keypoints],
        tensors[_F.groundtruth_keypoint_visibilities]) = self._keypoints(parsed)

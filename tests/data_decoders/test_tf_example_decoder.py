@@ -169,6 +169,32 @@ def test_png_masks_by_enum_number(execute):
                                 np.ones((2, 4, 6)))
 
 
+@pytest.mark.parametrize('stored,configured,fix', [
+    ('png', tf_example_decoder.NUMERICAL_MASKS, 'mask_type: PNG_MASKS'),
+    ('numerical', tf_example_decoder.PNG_MASKS, 'mask_type: NUMERICAL_MASKS'),
+    ('empty png', tf_example_decoder.NUMERICAL_MASKS, 'mask_type: PNG_MASKS'),
+])
+def test_mask_encoding_other_than_mask_type_names_the_fix(
+    execute, stored, configured, fix):
+  """E.g. the original's pets tool (PNG) with its pets config (numerical)."""
+  features = _full_features(_image())
+  if stored == 'png':
+    features['image/object/mask'] = du.bytes_list_feature(
+        [_encode(np.ones((4, 6), np.uint8))] * 2)
+  elif stored == 'numerical':
+    features['image/object/mask'] = du.float_list_feature(np.ones(48))
+  else:
+    for key in list(features):
+      if key.startswith('image/object/'):
+        del features[key]
+    features['image/object/mask'] = du.bytes_list_feature([])
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match='set %s in the input reader.* in record.*'
+                     'source_id=17' % fix):
+    _decode(execute, _example(**features), load_instance_masks=True,
+            instance_mask_type=configured)
+
+
 @pytest.mark.parametrize('mask_type,masks,problem', [
     # Records converted without masks, read by a mask config.
     (tf_example_decoder.PNG_MASKS, None, 'different number of masks'),
