@@ -7,7 +7,8 @@ One training step calls, in order:
     prediction_dict = model.predict(preprocessed, true_image_shapes)
     losses = model.loss(prediction_dict, true_image_shapes)
 
-and inference calls `postprocess(prediction_dict, true_image_shapes)`.
+and inference calls `postprocess(prediction_dict, true_image_shapes)`;
+`model(images)` runs preprocess, predict and postprocess, as the original's.
 Classes are 0-based inside the model (no background column in groundtruth
 or detections); the input pipeline and exporters convert from and to the
 1-based ids of label maps.
@@ -137,6 +138,25 @@ class DetectionModel(abc.ABC):
       load_all_detection_checkpoint_vars: with 'detection', map every model
         variable rather than the feature extractor's only.
     """
+
+  def call(self, images):
+    """Returns detections for a batch of images, as the original's call.
+
+    Runs preprocess, predict and postprocess in turn.
+
+    Args:
+      images: [batch, height, width, channels] float32 images, values 0-255.
+
+    Returns:
+      The dict of detection tensors postprocess returns.
+    """
+    preprocessed_inputs, true_image_shapes = self.preprocess(images)
+    prediction_dict = self.predict(preprocessed_inputs, true_image_shapes)
+    return self.postprocess(prediction_dict, true_image_shapes)
+
+  def __call__(self, images):
+    """`model(images)` returns detections, as the original's Keras layer."""
+    return self.call(images)
 
   def regularization_losses(self):
     """Returns a copy of the graph's REGULARIZATION_LOSSES collection.
