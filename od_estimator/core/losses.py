@@ -19,8 +19,11 @@ import tensorflow as tf
 
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
-from od_estimator.core.hard_example_miner import HardExampleMiner  # pylint: disable=unused-import
+from od_estimator.core import hard_example_miner
 from od_estimator.utils import shape_utils
+
+# Defined in its own module; the original's name is losses.HardExampleMiner.
+HardExampleMiner = hard_example_miner.HardExampleMiner
 
 
 class Loss(abc.ABC):

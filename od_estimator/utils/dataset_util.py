@@ -10,7 +10,9 @@ import contextlib
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.builders.dataset_builder import make_initializable_iterator  # pylint: disable=unused-import
+# pylint: disable=unused-import
+from od_estimator.builders.dataset_builder import make_initializable_iterator
+# pylint: enable=unused-import
 
 
 def int64_feature(value):
@@ -26,7 +28,7 @@ def bytes_feature(value):
 
 
 def bytes_list_feature(value):
-  """Bytes values; str values are encoded as UTF-8 (the original needs bytes)."""
+  """Bytes values; str values are UTF-8 encoded (the original takes bytes)."""
   return tf.train.Feature(bytes_list=tf.train.BytesList(value=[
       v.encode('utf-8') if isinstance(v, str) else v for v in value]))
 
