@@ -173,8 +173,11 @@ def evaluator_options_from_eval_config(eval_config):
   for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
     name = DEPRECATED_METRICS_SETS.get(name, name)
     if name == 'coco_mask_metrics':
-      options[name] = {'include_metrics_per_category':
-                           eval_config.include_metrics_per_category}
+      options[name] = {
+          'include_metrics_per_category':
+              eval_config.include_metrics_per_category,
+          'all_metrics_per_category': eval_config.all_metrics_per_category,
+      }
     elif name == 'coco_detection_metrics':
       options[name] = {
           'include_metrics_per_category':

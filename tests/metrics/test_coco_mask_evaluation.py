@@ -264,3 +264,13 @@ def test_a_model_without_masks_is_refused_naming_what_to_do():
                        match="'coco_mask_metrics' needs detection masks.*"
                        'predict_instance_masks'):
       evaluator.get_estimator_eval_metric_ops(eval_dict)
+
+
+def test_eval_config_per_category_options_reach_the_mask_evaluator():
+  config = eval_pb2.EvalConfig(metrics_set=['coco_mask_metrics'],
+                               include_metrics_per_category=True,
+                               all_metrics_per_category=True)
+  (evaluator,) = eval_util.get_evaluators(config, CATEGORIES)
+  names = evaluator.metric_names()
+  assert 'DetectionMasks_PerformanceByCategory/mAP/dog' in names
+  assert 'DetectionMasks_Recall/AR@100 ByCategory/cat' in names
