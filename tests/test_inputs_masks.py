@@ -5,7 +5,10 @@ groundtruth_instance_masks [batch, max_number_of_boxes, H, W] float32 0/1
 at the preprocessed image size, padded with empty masks, aligned with the
 boxes after augmentation and resizing; without it they carry none.
 """
+import io
+
 import numpy as np
+from PIL import Image
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
@@ -39,11 +42,22 @@ def data(tmp_path_factory):
   written = create_synthetic_tf_record.create_dataset(
       str(directory), num_train=8, num_val=4, image_size=48,
       num_train_shards=1, num_val_shards=1, max_shapes=3, seed=3)
+  # The val examples again, with the masks as dense floats.
+  numerical = str(directory / 'shapes_val_numerical.record')
+  with tf.io.TFRecordWriter(numerical) as writer:
+    for record in tf.compat.v1.io.tf_record_iterator(written['val'][0]):
+      example = tf.train.Example.FromString(record)
+      feature = example.features.feature['image/object/mask']
+      masks = [np.array(Image.open(io.BytesIO(png)))
+               for png in feature.bytes_list.value]
+      feature.Clear()
+      feature.float_list.value.extend(np.ravel(masks).astype(np.float32))
+      writer.write(example.SerializeToString())
   return {'label_map': written['label_map'], 'train': written['train'][0],
-          'val': written['val'][0]}
+          'val': written['val'][0], 'val_numerical': numerical}
 
 
-def _configs(data, load_masks=True, mask_type='PNG_MASKS'):
+def _configs(data, load_masks=True, mask_type='PNG_MASKS', val='val'):
   masks = ('load_instance_masks: true mask_type: %s' % mask_type
            if load_masks else '')
   text = """
@@ -61,7 +75,7 @@ def _configs(data, load_masks=True, mask_type='PNG_MASKS'):
     eval_input_reader { label_map_path: "%s" shuffle: false num_epochs: 1
       max_number_of_boxes: 4 %s tf_record_input_reader { input_path: "%s" } }
   """ % (MAX_DIMENSION, data['label_map'], masks, data['train'],
-         data['label_map'], masks, data['val'])
+         data['label_map'], masks, data[val])
   return config_util.create_configs_from_pipeline_proto(
       text_format.Parse(text, pipeline_pb2.TrainEvalPipelineConfig()))
 
@@ -122,3 +136,19 @@ def test_eval_input_labels_carry_masks_when_loaded(data, load_masks):
       _check_masks_on_boxes(features, labels)
   if load_masks:
     assert shape.as_list() == [2, 4, MAX_DIMENSION, MAX_DIMENSION]
+
+
+def test_numerical_masks_give_the_same_labels(data):
+  """Dense float masks (mask_type NUMERICAL_MASKS) read as the PNG ones."""
+  labels = []
+  for mask_type, val in (('PNG_MASKS', 'val'),
+                         ('NUMERICAL_MASKS', 'val_numerical')):
+    configs = _configs(data, mask_type=mask_type, val=val)
+    batches, _ = _first_batch(lambda configs=configs: inputs.eval_input(
+        configs['eval_config'], configs['eval_input_configs'][0],
+        configs['model'], model=ResizerModel(configs['model'])))
+    labels.append([batch[1] for batch in batches])
+  for png, numerical in zip(*labels):
+    assert png[_IN.groundtruth_instance_masks].any()
+    for key in (_IN.groundtruth_instance_masks, _IN.groundtruth_boxes):
+      np.testing.assert_array_equal(png[key], numerical[key])
