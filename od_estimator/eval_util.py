@@ -342,6 +342,11 @@ def _scale_to_absolute(boxes, image_shapes):
   return boxes * tf.expand_dims(scale, 1)
 
 
+# Eval dict key of the detections' normalized boxes while its masks are not
+# yet in the original images' frame (see masks_to_original_images).
+UNFRAMED_MASKS_BOXES = 'unframed_masks_detection_boxes'
+
+
 def _pad_masks(masks, height, width):
   """[N, h, w] → [N, height, width], zeros below and right."""
   shape = tf.shape(masks)
@@ -423,7 +428,8 @@ def result_dict_for_batched_example(images, keys, detections,
                                     scale_to_absolute=False,
                                     original_image_spatial_shapes=None,
                                     true_image_shapes=None,
-                                    max_gt_boxes=None, label_id_offset=1):
+                                    max_gt_boxes=None, label_id_offset=1,
+                                    reframe_masks=True):
   """Merges a batch's detections and groundtruth for the evaluators.
 
   Args:
@@ -442,11 +448,13 @@ def result_dict_for_batched_example(images, keys, detections,
     true_image_shapes: [B, 3] (kept for visualisation).
     max_gt_boxes: unused padding size, accepted for compatibility.
     label_id_offset: added to 0-based detection classes.
+    reframe_masks: convert the masks (see masks_to_original_images); when
+      False they stay as given, with the detections' normalized boxes under
+      UNFRAMED_MASKS_BOXES, for masks_to_original_images later.
 
   Returns:
     A dict keyed by the standard field names. Masks are uint8 0/1 in the
-    original images' frame (see detection_masks_to_images and
-    groundtruth_masks_to_images), as the mask evaluators take them.
+    original images' frame, as the mask evaluators take them.
   """
   del max_gt_boxes
   batch = shape_utils.combined_static_and_dynamic_shape(images)[0]
@@ -475,24 +483,54 @@ def result_dict_for_batched_example(images, keys, detections,
   if true_image_shapes is not None:
     result[_IN.true_image_shape] = true_image_shapes
   if _DET.detection_masks in detections:
-    result[_DET.detection_masks] = detection_masks_to_images(
-        detections[_DET.detection_masks], detections[_DET.detection_boxes],
-        result[_DET.num_detections], original_image_spatial_shapes)
+    result[_DET.detection_masks] = detections[_DET.detection_masks]
   if groundtruth:
     result.update(groundtruth)
-    if _IN.groundtruth_instance_masks in groundtruth:
-      masks = tf.cast(groundtruth[_IN.groundtruth_instance_masks],
-                      tf.float32)
-      mask_true_shapes = true_image_shapes
-      if mask_true_shapes is None:  # Masks without padding.
-        mask_true_shapes = tf.tile(tf.expand_dims(tf.shape(masks)[2:4], 0),
-                                   [tf.shape(masks)[0], 1])
-      result[_IN.groundtruth_instance_masks] = groundtruth_masks_to_images(
-          masks, mask_true_shapes, original_image_spatial_shapes)
     if scale_to_absolute:
       result[_IN.groundtruth_boxes] = _scale_to_absolute(
           groundtruth[_IN.groundtruth_boxes], original_image_spatial_shapes)
     if class_agnostic:
       result[_IN.groundtruth_classes] = tf.ones_like(
           groundtruth[_IN.groundtruth_classes])
+  if (_DET.detection_masks in result or
+      _IN.groundtruth_instance_masks in result):
+    result[UNFRAMED_MASKS_BOXES] = detections[_DET.detection_boxes]
+    if reframe_masks:
+      result = masks_to_original_images(result)
+  return result
+
+
+def masks_to_original_images(eval_dict):
+  """An eval dict's masks, binary in the original images' frame.
+
+  Detection masks are pasted from their boxes (detection_masks_to_images),
+  groundtruth masks resized from the model input (groundtruth_masks_to_
+  images). result_dict_for_batched_example does it unless asked not to:
+  on a TPU, model_lib does it in the host's metric_fn, as the original
+  sizes are known only at run time.
+
+  Args:
+    eval_dict: result_dict_for_batched_example(..., reframe_masks=False).
+
+  Returns:
+    A new dict with uint8 [B, N, max height, max width] masks; the dict
+    itself when its masks were already converted.
+  """
+  if UNFRAMED_MASKS_BOXES not in eval_dict:
+    return eval_dict
+  result = dict(eval_dict)
+  boxes = result.pop(UNFRAMED_MASKS_BOXES)
+  shapes = result[_IN.original_image_spatial_shape]
+  if _DET.detection_masks in result:
+    result[_DET.detection_masks] = detection_masks_to_images(
+        result[_DET.detection_masks], boxes, result[_DET.num_detections],
+        shapes)
+  if _IN.groundtruth_instance_masks in result:
+    masks = tf.cast(result[_IN.groundtruth_instance_masks], tf.float32)
+    true_shapes = result.get(_IN.true_image_shape)
+    if true_shapes is None:  # Masks without padding.
+      true_shapes = tf.tile(tf.expand_dims(tf.shape(masks)[2:4], 0),
+                            [tf.shape(masks)[0], 1])
+    result[_IN.groundtruth_instance_masks] = groundtruth_masks_to_images(
+        masks, true_shapes, shapes)
   return result

@@ -93,8 +93,13 @@ def _categories(eval_input_config, num_classes):
             for i in range(1, num_classes + 1)]
 
 
-def _build_eval_dict(labels, features, detections, eval_input_config):
-  """The evaluators' batched dict: detections and groundtruth from labels."""
+def _build_eval_dict(labels, features, detections, eval_input_config,
+                     reframe_masks=True):
+  """The evaluators' batched dict: detections and groundtruth from labels.
+
+  Masks stay unframed (reframe_masks=False) in a TPU computation: the
+  host's metric_fn converts them (eval_util.masks_to_original_images).
+  """
   groundtruth = eval_util.groundtruth_from_labels(
       labels, eval_input_config.max_number_of_boxes,
       label_id_offset=LABEL_ID_OFFSET)
@@ -106,7 +111,8 @@ def _build_eval_dict(labels, features, detections, eval_input_config):
       groundtruth, scale_to_absolute=True,
       original_image_spatial_shapes=features[
           _IN.original_image_spatial_shape],
-      true_image_shapes=features[_IN.true_image_shape])
+      true_image_shapes=features[_IN.true_image_shape],
+      reframe_masks=reframe_masks)
 
 
 def _build_eval_metric_ops(eval_dict, losses, configs, images=False):
@@ -157,7 +163,9 @@ def _build_tpu_eval_metrics(eval_dict, losses, configs, images=False):
 
   def metric_fn(**batched):
     batched_losses = {name: batched.pop(name) for name in losses}
-    return _build_eval_metric_ops(batched, batched_losses, configs, images)
+    return _build_eval_metric_ops(
+        eval_util.masks_to_original_images(batched), batched_losses,
+        configs, images)
   return metric_fn, tensors
 
 
@@ -314,7 +322,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     losses, total_loss = _build_eval_losses(model, prediction_dict, features,
                                             configs)
     eval_dict = _build_eval_dict(labels, features, detections,
-                                 eval_input_config)
+                                 eval_input_config, reframe_masks=not tpu_spec)
     if tpu_spec:
       return tpu_estimator.TPUEstimatorSpec(
           mode=mode, loss=total_loss,

@@ -97,3 +97,41 @@ def test_groundtruth_masks_are_cut_to_the_true_image_and_resized(execute):
                                   true[:, rows][:, :, cols])
     assert result[i, :, height:].sum() == 0
     assert result[i, :, :, width:].sum() == 0
+
+
+def test_masks_converted_later_equal_masks_converted_at_once(execute):
+  """The TPU path: the eval dict keeps the masks unframed (with the
+  detections' normalized boxes) and the host's metric_fn converts them."""
+  rng = np.random.RandomState(2)
+  detections = _detections(rng)
+  groundtruth = {
+      _IN.groundtruth_boxes: np.zeros([2, 2, 4], np.float32),
+      _IN.groundtruth_classes: np.ones([2, 2], np.int32),
+      _IN.num_groundtruth_boxes: np.array([2, 1], np.int32),
+      _IN.groundtruth_instance_masks: (
+          rng.uniform(size=(2, 2, 8, 8)) < 0.5).astype(np.float32),
+  }
+
+  def graph_fn():
+    constant = lambda values: {k: tf.constant(v) for k, v in values.items()}
+    results = [eval_util.result_dict_for_batched_example(
+        tf.zeros([2, 8, 8, 3], tf.uint8), tf.constant([b'a', b'b']),
+        constant(detections), constant(groundtruth), scale_to_absolute=True,
+        original_image_spatial_shapes=tf.constant([[9, 14], [12, 7]]),
+        true_image_shapes=tf.constant([[8, 6, 3], [7, 8, 3]]),
+        reframe_masks=reframe) for reframe in (True, False)]
+    at_once, unframed = results
+    assert eval_util.UNFRAMED_MASKS_BOXES not in at_once
+    later = eval_util.masks_to_original_images(unframed)
+    assert eval_util.UNFRAMED_MASKS_BOXES not in later
+    return at_once, unframed, later
+
+  at_once, unframed, later = execute(graph_fn)
+  np.testing.assert_array_equal(unframed[_DET.detection_masks],
+                                detections[_DET.detection_masks])
+  np.testing.assert_array_equal(unframed[eval_util.UNFRAMED_MASKS_BOXES],
+                                detections[_DET.detection_boxes])
+  assert set(later) == set(at_once)
+  for name in at_once:
+    np.testing.assert_array_equal(later[name], at_once[name], err_msg=name)
+  assert at_once[_IN.groundtruth_instance_masks].shape == (2, 2, 12, 14)
