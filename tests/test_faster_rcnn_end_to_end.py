@@ -29,12 +29,19 @@ TRAIN_STEPS = 2
 TOLERANCE = 1e-4
 
 
-@pytest.fixture(scope='module')
-def trained(tmp_path_factory):
-  """model_main trains TRAIN_STEPS steps and evaluates; returns the paths."""
-  root = tmp_path_factory.mktemp('faster_rcnn')
+def train_with_model_main(root, write_config):
+  """model_main fine-tunes a tiny config TRAIN_STEPS steps and evaluates.
+
+  Args:
+    root: a fresh directory.
+    write_config: tiny_faster_rcnn.write_config or a function taking the
+      same arguments.
+
+  Returns:
+    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
+  """
   checkpoint = tiny_faster_rcnn.write_calibrated_checkpoint(root)
-  config = tiny_faster_rcnn.write_config(
+  config = write_config(
       root, root / 'data', train_fields=(
           'fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
           '"classification" gradient_clipping_by_norm: 1.0' % checkpoint))
@@ -49,6 +56,13 @@ def trained(tmp_path_factory):
   return {'root': root, 'model_dir': model_dir,
           'config': os.path.join(model_dir, 'pipeline.config'),
           'checkpoint': tf.train.latest_checkpoint(model_dir)}
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+  """model_main trains TRAIN_STEPS steps and evaluates; returns the paths."""
+  return train_with_model_main(tmp_path_factory.mktemp('faster_rcnn'),
+                               tiny_faster_rcnn.write_config)
 
 
 def test_model_main_trains_and_evaluates_with_coco_metrics(trained):
@@ -87,8 +101,8 @@ def _estimator_predictions(configs, model_dir, checkpoint, images):
   return batches[0]
 
 
-def test_export_detections_equal_estimator_predict(trained):
-  images = image_inputs.images()[:1]
+def export_and_predict(trained, images):
+  """(SavedModel outputs, Estimator.predict outputs) on the images."""
   output_directory = str(trained['root'] / 'export')
   exporter.export_inference_graph(
       'image_tensor', config_util.read_pipeline_config(trained['config']),
@@ -100,8 +114,12 @@ def test_export_detections_equal_estimator_predict(trained):
   served = {key: value.numpy() for key, value in
             serve(inputs=tf.constant(images)).items()}
   configs = config_util.get_configs_from_pipeline_file(trained['config'])
-  predicted = _estimator_predictions(configs, trained['model_dir'],
-                                     trained['checkpoint'], images)
+  return served, _estimator_predictions(
+      configs, trained['model_dir'], trained['checkpoint'], images)
+
+
+def test_export_detections_equal_estimator_predict(trained):
+  served, predicted = export_and_predict(trained, image_inputs.images()[:1])
   for key in ('detection_boxes', 'detection_scores', 'detection_classes',
               'num_detections'):
     np.testing.assert_allclose(served[key], predicted[key], atol=TOLERANCE,

@@ -104,13 +104,14 @@ class MaskBranch:
     for boxes, match, masks in zip(tf.unstack(proposal_boxes_normalized),
                                    tf.unstack(matches),
                                    groundtruth_masks_list):
-      # Every groundtruth mask is a channel: one crop per proposal covers
-      # them all, then the matched channel is kept.
-      channels = tf.transpose(tf.cast(masks, tf.float32), [1, 2, 0])
-      crops = self._crop_and_resize_fn(channels[tf.newaxis],
-                                       boxes[tf.newaxis], mask_size)[0]
-      selection = tf.one_hot(match, tf.shape(masks)[0], dtype=tf.float32)
-      targets.append(tf.einsum('nhwg,ng->nhw', crops, selection))
+      # Each proposal crops its own matched mask (an appended empty mask
+      # when unmatched), one image per proposal, as the original.
+      masks = tf.pad(tf.cast(masks, tf.float32), [[0, 1], [0, 0], [0, 0]])
+      num_masks = tf.shape(masks)[0]
+      matched = tf.gather(masks, tf.where(match >= 0, match, num_masks - 1))
+      crops = self._crop_and_resize_fn(matched[..., tf.newaxis],
+                                       boxes[:, tf.newaxis], mask_size)
+      targets.append(crops[:, 0, :, :, 0])
     return tf.stop_gradient(tf.stack(targets))
 
   def loss(self, mask_logits, proposal_boxes, num_proposals, image_shapes,
