@@ -39,15 +39,30 @@ def boxes_to_coco(boxes):
   return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1).tolist()
 
 
-def _column_major_runs(mask, first, last):
-  """COCO RLE counts of a [H, W] 0/1 mask whose columns outside
-  first..last (inclusive) are empty: runs alternate 0s and 1s, 0s first,
-  down each column, column after column."""
+def _column_major_runs(mask, top, bottom, first, last):
+  """COCO RLE counts of a [H, W] 0/1 mask whose pixels outside rows
+  top..bottom and columns first..last (inclusive) are 0: runs alternate 0s
+  and 1s, 0s first, down each column, column after column.
+
+  Only the occupied rectangle is read: within it, one zero after each
+  column's part stands for the `gap` zeros below and above it.
+  """
   height, width = mask.shape
-  values = np.ascontiguousarray(mask[:, first:last + 1].T).reshape(-1)
-  changes = np.flatnonzero(values[1:] != values[:-1]) + 1
-  runs = np.diff(np.concatenate([[0], changes, [len(values)]])).tolist()
-  before, after = first * height, (width - 1 - last) * height
+  part = mask[top:bottom + 1, first:last + 1].T  # [columns, rows]
+  gap = height - part.shape[1]
+  weights = np.ones(part.shape, np.int64)
+  if gap:
+    part = np.concatenate([part, np.zeros([len(part), 1], part.dtype)], 1)
+    weights = np.concatenate(
+        [weights, np.full([len(part), 1], gap, np.int64)], 1)
+  # Without the gap after the last column: it belongs to `after`.
+  values = part.reshape(-1)[:part.size - (1 if gap else 0)]
+  weights = weights.reshape(-1)[:len(values)]
+  starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) +
+                           1])
+  runs = np.add.reduceat(weights, starts).tolist()
+  before = first * height + top
+  after = (width - 1 - last) * height + (height - 1 - bottom)
   if values[0]:
     runs.insert(0, before)
   else:
@@ -63,7 +78,7 @@ def encode_masks(masks):
   """[N, H, W] 0/1 masks → N COCO RLE dicts {'size', 'counts' (str)}.
 
   Equal to pycocotools.mask.encode of each mask (what its segm evaluation
-  and results files use), computed from the mask's occupied columns only,
+  and results files use), computed from the rectangle each mask occupies,
   so the sparse masks of detections need no transposed copy of the whole
   image. Counts are text so the dicts are JSON results as they are.
   """
@@ -72,11 +87,13 @@ def encode_masks(masks):
   if not len(masks):
     return []
   height, width = masks.shape[1:3]
-  occupied = masks.any(axis=1)  # [N, W]
   uncompressed = []
-  for mask, columns in zip(masks, occupied):
-    columns = np.flatnonzero(columns)
-    counts = (_column_major_runs(mask, columns[0], columns[-1])
+  # max: numpy's fastest reduction of uint8 (any converts to bool first).
+  for mask, rows, columns in zip(masks, masks.max(axis=2),
+                                 masks.max(axis=1)):
+    rows, columns = np.flatnonzero(rows), np.flatnonzero(columns)
+    counts = (_column_major_runs(mask, rows[0], rows[-1], columns[0],
+                                 columns[-1])
               if len(columns) else [height * width])
     uncompressed.append({'counts': counts, 'size': [height, width]})
   rles = mask_utils.frPyObjects(uncompressed, height, width)

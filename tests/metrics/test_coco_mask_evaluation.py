@@ -137,12 +137,16 @@ def test_numbers_equal_pycocotools_segm_run_directly(backend):
 def test_rle_encoding_equals_pycocotools():
   rng = np.random.RandomState(3)
   for height, width in ((1, 1), (5, 1), (1, 7), (13, 9), (32, 17)):
-    masks = (rng.uniform(size=(6, height, width)) < 0.4).astype(np.uint8)
+    masks = (rng.uniform(size=(8, height, width)) < 0.4).astype(np.uint8)
     masks[0] = 0
     masks[1] = 1
     masks[2, :, :width // 2] = 0  # Empty leading columns,
-    masks[3, :, (width + 1) // 2:] = 0  # empty trailing ones.
-    masks[4, 0, 0] = masks[4, -1, -1] = 1
+    masks[3, :, (width + 1) // 2:] = 0  # empty trailing ones,
+    masks[4, :height // 2] = 0  # empty top rows,
+    masks[5, (height + 1) // 2:, :width // 3] = 0  # bottom rows, columns.
+    masks[6, 0, 0] = masks[6, -1, -1] = 1
+    masks[7] = 0
+    masks[7, height // 2, width // 2] = 1  # One pixel.
     expected = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0)))
     assert coco_tools.encode_masks(masks) == [
         {'size': list(rle['size']), 'counts': rle['counts'].decode()}
