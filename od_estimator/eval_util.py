@@ -342,6 +342,17 @@ def _scale_to_absolute(boxes, image_shapes):
   return boxes * tf.expand_dims(scale, 1)
 
 
+def _true_image_fractions(images, true_image_shapes):
+  """[B, 2] height and width of each true image as fractions of the padded.
+
+  Args:
+    images: [B, H, W, C] images at the padded (preprocessed) size.
+    true_image_shapes: [B, 3] int32 size of each image inside the padding.
+  """
+  padded = tf.cast(tf.shape(images)[1:3], tf.float32)
+  return tf.cast(true_image_shapes[:, :2], tf.float32) / padded
+
+
 # Eval dict key of the detections' normalized boxes while its masks are not
 # yet in the original images' frame (see masks_to_original_images).
 UNFRAMED_MASKS_BOXES = 'unframed_masks_detection_boxes'
@@ -445,7 +456,10 @@ def result_dict_for_batched_example(images, keys, detections,
     class_agnostic: report every detection as class 1.
     scale_to_absolute: scale boxes by original_image_spatial_shapes.
     original_image_spatial_shapes: [B, 2] int32 original height, width.
-    true_image_shapes: [B, 3] (kept for visualisation).
+    true_image_shapes: [B, 3] size of each image inside `images`' padding.
+      Groundtruth boxes and keypoints come normalized to the padded image
+      (as the input pipeline gives them) and are renormalized to the true
+      image, the frame of the detections (as the original does).
     max_gt_boxes: unused padding size, accepted for compatibility.
     label_id_offset: added to 0-based detection classes.
     reframe_masks: convert the masks (see masks_to_original_images); when
@@ -486,9 +500,16 @@ def result_dict_for_batched_example(images, keys, detections,
     result[_DET.detection_masks] = detections[_DET.detection_masks]
   if groundtruth:
     result.update(groundtruth)
+    if true_image_shapes is not None:
+      fractions = _true_image_fractions(images, true_image_shapes)
+      result[_IN.groundtruth_boxes] = groundtruth[_IN.groundtruth_boxes] / (
+          tf.tile(fractions, [1, 2])[:, tf.newaxis, :])
+      if _IN.groundtruth_keypoints in groundtruth:
+        result[_IN.groundtruth_keypoints] = groundtruth[
+            _IN.groundtruth_keypoints] / fractions[:, tf.newaxis, tf.newaxis]
     if scale_to_absolute:
       result[_IN.groundtruth_boxes] = _scale_to_absolute(
-          groundtruth[_IN.groundtruth_boxes], original_image_spatial_shapes)
+          result[_IN.groundtruth_boxes], original_image_spatial_shapes)
     if class_agnostic:
       result[_IN.groundtruth_classes] = tf.ones_like(
           groundtruth[_IN.groundtruth_classes])
