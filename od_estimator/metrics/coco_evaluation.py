@@ -255,24 +255,23 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
       logging.warning('Ignoring groundtruth for image %s: already added.',
                       image_id)
       return
-    masks = overlaps.binary_masks(
-        _IN.groundtruth_instance_masks,
-        groundtruth_dict.get(_IN.groundtruth_instance_masks),
-        'CocoMaskEvaluator')
+    name = _IN.groundtruth_instance_masks
+    masks = overlaps.binary_masks(name, groundtruth_dict.get(name),
+                                  'CocoMaskEvaluator', check_values=False)
+    classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes]).astype(
+        int)
+    kept = [i for i, label in enumerate(classes)
+            if label in self._category_ids]
+    # Encoded (and checked) before the image is added.
+    rles = coco_tools.encode_masks(
+        masks[kept] if len(kept) < len(masks) else masks, name)
     first = len(self._annotations)
     super().add_single_ground_truth_image_info(image_id, {
         name: groundtruth_dict[name] for name in (
             _IN.groundtruth_boxes, _IN.groundtruth_classes,
             _IN.groundtruth_is_crowd) if name in groundtruth_dict})
     self._mask_shapes[image_id] = masks.shape[1:3]
-    classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes]).astype(
-        int)
-    kept = [i for i, label in enumerate(classes)
-            if label in self._category_ids]
-    if len(kept) < len(masks):
-      masks = masks[kept]
-    for annotation, rle in zip(self._annotations[first:],
-                               coco_tools.encode_masks(masks)):
+    for annotation, rle in zip(self._annotations[first:], rles):
       annotation['segmentation'] = rle
 
   def add_single_detected_image_info(self, image_id, detections_dict):
@@ -291,23 +290,24 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
       return
     masks = overlaps.binary_masks(
         _DET.detection_masks, detections_dict.get(_DET.detection_masks),
-        'CocoMaskEvaluator')
+        'CocoMaskEvaluator', check_values=False)
     if masks.shape[1:3] != self._mask_shapes[image_id]:
       raise ValueError(
           'Spatial shape of groundtruth masks and detection masks are '
           'incompatible: %s vs %s' % (self._mask_shapes[image_id],
                                       masks.shape[1:3]))
-    self._with_detections.add(image_id)
     classes = np.asarray(detections_dict[_DET.detection_classes]).astype(int)
     scores = np.asarray(detections_dict[_DET.detection_scores], np.float64)
     kept = np.flatnonzero(np.isin(classes, list(self._category_ids)))
-    if len(kept) < len(masks):
-      masks = masks[kept]
+    rles = coco_tools.encode_masks(
+        masks[kept] if len(kept) < len(masks) else masks,
+        _DET.detection_masks)
+    self._with_detections.add(image_id)
     coco_id = self._images[image_id]
     self._detections.extend(
         {'image_id': coco_id, 'category_id': int(classes[i]),
          'segmentation': rle, 'score': float(scores[i])}
-        for i, rle in zip(kept, coco_tools.encode_masks(masks)))
+        for i, rle in zip(kept, rles))
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict (with sizes)."""

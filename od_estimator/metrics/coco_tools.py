@@ -74,23 +74,29 @@ def _column_major_runs(mask, top, bottom, first, last):
   return runs
 
 
-def encode_masks(masks):
+def encode_masks(masks, name='masks'):
   """[N, H, W] 0/1 masks → N COCO RLE dicts {'size', 'counts' (str)}.
 
   Equal to pycocotools.mask.encode of each mask (what its segm evaluation
   and results files use), computed from the rectangle each mask occupies,
   so the sparse masks of detections need no transposed copy of the whole
   image. Counts are text so the dicts are JSON results as they are.
+
+  Raises:
+    ValueError: for a value other than 0 and 1 (naming `name`).
   """
   from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
+  from od_estimator.metrics import overlaps  # pylint: disable=g-import-not-at-top
   masks = np.asarray(masks)
   if not len(masks):
     return []
   height, width = masks.shape[1:3]
-  uncompressed = []
   # max: numpy's fastest reduction of uint8 (any converts to bool first).
-  for mask, rows, columns in zip(masks, masks.max(axis=2),
-                                 masks.max(axis=1)):
+  column_max = masks.max(axis=1)
+  if column_max.max() > 1:
+    raise overlaps.not_binary(name, masks)
+  uncompressed = []
+  for mask, rows, columns in zip(masks, masks.max(axis=2), column_max):
     rows, columns = np.flatnonzero(rows), np.flatnonzero(columns)
     counts = (_column_major_runs(mask, rows[0], rows[-1], columns[0],
                                  columns[-1])

@@ -89,8 +89,11 @@ def nms_order(regions, scores, iou_threshold, max_output_size,
   return np.array(keep, dtype=int)
 
 
-def binary_masks(name, masks, evaluator='the evaluator'):
+def binary_masks(name, masks, evaluator='the evaluator', check_values=True):
   """`masks` as uint8, checked to hold only 0 and 1 (as the original).
+
+  check_values=False leaves the values to a caller that reads them anyway
+  (coco_tools.encode_masks).
 
   Raises:
     ValueError: when masks is None, or not uint8 / bool of 0 and 1.
@@ -99,9 +102,13 @@ def binary_masks(name, masks, evaluator='the evaluator'):
     raise ValueError('%s needs %s.' % (evaluator, name))
   masks = np.asarray(masks)
   if masks.dtype not in (np.uint8, np.bool_) or (
-      masks.size and masks.max() > 1):
-    raise ValueError('%s must be uint8 (or bool) masks of 0 and 1; got %s '
-                     'with values up to %s' % (
-                         name, masks.dtype,
-                         masks.max() if masks.size else '-'))
+      check_values and masks.size and masks.max() > 1):
+    raise not_binary(name, masks)
   return masks.astype(np.uint8, copy=False)
+
+
+def not_binary(name, masks):
+  """The ValueError for masks that are not uint8 / bool of 0 and 1."""
+  return ValueError('%s must be uint8 (or bool) masks of 0 and 1; got %s '
+                    'with values up to %s' % (
+                        name, masks.dtype, masks.max() if masks.size else '-'))

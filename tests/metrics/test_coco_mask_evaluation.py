@@ -181,10 +181,15 @@ def test_perfect_masks_score_one():
 def test_bad_masks_are_refused():
   evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
   boxes = np.array([[0, 0, 4, 4]], np.float64)
-  with pytest.raises(ValueError, match='uint8'):
+  with pytest.raises(ValueError, match='groundtruth_instance_masks must be '
+                     'uint8'):
     evaluator.add_single_ground_truth_image_info('a', {
         _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
         _IN.groundtruth_instance_masks: np.full([1, 8, 8], 2, np.uint8)})
+  with pytest.raises(ValueError, match='must be uint8'):
+    evaluator.add_single_ground_truth_image_info('a', {
+        _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
+        _IN.groundtruth_instance_masks: np.ones([1, 8, 8], np.float32)})
   evaluator.add_single_ground_truth_image_info('a', {
       _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
       _IN.groundtruth_instance_masks: np.ones([1, 8, 8], np.uint8)})
@@ -192,6 +197,15 @@ def test_bad_masks_are_refused():
     evaluator.add_single_detected_image_info('a', {
         _DET.detection_scores: [1.0], _DET.detection_classes: [1],
         _DET.detection_masks: np.ones([1, 8, 9], np.uint8)})
+  with pytest.raises(ValueError, match='detection_masks must be uint8'):
+    evaluator.add_single_detected_image_info('a', {
+        _DET.detection_scores: [1.0], _DET.detection_classes: [1],
+        _DET.detection_masks: np.full([1, 8, 8], 3, np.uint8)})
+  # The refused masks left nothing behind: good ones are still taken.
+  evaluator.add_single_detected_image_info('a', {
+      _DET.detection_scores: [1.0], _DET.detection_classes: [1],
+      _DET.detection_masks: np.ones([1, 8, 8], np.uint8)})
+  assert evaluator.evaluate()['DetectionMasks_Precision/mAP'] == 1.0
 
 
 def _eval_dict(images, max_boxes=4, max_detections=6):
