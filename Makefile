@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3.11
 
-.PHONY: install protos test demo demo_faster_rcnn bench clean
+.PHONY: install protos test demo demo_faster_rcnn demo_mask_rcnn bench clean
 PROTOS := $(wildcard protos/*.proto)
 PROTOS_BUILT := od_estimator/protos/.built
 
@@ -54,7 +54,11 @@ FRCNN_DIR := $(DEMO_DIR)/faster_rcnn
 # shapes data, its model, export and detections under $(FRCNN_DIR). One
 # evaluation, at the last step: before ~1000 steps the batch-norm moving
 # averages that evaluation uses have not settled (see the config).
-demo_faster_rcnn: install
+# demo_mask_rcnn: the same with Mask R-CNN (box and mask metrics), under
+# $(DEMO_DIR)/mask_rcnn.
+demo_mask_rcnn: FRCNN_CONFIG := samples/configs/mask_rcnn_resnet50_shapes.config
+demo_mask_rcnn: FRCNN_DIR := $(DEMO_DIR)/mask_rcnn
+demo_faster_rcnn demo_mask_rcnn: install
 	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record \
 	  --output_dir=$(DEMO_DIR)/data --num_sample_images=1
 	$(PY) -m od_estimator.validate --pipeline_config_path=$(FRCNN_CONFIG)

@@ -1,4 +1,5 @@
-"""The Faster R-CNN sample config (make demo_faster_rcnn) keeps working.
+"""The Faster and Mask R-CNN sample configs (make demo_faster_rcnn,
+make demo_mask_rcnn) keep working.
 
 It parses, `od-estimator validate` passes it as written (its paths are
 relative to the launch directory), it sets no field without effect, and its
@@ -6,6 +7,7 @@ training graph builds through model_fn (images made smaller, for speed).
 """
 import os
 
+import pytest
 import tensorflow as tf
 
 from od_estimator import config_notes
@@ -17,8 +19,14 @@ from od_estimator.dataset_tools import create_synthetic_tf_record as synth
 from od_estimator.utils import config_util
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE_CONFIG = os.path.join(REPO, 'samples', 'configs',
-                             'faster_rcnn_resnet50_shapes.config')
+SAMPLE_CONFIGS = [
+    os.path.join(REPO, 'samples', 'configs', name + '_resnet50_shapes.config')
+    for name in ('faster_rcnn', 'mask_rcnn')]
+# The losses TensorBoard shows for every sample config (Mask R-CNN adds
+# Loss/BoxClassifierLoss/mask_loss).
+LOSS_TAGS = {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss',
+             'Loss/BoxClassifierLoss/localization_loss',
+             'Loss/BoxClassifierLoss/classification_loss', 'Loss/total_loss'}
 # A 64-pixel image still leaves block3 a 4x4 map at stride 16.
 SMALL_IMAGES = ('model { faster_rcnn { image_resizer { fixed_shape_resizer '
                 '{ height: 64 width: 64 } } } }')
@@ -31,31 +39,36 @@ def _write_demo_data(root):
                        num_val_shards=1)
 
 
-def test_the_sample_config_parses_as_a_faster_rcnn_resnet50():
-  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG)
+@pytest.mark.parametrize('sample_config', SAMPLE_CONFIGS)
+def test_the_sample_config_parses_as_a_faster_rcnn_resnet50(sample_config):
+  configs = config_util.get_configs_from_pipeline_file(sample_config)
   model = configs['model']
   assert model.WhichOneof('model') == 'faster_rcnn'
   assert model.faster_rcnn.feature_extractor.type == 'faster_rcnn_resnet50'
   assert model.faster_rcnn.num_classes == len(synth.CLASSES)
 
 
-def test_the_sample_config_sets_no_field_without_effect():
-  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG)
+@pytest.mark.parametrize('sample_config', SAMPLE_CONFIGS)
+def test_the_sample_config_sets_no_field_without_effect(sample_config):
+  configs = config_util.get_configs_from_pipeline_file(sample_config)
   assert config_notes.notes(configs) == []
 
 
+@pytest.mark.parametrize('sample_config', SAMPLE_CONFIGS)
 def test_validate_passes_the_sample_config_from_the_repository_root(
-    tmp_path, monkeypatch):
+    tmp_path, monkeypatch, sample_config):
   _write_demo_data(tmp_path)
   monkeypatch.chdir(tmp_path)
-  report = validate.validate(SAMPLE_CONFIG)
+  report = validate.validate(sample_config)
   assert not report.errors, [str(error) for error in report.errors]
 
 
-def test_the_sample_config_builds_its_training_graph(tmp_path, monkeypatch):
+@pytest.mark.parametrize('sample_config', SAMPLE_CONFIGS)
+def test_the_sample_config_builds_its_training_graph(tmp_path, monkeypatch,
+                                                     sample_config):
   _write_demo_data(tmp_path)
   monkeypatch.chdir(tmp_path)
-  configs = config_util.get_configs_from_pipeline_file(SAMPLE_CONFIG,
+  configs = config_util.get_configs_from_pipeline_file(sample_config,
                                                        SMALL_IMAGES)
   model_fn = model_lib.create_model_fn(
       lambda is_training, add_summaries: model_builder.build(
@@ -75,7 +88,7 @@ def test_the_sample_config_builds_its_training_graph(tmp_path, monkeypatch):
             .item().decode() for summary in
             tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES)
             if summary.op.type == 'ScalarSummary'}
-  assert {'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss',
-          'Loss/BoxClassifierLoss/localization_loss',
-          'Loss/BoxClassifierLoss/classification_loss',
-          'Loss/total_loss'} <= tags, sorted(tags)
+  expected = set(LOSS_TAGS)
+  if 'mask_rcnn' in sample_config:
+    expected.add('Loss/BoxClassifierLoss/mask_loss')
+  assert expected <= tags, sorted(tags)
