@@ -1,11 +1,12 @@
 """Every Mask R-CNN config among the original's samples builds.
 
 Each mask_rcnn_* config builds its model for training and inference
-(test_upstream_faster_rcnn_configs), and its second-stage predictor, on features of its backbone's depth, has the
-original's mask head variables under SecondStageBoxPredictor/: unnamed
-convolutions Conv, Conv_1, ..., the last with one output per class. One
-whole training graph (reduced input size, graph construction only) has the
-mask loss and the same names. Their input readers do not matter here (three
+(test_upstream_faster_rcnn_configs), and its second-stage predictor, on
+features of its backbone's depth, has the original's mask head variables
+under SecondStageBoxPredictor/: unnamed convolutions Conv, Conv_1, ..., the
+last with one output per class. One whole training graph (reduced input
+size, graph construction only) has the mask loss, the same names and the
+zoo model's parameter count. Their input readers do not matter here (three
 lack load_instance_masks; validate and the launch say so).
 """
 import numpy as np

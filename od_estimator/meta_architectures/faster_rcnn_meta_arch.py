@@ -9,13 +9,16 @@ Composed of parts, each built by the builder and usable alone:
 
 With number_of_stages 1 the model is the RPN alone and its proposals are the
 detections (one class). With 2, proposals are cropped, classified and
-refined. With 3 (Mask R-CNN) a mask head follows (MaskBranch): in training
-on the sampled proposals' features, at inference on the post-processed
-detections, whose features are cropped and extracted again, so predict()
-already returns the detections and detection_masks, as in the original. In training the second stage sees a balanced sample of
+refined. In training the second stage sees a balanced sample of
 second_stage_batch_size proposals per image (every proposal when a hard
 example miner picks the losses instead); at inference it sees
-first_stage_max_proposals.
+first_stage_max_proposals. With 3 (Mask R-CNN) a mask head follows
+(MaskBranch): in training on the sampled proposals' features, at inference
+on the post-processed detections, whose features are cropped and extracted
+again, so predict() already returns the detections and detection_masks, as
+in the original. (The original crops with the detection boxes normalized to
+the true image; here they are rescaled to the padded image the features
+cover, which only differs when the resizer pads.)
 
 Images are resized in preprocess; anchors and proposals are absolute pixel
 coordinates of the preprocessed (padded) image, groundtruth is normalized to
