@@ -52,21 +52,28 @@ def _box_columns(boxes):
   return [boxes[:, i] for i in range(4)]
 
 
+def _split_box_columns(boxes):
+  # [N, 1] columns from tf.split, re-joined with tf.concat below: unlike
+  # column slices this also passes through the original's "no boxes" tensor
+  # tf.constant([[]]) of shape [1, 0] (four [1, 0] parts).
+  return tf.split(boxes, num_or_size_splits=4, axis=1)
+
+
 def _flip_boxes_left_right(boxes):
-  ymin, xmin, ymax, xmax = _box_columns(boxes)
-  return tf.stack([ymin, 1.0 - xmax, ymax, 1.0 - xmin], axis=1)
+  ymin, xmin, ymax, xmax = _split_box_columns(boxes)
+  return tf.concat([ymin, 1.0 - xmax, ymax, 1.0 - xmin], axis=1)
 
 
 def _flip_boxes_up_down(boxes):
-  ymin, xmin, ymax, xmax = _box_columns(boxes)
-  return tf.stack([1.0 - ymax, xmin, 1.0 - ymin, xmax], axis=1)
+  ymin, xmin, ymax, xmax = _split_box_columns(boxes)
+  return tf.concat([1.0 - ymax, xmin, 1.0 - ymin, xmax], axis=1)
 
 
 def _rot90_boxes(boxes):
   # Counter-clockwise: (y, x) -> (1 - x, y), so the old x range becomes the
   # new (reversed) y range and the old y range the new x range.
-  ymin, xmin, ymax, xmax = _box_columns(boxes)
-  return tf.stack([1.0 - xmax, ymin, 1.0 - xmin, ymax], axis=1)
+  ymin, xmin, ymax, xmax = _split_box_columns(boxes)
+  return tf.concat([1.0 - xmax, ymin, 1.0 - xmin, ymax], axis=1)
 
 
 def _rot90_masks(masks):

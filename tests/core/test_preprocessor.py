@@ -159,6 +159,30 @@ def test_zero_boxes(execute):
   assert out[F.groundtruth_boxes].shape == (0, 4)
 
 
+@pytest.mark.parametrize('op, expected_image', [
+    (preprocessor.random_horizontal_flip, lambda im: im[:, :, ::-1, :]),
+    (preprocessor.random_vertical_flip, lambda im: im[:, ::-1, :, :]),
+    (preprocessor.random_rotation90,
+     lambda im: np.rot90(im, axes=(1, 2))),
+])
+@pytest.mark.parametrize('dynamic', [False, True])
+def test_geometry_ops_pass_the_originals_empty_boxes_through(
+    execute, op, expected_image, dynamic):
+  # The original's tests give an image without boxes as tf.constant([[]])
+  # (shape [1, 0]) and expect it back unchanged.
+  image = np.arange(1 * 4 * 4 * 3, dtype=np.float32).reshape([1, 4, 4, 3])
+
+  def graph_fn(images, boxes):
+    return preprocessor.preprocess(
+        {F.image: images, F.groundtruth_boxes: boxes},
+        [(op, {'probability': 1.0})])
+
+  out = execute(graph_fn, [image, np.zeros([1, 0], np.float32)],
+                dynamic=dynamic)
+  assert out[F.groundtruth_boxes].shape == (1, 0)
+  np.testing.assert_array_equal(out[F.image], expected_image(image))
+
+
 def test_passes_through_unused_keys_and_keeps_input(execute):
   arrays = {F.image: np.ones([1, 4, 5, 3], np.float32),
             F.source_id: np.array(b'abc')}
