@@ -1,0 +1,80 @@
+"""utils/ops: the original's other helpers, checked against numpy."""
+import numpy as np
+import pytest
+
+from od_estimator.utils import ops
+from od_estimator.utils import spatial_transform_ops
+
+
+def test_nearest_neighbor_upsampling_repeats_pixels(execute):
+  image = np.arange(2 * 2 * 3 * 2, dtype=np.float32).reshape([2, 2, 3, 2])
+  both = execute(lambda x: ops.nearest_neighbor_upsampling(x, scale=2),
+                 [image])
+  np.testing.assert_array_equal(
+      both, np.repeat(np.repeat(image, 2, axis=1), 2, axis=2))
+  apart = execute(lambda x: ops.nearest_neighbor_upsampling(
+      x, height_scale=3, width_scale=1), [image], dynamic=True)
+  np.testing.assert_array_equal(apart, np.repeat(image, 3, axis=1))
+  with pytest.raises(ValueError, match='height_scale'):
+    ops.nearest_neighbor_upsampling(image, height_scale=2)
+
+
+def test_normalized_to_image_coordinates(execute):
+  boxes = np.array([[[0.0, 0.0, 1.0, 1.0], [0.5, 0.25, 0.75, 1.0]]],
+                   np.float32)
+  shape = np.array([1, 40, 80, 3], np.int32)
+  absolute = execute(ops.normalized_to_image_coordinates, [boxes, shape])
+  np.testing.assert_allclose(
+      absolute, [[[0, 0, 40, 80], [20, 20, 30, 80]]])
+
+
+def test_matmul_gather_keeps_the_indices_shape(execute):
+  params = np.arange(12, dtype=np.float32).reshape([4, 3])
+  indices = np.array([[3, 0], [1, 1]], np.int32)
+  gathered = execute(ops.matmul_gather_on_zeroth_axis, [params, indices])
+  assert gathered.shape == (2, 2, 3)
+  np.testing.assert_array_equal(gathered, params[indices])
+
+
+def test_indices_to_dense_vector(execute):
+  vector = execute(lambda i: ops.indices_to_dense_vector(
+      i, 6, indices_value=2.5, default_value=-1), [np.array([4, 0, 4])])
+  np.testing.assert_array_equal(vector, [2.5, -1, -1, -1, 2.5, -1])
+
+
+def test_meshgrid_and_expanded_shape_as_numpy(execute):
+  x, y = np.array([1, 2, 3]), np.array([10, 20])
+  xgrid, ygrid = execute(ops.meshgrid, [x, y])
+  expected_x, expected_y = np.meshgrid(x, y)
+  np.testing.assert_array_equal(xgrid, expected_x)
+  np.testing.assert_array_equal(ygrid, expected_y)
+  shape = execute(lambda s: ops.expanded_shape(s, 1, 2),
+                  [np.array([4, 5, 6], np.int32)])
+  np.testing.assert_array_equal(shape, [4, 1, 1, 5, 6])
+
+
+def test_padded_one_hot_and_gather_with_padding(execute):
+  one_hot = execute(lambda i: ops.padded_one_hot_encoding(i, 3, 1),
+                    [np.array([2, 0])])
+  np.testing.assert_array_equal(one_hot, [[0, 0, 0, 1], [0, 1, 0, 0]])
+  assert ops.padded_one_hot_encoding(np.array([1]), 0, 1) is None
+  with pytest.raises(ValueError, match='left_pad'):
+    ops.padded_one_hot_encoding(np.array([1]), 2, -1)
+  values = np.array([[1., 1.], [2., 2.]], np.float32)
+  gathered = execute(lambda v, i: ops.gather_with_padding_values(
+      v, i, np.array([9., 9.], np.float32)), [values, np.array([1, -1, 0])])
+  np.testing.assert_array_equal(gathered, [[2, 2], [9, 9], [1, 1]])
+
+
+def test_fpn_feature_levels(execute):
+  boxes = np.array([[[0, 0, 1, 1], [0, 0, 0.25, 0.25], [0, 0, .01, .01]]],
+                   np.float32)
+  levels = execute(lambda b: ops.fpn_feature_levels(4, 2, 1.0, b), [boxes])
+  np.testing.assert_array_equal(levels, [[2, 0, 0]])
+
+
+def test_crops_are_spatial_transform_ops():
+  assert ops.matmul_crop_and_resize is (
+      spatial_transform_ops.matmul_crop_and_resize)
+  assert ops.native_crop_and_resize is (
+      spatial_transform_ops.native_crop_and_resize)
