@@ -117,6 +117,7 @@ class SideBySideEvalImages:
     self._groundtruth_color = groundtruth_box_visualization_color
     self._prefix = summary_name_prefix
     self._images = []
+    self.keypoint_edges = None  # (start, end) keypoint pairs to join.
 
   def names(self):
     """The eval_metric_ops keys, one per image."""
@@ -160,6 +161,7 @@ class SideBySideEvalImages:
         self._category_index,
         instance_masks=None if masks is None else frame.masks(masks),
         keypoints=None if keypoints is None else frame.keypoints(keypoints),
+        keypoint_edges=self.keypoint_edges,
         use_normalized_coordinates=False, max_boxes_to_draw=max_boxes,
         min_score_thresh=min_score, skip_scores=skip_scores,
         skip_labels=self._skip_labels)
