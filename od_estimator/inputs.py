@@ -11,6 +11,7 @@ import functools
 import tensorflow as tf
 from tensorflow_estimator.python.estimator.export import export as export_lib
 
+from od_estimator import input_groundtruth as groundtruth
 from od_estimator.builders import dataset_builder
 from od_estimator.builders import image_resizer_builder
 from od_estimator.builders import model_builder
@@ -21,6 +22,8 @@ from od_estimator.core import preprocessor
 from od_estimator.core import standard_fields as fields
 from od_estimator.data_decoders import tf_example_decoder
 # Re-exported for validate and callers. pylint: disable=unused-import
+from od_estimator.input_groundtruth import merge_boxes_with_multiple_labels
+from od_estimator.input_groundtruth import PER_BOX_FIELDS
 from od_estimator.input_checks import check_input_options
 from od_estimator.input_checks import MASK_METRICS_SETS
 from od_estimator.input_checks import predicts_instance_masks
@@ -36,17 +39,7 @@ from od_estimator.utils import shape_utils
 HASH_KEY = 'hash'
 HASH_BINS = 1 << 31
 SERVING_FED_EXAMPLE_KEY = 'serialized_example'
-_LABEL_OFFSET = 1
 _IN = fields.InputDataFields
-
-# Fields with one row per groundtruth box: kept or dropped together.
-PER_BOX_FIELDS = (
-    _IN.groundtruth_boxes, _IN.groundtruth_classes, _IN.groundtruth_weights,
-    _IN.groundtruth_confidences, _IN.groundtruth_is_crowd,
-    _IN.groundtruth_area, _IN.groundtruth_difficult, _IN.groundtruth_group_of,
-    _IN.groundtruth_instance_masks, _IN.groundtruth_keypoints,
-    _IN.groundtruth_keypoint_visibilities, _IN.groundtruth_keypoint_weights,
-    _IN.groundtruth_label_types, _IN.multiclass_scores)
 
 _REQUIRED_LABELS = (_IN.num_groundtruth_boxes, _IN.groundtruth_boxes,
                     _IN.groundtruth_classes, _IN.groundtruth_weights)
@@ -58,89 +51,6 @@ _OPTIONAL_LABELS = (
     _IN.groundtruth_keypoint_weights, _IN.groundtruth_image_classes)
 
 
-def _keep_boxes(tensor_dict, keep):
-  """Gathers the rows `keep` of every per-box field."""
-  for field in PER_BOX_FIELDS:
-    if field in tensor_dict:
-      tensor_dict[field] = tf.gather(tensor_dict[field], keep)
-  return tensor_dict
-
-
-# Optional per-box fields a record may leave out; the decoder then returns
-# them empty, and they are filled with this default per box.
-_OPTIONAL_PER_BOX_DEFAULTS = (
-    (_IN.groundtruth_is_crowd, False), (_IN.groundtruth_area, 0.0),
-    (_IN.groundtruth_difficult, 0), (_IN.groundtruth_group_of, False),
-    (_IN.groundtruth_label_types, 0))
-
-
-def _fill_missing_per_box_fields(tensor_dict):
-  """Gives absent optional per-box fields one default entry per box."""
-  num_boxes = tf.shape(tensor_dict[_IN.groundtruth_boxes])[0]
-  for field, default in _OPTIONAL_PER_BOX_DEFAULTS:
-    if field in tensor_dict:
-      values = tensor_dict[field]
-      fill = tf.fill([num_boxes], tf.constant(default, values.dtype))
-      tensor_dict[field] = tf.cond(
-          tf.logical_and(tf.equal(tf.size(values), 0), num_boxes > 0),
-          lambda fill=fill: fill, lambda values=values: values)
-  return tensor_dict
-
-
-def _drop_invalid_groundtruth(tensor_dict):
-  """Drops boxes with NaN coordinates, unknown classes (-1) or no extent.
-
-  Such boxes come from label-map mismatches and hand-made annotations; one
-  would otherwise turn the loss into NaN or crash target assignment.
-  """
-  boxes = tensor_dict[_IN.groundtruth_boxes]
-  valid = tf.logical_not(tf.reduce_any(tf.math.is_nan(boxes), axis=1))
-  valid = tf.logical_and(valid, tensor_dict[_IN.groundtruth_classes] > 0)
-  valid = tf.logical_and(valid, boxes[:, 2] >= boxes[:, 0])
-  valid = tf.logical_and(valid, boxes[:, 3] >= boxes[:, 1])
-  return _keep_boxes(tensor_dict, tf.reshape(tf.where(valid), [-1]))
-
-
-def _k_hot(class_ids, num_classes, empty_means_all):
-  """1-based class ids → [num_classes] k-hot (-1 entries ignored)."""
-  class_ids = tf.boolean_mask(class_ids, class_ids >= _LABEL_OFFSET)
-  k_hot = tf.reduce_max(tf.one_hot(class_ids - _LABEL_OFFSET, num_classes),
-                        axis=0)
-  k_hot = tf.reshape(k_hot, [num_classes])
-  if not empty_means_all:
-    return k_hot
-  return tf.cond(tf.size(class_ids) > 0, lambda: k_hot,
-                 lambda: tf.ones([num_classes]))
-
-
-def merge_boxes_with_multiple_labels(boxes, classes, confidences, num_classes):
-  """Merges identical boxes into one box with a k-hot class target.
-
-  Args:
-    boxes: [N, 4] float32.
-    classes: [N] int32 0-based classes.
-    confidences: [N] float32.
-    num_classes: number of classes.
-
-  Returns:
-    merged_boxes [M, 4], merged_classes [M, num_classes] k-hot,
-    merged_confidences [M, num_classes], merged_box_indices [M] (the first
-    input row of each merged box).
-  """
-  keys = tf.strings.reduce_join(tf.strings.as_string(boxes, precision=6),
-                                axis=1, separator=',')
-  unique_keys, group = tf.unique(keys)
-  num_groups = tf.size(unique_keys)
-  one_hot = tf.one_hot(classes, num_classes)
-  merged_classes = tf.minimum(
-      tf.math.unsorted_segment_sum(one_hot, group, num_groups), 1.0)
-  merged_confidences = tf.math.unsorted_segment_max(
-      one_hot * tf.expand_dims(confidences, 1), group, num_groups)
-  first = tf.math.unsorted_segment_min(tf.range(tf.shape(boxes)[0]), group,
-                                       num_groups)
-  return (tf.gather(boxes, first), merged_classes, merged_confidences, first)
-
-
 def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
                          num_classes, data_augmentation_fn=None,
                          merge_multiple_boxes=False,
@@ -150,21 +60,25 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
                          image_classes_field_map_empty_to_ones=True):
   """Turns one decoded example into model-ready tensors.
 
-  In order: drop invalid groundtruth; k-hot labeled/image classes; keep the
-  resized original image if asked; merge additional channels into the
-  image; augment; model preprocess; express boxes in the preprocessed
-  image's frame (padding excluded); one-hot classes without background;
-  merge identical boxes if asked.
+  In order: multiclass scores to [N, num_classes]; drop boxes with NaN
+  coordinates or unknown classes, refuse inverted ones; k-hot labeled/image
+  classes; keep the resized original image if asked; merge additional
+  channels into the image; augment; model preprocess; express boxes in the
+  preprocessed image's frame (padding excluded); one-hot classes without
+  background; merge identical boxes if asked.
 
   Args:
-    tensor_dict: decoder output, keyed by InputDataFields.
+    tensor_dict: decoder output, keyed by InputDataFields. Only the image is
+      required: without groundtruth_boxes (prediction-only data) there is no
+      num_groundtruth_boxes, without groundtruth_classes no class targets.
     model_preprocess_fn: DetectionModel.preprocess.
     image_resizer_fn: from image_resizer_builder (also resizes masks).
     num_classes: classes without background.
     data_augmentation_fn: optional fn(tensor_dict) -> tensor_dict.
     merge_multiple_boxes: merge identical boxes into k-hot targets.
     retain_original_image: keep the resized uint8 image as original_image.
-    use_multiclass_scores: use multiclass_scores as class targets.
+    use_multiclass_scores: use multiclass_scores as class targets (the
+      one-hot classes for an example whose scores are empty).
     use_bfloat16: cast the image to bfloat16 (TPU).
     retain_original_image_additional_channels: keep them resized.
     image_classes_field_map_empty_to_ones: empty image-level classes mean
@@ -172,20 +86,31 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
 
   Returns:
     A new dict keyed by InputDataFields.
+
+  Raises:
+    tf.errors.InvalidArgumentError: at run time, for a box with ymax < ymin
+      or xmax < xmin.
   """
   out = dict(tensor_dict)
+  if _IN.multiclass_scores in out and _IN.groundtruth_classes in out:
+    # Per-box [N, num_classes] before boxes are dropped or augmented.
+    out[_IN.multiclass_scores] = groundtruth.multiclass_scores_or_one_hot(
+        out[_IN.multiclass_scores], out[_IN.groundtruth_classes], num_classes)
   if _IN.groundtruth_boxes in out:
     if _IN.groundtruth_weights not in out:
       out[_IN.groundtruth_weights] = tf.ones_like(
           out[_IN.groundtruth_boxes][:, 0])
-    out = _drop_invalid_groundtruth(_fill_missing_per_box_fields(out))
+    out = groundtruth.fill_missing_per_box_fields(out)
+    out = groundtruth.refuse_inverted_boxes(
+        groundtruth.drop_invalid_groundtruth(out))
   for field, empty_means_all in (
       (_IN.groundtruth_labeled_classes, True),
       (_IN.groundtruth_image_classes, image_classes_field_map_empty_to_ones),
       (_IN.groundtruth_verified_neg_classes, False),
       (_IN.groundtruth_not_exhaustive_classes, False)):
     if field in out:
-      out[field] = _k_hot(out[field], num_classes, empty_means_all)
+      out[field] = groundtruth.k_hot(out[field], num_classes,
+                                     empty_means_all)
   if retain_original_image:
     out[_IN.original_image] = tf.cast(
         image_resizer_fn(out[_IN.image], None)[0], tf.uint8)
@@ -232,10 +157,9 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
 
   if _IN.groundtruth_classes not in out:
     return out
-  zero_based = out[_IN.groundtruth_classes] - _LABEL_OFFSET
+  zero_based = out[_IN.groundtruth_classes] - groundtruth.LABEL_OFFSET
   if use_multiclass_scores and _IN.multiclass_scores in out:
-    scores = out[_IN.multiclass_scores]
-    out[_IN.groundtruth_classes] = tf.reshape(scores, [-1, num_classes])
+    out[_IN.groundtruth_classes] = out[_IN.multiclass_scores]
   else:
     out[_IN.groundtruth_classes] = tf.one_hot(zero_based, num_classes)
   out.pop(_IN.multiclass_scores, None)
@@ -248,15 +172,34 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
     out[_IN.groundtruth_confidences] = out[_IN.groundtruth_classes]
   if merge_multiple_boxes:
     boxes, classes, merged_confidences, first = (
-        merge_boxes_with_multiple_labels(out[_IN.groundtruth_boxes],
-                                         zero_based, confidences,
-                                         num_classes))
-    out = _keep_boxes(out, first)
+        groundtruth.merge_boxes_with_multiple_labels(
+            out[_IN.groundtruth_boxes], zero_based, confidences, num_classes))
+    out = groundtruth.keep_boxes(out, first)
     out[_IN.groundtruth_boxes] = boxes
     out[_IN.groundtruth_classes] = classes
     out[_IN.groundtruth_confidences] = merged_confidences
-  out[_IN.num_groundtruth_boxes] = tf.shape(out[_IN.groundtruth_boxes])[0]
+  if _IN.groundtruth_boxes in out:
+    out[_IN.num_groundtruth_boxes] = tf.shape(out[_IN.groundtruth_boxes])[0]
   return out
+
+
+def _check_additional_channels_merged(tensor_dict):
+  """Refuses an image that the additional channels were not merged into.
+
+  As the original: transform_input_data concatenates them to the image
+  (original_image keeps the 3 channels it had before); padding expects that.
+  """
+  def channels(field):
+    return tensor_dict[field].shape[-1] if field in tensor_dict else None
+  extra = channels(_IN.image_additional_channels)
+  image = channels(_IN.image)
+  if not extra or image is None:
+    return
+  if extra >= image or channels(_IN.original_image) == image:
+    raise ValueError(
+        'image has %d channels but image_additional_channels has %d: the '
+        'image must already be concatenated with its additional channels '
+        '(transform_input_data does it)' % (image, extra))
 
 
 def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
@@ -274,12 +217,15 @@ def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
     The padded dict; num_groundtruth_boxes is capped at max_num_boxes.
 
   Raises:
-    ValueError: for a field with no known padded shape.
+    ValueError: for a field with no known padded shape, or when
+      image_additional_channels are given but the image (or, with as many
+      channels as the image, original_image) does not carry them yet.
   """
   if not spatial_image_shape or list(spatial_image_shape) == [-1, -1]:
     height, width = None, None
   else:
     height, width = spatial_image_shape
+  _check_additional_channels_merged(tensor_dict)
 
   def channels(field):
     return tensor_dict[field].shape.as_list()[-1]
@@ -562,7 +508,8 @@ def create_predict_input_fn(model_config, predict_input_config):
   """Returns input_fn(params) → ServingInputReceiver fed serialized Examples.
 
   The receiver tensor is `serialized_example` (a scalar string), as in the
-  original's Estimator exports.
+  original's Estimator exports. The image feature carries the
+  predict_input_config.num_additional_channels after its 3 channels.
   """
   def _predict_input_fn(params=None):
     del params
@@ -570,7 +517,12 @@ def create_predict_input_fn(model_config, predict_input_config):
     decoder = tf_example_decoder.TfExampleDecoder(
         load_instance_masks=False,
         num_additional_channels=predict_input_config.num_additional_channels)
-    image = decoder.decode(example)[_IN.image]
+    decoded = decoder.decode(example)
+    image = decoded[_IN.image]
+    if _IN.image_additional_channels in decoded:
+      # The model sees 3 + num_additional_channels channels, as in training.
+      image = tf.concat([image, decoded[_IN.image_additional_channels]],
+                        axis=2)
     images, true_image_shape = _preprocess_single_image(image, model_config)
     return export_lib.ServingInputReceiver(
         features={_IN.image: images, _IN.true_image_shape: true_image_shape},

@@ -149,14 +149,14 @@ def test_transform_drops_invalid_boxes_and_rescales_to_the_padded_frame(
       return padded, tf.constant([[20, 40, 3]])
     out = inputs.transform_input_data(
         _decoded_example([[0., 0., 1., 1.], [np.nan, 0., 1., 1.],
-                          [.5, .5, .4, .9], [.2, .2, .4, .4]],
-                         [1, 2, 3, -1]),
+                          [.2, .2, .4, .4]], [1, 2, -1]),
         model_preprocess_fn=preprocess, image_resizer_fn=_identity_resizer,
         num_classes=3)
     return (out[_IN.groundtruth_boxes], out[_IN.groundtruth_classes],
             out[_IN.num_groundtruth_boxes], out[_IN.true_image_shape])
   boxes, classes, count, true_shape = execute(graph)
-  # NaN box, inverted box and unknown class (-1) are dropped.
+  # NaN box and unknown class (-1) are dropped (inverted boxes are refused:
+  # tests/test_inputs_original_usage.py).
   assert count == 1
   np.testing.assert_allclose(boxes, [[0., 0., .5, 1.]])
   np.testing.assert_allclose(classes, [[1., 0., 0.]])

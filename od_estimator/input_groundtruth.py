@@ -1,0 +1,141 @@
+"""Groundtruth clean-up of one decoded example, for transform_input_data.
+
+Per-box fields are kept or dropped together; NaN boxes and unknown classes
+are dropped, inverted boxes refused; class lists become k-hot vectors;
+multiclass scores become per-box rows; identical boxes can be merged.
+"""
+import tensorflow as tf
+
+from od_estimator.core import standard_fields as fields
+
+_IN = fields.InputDataFields
+LABEL_OFFSET = 1
+
+# Fields with one row per groundtruth box: kept or dropped together.
+PER_BOX_FIELDS = (
+    _IN.groundtruth_boxes, _IN.groundtruth_classes, _IN.groundtruth_weights,
+    _IN.groundtruth_confidences, _IN.groundtruth_is_crowd,
+    _IN.groundtruth_area, _IN.groundtruth_difficult, _IN.groundtruth_group_of,
+    _IN.groundtruth_instance_masks, _IN.groundtruth_keypoints,
+    _IN.groundtruth_keypoint_visibilities, _IN.groundtruth_keypoint_weights,
+    _IN.groundtruth_label_types, _IN.multiclass_scores)
+
+
+def keep_boxes(tensor_dict, keep):
+  """Gathers the rows `keep` of every per-box field."""
+  for field in PER_BOX_FIELDS:
+    if field in tensor_dict:
+      tensor_dict[field] = tf.gather(tensor_dict[field], keep)
+  return tensor_dict
+
+
+# Optional per-box fields a record may leave out; the decoder then returns
+# them empty, and they are filled with this default per box.
+_OPTIONAL_PER_BOX_DEFAULTS = (
+    (_IN.groundtruth_is_crowd, False), (_IN.groundtruth_area, 0.0),
+    (_IN.groundtruth_difficult, 0), (_IN.groundtruth_group_of, False),
+    (_IN.groundtruth_label_types, 0))
+
+
+def fill_missing_per_box_fields(tensor_dict):
+  """Gives absent optional per-box fields one default entry per box."""
+  num_boxes = tf.shape(tensor_dict[_IN.groundtruth_boxes])[0]
+  for field, default in _OPTIONAL_PER_BOX_DEFAULTS:
+    if field in tensor_dict:
+      values = tensor_dict[field]
+      fill = tf.fill([num_boxes], tf.constant(default, values.dtype))
+      tensor_dict[field] = tf.cond(
+          tf.logical_and(tf.equal(tf.size(values), 0), num_boxes > 0),
+          lambda fill=fill: fill, lambda values=values: values)
+  return tensor_dict
+
+
+def drop_invalid_groundtruth(tensor_dict):
+  """Drops boxes with NaN coordinates or unknown classes (-1).
+
+  Such boxes come from label-map mismatches and hand-made annotations; one
+  would otherwise turn the loss into NaN or crash target assignment.
+  """
+  boxes = tensor_dict[_IN.groundtruth_boxes]
+  valid = tf.logical_not(tf.reduce_any(tf.math.is_nan(boxes), axis=1))
+  if _IN.groundtruth_classes in tensor_dict:
+    valid = tf.logical_and(valid, tensor_dict[_IN.groundtruth_classes] > 0)
+  return keep_boxes(tensor_dict, tf.reshape(tf.where(valid), [-1]))
+
+
+def refuse_inverted_boxes(tensor_dict):
+  """Fails the input pipeline on a box with ymax < ymin or xmax < xmin.
+
+  As the original (InvalidArgumentError at run time); the message names the
+  example in the format of the decoder's checks, which record_scanner turns
+  into the file and record.
+  """
+  ymin, xmin, ymax, xmax = tf.split(tensor_dict[_IN.groundtruth_boxes], 4,
+                                    axis=1)
+  record = tf.strings.join([
+      'source_id=', tensor_dict.get(_IN.source_id, ''),
+      ', filename=', tensor_dict.get(_IN.filename, '')])
+  check = tf.debugging.Assert(
+      tf.reduce_all(tf.logical_and(ymax >= ymin, xmax >= xmin)),
+      ['Inverted (ymin > ymax or xmin > xmax) groundtruth boxes in record',
+       record, 'boxes (ymin, xmin, ymax, xmax):',
+       tensor_dict[_IN.groundtruth_boxes]], summarize=100)
+  with tf.control_dependencies([check]):
+    tensor_dict[_IN.groundtruth_boxes] = tf.identity(
+        tensor_dict[_IN.groundtruth_boxes])
+  return tensor_dict
+
+
+def multiclass_scores_or_one_hot(scores, classes, num_classes):
+  """[N, num_classes] class targets from multiclass_scores.
+
+  The scores come as the records hold them, flat [N * num_classes] (or
+  already [N, num_classes]). Empty scores (a record without them) fall back
+  to the one-hot classes, the targets without use_multiclass_scores. (The
+  original's fallback one-hot encodes the 1-based ids without removing the
+  label offset, shifting every class by one; here the offset is removed.)
+  """
+  return tf.cond(
+      tf.size(scores) > 0,
+      lambda: tf.reshape(scores, [tf.shape(classes)[0], num_classes]),
+      lambda: tf.one_hot(classes - LABEL_OFFSET, num_classes))
+
+
+def k_hot(class_ids, num_classes, empty_means_all):
+  """1-based class ids → [num_classes] k-hot (-1 entries ignored)."""
+  class_ids = tf.boolean_mask(class_ids, class_ids >= LABEL_OFFSET)
+  k_hot = tf.reduce_max(tf.one_hot(class_ids - LABEL_OFFSET, num_classes),
+                        axis=0)
+  k_hot = tf.reshape(k_hot, [num_classes])
+  if not empty_means_all:
+    return k_hot
+  return tf.cond(tf.size(class_ids) > 0, lambda: k_hot,
+                 lambda: tf.ones([num_classes]))
+
+
+def merge_boxes_with_multiple_labels(boxes, classes, confidences, num_classes):
+  """Merges identical boxes into one box with a k-hot class target.
+
+  Args:
+    boxes: [N, 4] float32.
+    classes: [N] int32 0-based classes.
+    confidences: [N] float32.
+    num_classes: number of classes.
+
+  Returns:
+    merged_boxes [M, 4], merged_classes [M, num_classes] k-hot,
+    merged_confidences [M, num_classes], merged_box_indices [M] (the first
+    input row of each merged box).
+  """
+  keys = tf.strings.reduce_join(tf.strings.as_string(boxes, precision=6),
+                                axis=1, separator=',')
+  unique_keys, group = tf.unique(keys)
+  num_groups = tf.size(unique_keys)
+  one_hot = tf.one_hot(classes, num_classes)
+  merged_classes = tf.minimum(
+      tf.math.unsorted_segment_sum(one_hot, group, num_groups), 1.0)
+  merged_confidences = tf.math.unsorted_segment_max(
+      one_hot * tf.expand_dims(confidences, 1), group, num_groups)
+  first = tf.math.unsorted_segment_min(tf.range(tf.shape(boxes)[0]), group,
+                                       num_groups)
+  return (tf.gather(boxes, first), merged_classes, merged_confidences, first)
