@@ -19,6 +19,9 @@ _REQUIRED_FIELDS = (
     _IN.key, _IN.groundtruth_boxes, _IN.groundtruth_classes,
     _IN.num_groundtruth_boxes, _DET.detection_boxes, _DET.detection_scores,
     _DET.detection_classes, _DET.num_detections)
+# Optional per-image counts, and the padded rows they count when absent.
+_COUNTED_ROWS = ((_IN.num_groundtruth_boxes, _IN.groundtruth_boxes),
+                 (_DET.num_detections, _DET.detection_boxes))
 # Masks of the original image frame, padded to the batch's largest image:
 # each image's are cut to its original_image_spatial_shape.
 _MASK_FIELDS = (_IN.groundtruth_instance_masks, _DET.detection_masks)
@@ -81,12 +84,15 @@ class DetectionEvaluator:
         1-based, num_groundtruth_boxes [B], detection_boxes [B, M, 4]
         absolute, detection_scores [B, M], detection_classes [B, M]
         1-based, num_detections [B], plus any optional groundtruth fields
-        the evaluator declares.
+        the evaluator declares. As the original: num_groundtruth_boxes and
+        num_detections are optional (every row counts), and one image's
+        dict (scalar key, no batch dimension) is accepted.
 
     Returns:
       A py_func op with no outputs.
     """
     self._check_masks(eval_dict)
+    eval_dict = _batched_with_counts(eval_dict)
     box_fields = [name for name in self.optional_groundtruth_box_fields
                   if eval_dict.get(name) is not None]
     image_fields = [name for name in self.optional_groundtruth_image_fields
@@ -160,6 +166,20 @@ class DetectionEvaluator:
         metric_ops[name] = (tf.compat.v1.py_func(value_of(name), [],
                                                  tf.float32), update_op)
     return metric_ops
+
+
+def _batched_with_counts(eval_dict):
+  """eval_dict with a batch dimension and both per-image counts."""
+  eval_dict = {name: value for name, value in eval_dict.items()
+               if value is not None}
+  if tf.convert_to_tensor(eval_dict[_IN.key]).shape.rank == 0:
+    eval_dict = {name: tf.expand_dims(value, 0)
+                 for name, value in eval_dict.items()}
+  for count, rows in _COUNTED_ROWS:
+    if count not in eval_dict:
+      shape = tf.shape(eval_dict[rows])
+      eval_dict[count] = tf.fill(shape[:1], shape[1])
+  return eval_dict
 
 
 def _image_part(batch, name, index, count):

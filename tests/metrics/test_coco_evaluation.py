@@ -259,3 +259,60 @@ def test_super_category_of_unknown_names_is_refused():
                      r"'horse'.*cat, dog"):
     coco_evaluation.CocoDetectionEvaluator(
         CATEGORIES, super_categories={'pets': ['cat', 'horse']})
+
+
+def test_metric_ops_of_single_images_without_counts_as_the_original():
+  # The original's users feed one image per step, without
+  # num_groundtruth_boxes or num_detections.
+  evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  with tf.Graph().as_default():
+    image_id = tf.compat.v1.placeholder(tf.string, shape=())
+    groundtruth_boxes = tf.compat.v1.placeholder(tf.float32, shape=(None, 4))
+    groundtruth_classes = tf.compat.v1.placeholder(tf.float32, shape=(None))
+    detection_boxes = tf.compat.v1.placeholder(tf.float32, shape=(None, 4))
+    detection_scores = tf.compat.v1.placeholder(tf.float32, shape=(None))
+    detection_classes = tf.compat.v1.placeholder(tf.float32, shape=(None))
+    eval_metric_ops = evaluator.get_estimator_eval_metric_ops({
+        _IN.key: image_id,
+        _IN.groundtruth_boxes: groundtruth_boxes,
+        _IN.groundtruth_classes: groundtruth_classes,
+        _DET.detection_boxes: detection_boxes,
+        _DET.detection_scores: detection_scores,
+        _DET.detection_classes: detection_classes})
+    _, update_op = eval_metric_ops['DetectionBoxes_Precision/mAP']
+    with tf.compat.v1.Session() as sess:
+      for name, box, label in (('image1', [100., 100., 200., 200.], 1),
+                               ('image2', [50., 50., 100., 100.], 3),
+                               ('image3', [25., 25., 50., 50.], 3)):
+        sess.run(update_op, {
+            image_id: name, groundtruth_boxes: np.array([box]),
+            groundtruth_classes: np.array([label]),
+            detection_boxes: np.array([box, [0., 0., 5., 5.]]),
+            detection_scores: np.array([.8, .1]),
+            detection_classes: np.array([label, 1])})
+      metrics = sess.run({key: value_op for key, (value_op, _)
+                          in eval_metric_ops.items()})
+  # Low-scored false positives ranked after every true positive: AP 1.
+  assert metrics['DetectionBoxes_Precision/mAP'] == pytest.approx(1.0)
+
+
+def test_batched_metric_ops_without_counts_use_every_row():
+  evaluator = coco_evaluation.CocoDetectionEvaluator(CATEGORIES)
+  box = np.array([10., 10., 60., 80.], np.float32)
+  with tf.Graph().as_default():
+    eval_dict = {
+        _IN.key: tf.constant(['a', 'b']),
+        _IN.groundtruth_boxes: tf.constant(np.array([[box, box + 100]] * 2)),
+        _IN.groundtruth_classes: tf.constant([[1., 3.]] * 2),
+        # Image b misses its dog: only a row count can say so.
+        _DET.detection_boxes: tf.constant(np.array([[box, box + 100],
+                                                    [box, box]])),
+        _DET.detection_scores: tf.constant([[.9, .8], [.9, .1]]),
+        _DET.detection_classes: tf.constant([[1., 3.], [1., 1.]]),
+    }
+    ops = evaluator.get_estimator_eval_metric_ops(eval_dict)
+    with tf.compat.v1.Session() as sess:
+      sess.run(ops['DetectionBoxes_Precision/mAP'][1])
+      metrics = sess.run({k: v[0] for k, v in ops.items()})
+  # Cat: 2 of 2 found; dog: 1 of 2 found -> recall (1 + 0.5) / 2.
+  assert metrics['DetectionBoxes_Recall/AR@100'] == pytest.approx(0.75)
