@@ -79,7 +79,9 @@ def dict_to_tf_example(data, dataset_directory, label_map_dict,
     texts.append(name)
     difficult_flags.append(int(difficult))
     truncated.append(int(obj.get('truncated') or 0))
-    poses.append(obj.get('pose') or 'Unspecified')
+    # As the original, an empty <pose> is written empty; only a missing tag
+    # gets VOC's 'Unspecified'.
+    poses.append(obj.get('pose', 'Unspecified') or '')
 
   f = dataset_util
   feature = tool_flags.image_features(

@@ -225,3 +225,35 @@ def test_bad_image_is_one_line_naming_it(tmp_path, capsys, damage):
   assert raised.value.code == 1
   assert err.count('\n') == 1 and err.startswith('error: ')
   assert image in err
+
+
+def test_dict_to_tf_example_as_the_originals_users_call_it(tmp_path):
+  # A hand-made dict: numbers as ints, no folder, an empty pose.
+  Image.fromarray(np.zeros([256, 256, 3], np.uint8)).save(
+      str(tmp_path / 'tmp_image.jpg'))
+  data = {
+      'folder': '', 'filename': 'tmp_image.jpg',
+      'size': {'height': 256, 'width': 256},
+      'object': [{'difficult': 1, 'truncated': 0, 'pose': '',
+                  'name': 'person', 'bndbox': {'xmin': 64, 'ymin': 64,
+                                               'xmax': 192, 'ymax': 192}}],
+  }
+  feature = pascal.dict_to_tf_example(
+      data, str(tmp_path), {'background': 0, 'person': 1, 'notperson': 2},
+      image_subdirectory='').features.feature
+  assert _bytes(feature, 'image/object/view') == [b'']
+  assert _bytes(feature, 'image/source_id') == [b'tmp_image.jpg']
+  assert _ints(feature, 'image/object/difficult') == [1]
+  assert _ints(feature, 'image/object/class/label') == [1]
+  np.testing.assert_allclose(_box(feature), [[0.25, 0.25, 0.75, 0.75]])
+  # An empty <pose/> element (text None) is empty too.
+  xml = ElementTree.fromstring(
+      '<annotation><folder></folder><filename>tmp_image.jpg</filename>'
+      '<size><width>256</width><height>256</height></size><object>'
+      '<name>person</name><pose/><truncated>0</truncated><difficult>0'
+      '</difficult><bndbox><xmin>0</xmin><ymin>0</ymin><xmax>8</xmax>'
+      '<ymax>8</ymax></bndbox></object></annotation>')
+  data = pascal.recursive_parse_xml_to_dict(xml)['annotation']
+  feature = pascal.dict_to_tf_example(data, str(tmp_path), {'person': 1},
+                                      image_subdirectory='').features.feature
+  assert _bytes(feature, 'image/object/view') == [b'']
