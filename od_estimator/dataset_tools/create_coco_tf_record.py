@@ -32,12 +32,14 @@ from pycocotools import mask as coco_mask
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.dataset_tools import coco_person_features
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import label_map_util
 
 SKIP_ZERO_SIZE = 'zero width or height'
 SKIP_OUTSIDE_IMAGE = 'box outside image'
+SKIP_NOT_PERSON = 'not a person (remove_non_person_annotations)'
 
 # Split name -> (image dir flag, annotations flag, shards flag, output name).
 _SPLITS = collections.OrderedDict([
@@ -104,8 +106,11 @@ def _encode_png(array):
 
 
 def create_tf_example(image, annotations_list, image_dir, category_index,
-                      include_masks=False):
-  """Builds the tf.train.Example of one COCO image.
+                      include_masks=False, keypoint_annotations_dict=None,
+                      densepose_annotations_dict=None,
+                      remove_non_person_annotations=False,
+                      remove_non_person_images=False):
+  """Builds the tf.train.Example of one COCO image, as the original's.
 
   Args:
     image: the COCO image dict (uses 'id', 'file_name', 'height', 'width').
@@ -115,17 +120,44 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
     image_dir: directory holding image['file_name'].
     category_index: {category id: {'id': int, 'name': str}}.
     include_masks: also store each object's mask as a PNG.
+    keypoint_annotations_dict: optional {annotation id: COCO person keypoint
+      annotation}; writes image/object/keypoint/* (coco_person_features).
+    densepose_annotations_dict: optional {annotation id: DensePose
+      annotation}; writes image/object/densepose/*.
+    remove_non_person_annotations: skip objects whose category is not
+      'person'.
+    remove_non_person_images: return no example for an image without a
+      'person' object.
 
   Returns:
-    (key, example, skipped): key is the hex SHA256 of the encoded image,
-    example the tf.train.Example, skipped a list of (annotation id, reason)
-    for the annotations left out (reasons are SKIP_ZERO_SIZE and
-    SKIP_OUTSIDE_IMAGE).
+    (key, example, num_annotations_skipped, num_keypoint_annotation_skipped,
+    num_densepose_annotation_skipped): key is the hex SHA256 of the encoded
+    image, example the tf.train.Example (None for an image
+    remove_non_person_images leaves out), then the number of annotations
+    left out (zero size, outside the image, not a person) and of keypoint /
+    DensePose annotations not written.
 
   Raises:
     errors.UserInputError: if the image file is missing or unreadable, its
       size differs from the JSON's, an annotation names a category the
       JSON does not define, or (with include_masks) has no segmentation.
+  """
+  key, example, skipped, keypoints_skipped, densepose_skipped = (
+      _example_and_skips(
+          image, annotations_list, image_dir, category_index, include_masks,
+          keypoint_annotations_dict, densepose_annotations_dict,
+          remove_non_person_annotations, remove_non_person_images))
+  return key, example, len(skipped), keypoints_skipped, densepose_skipped
+
+
+def _example_and_skips(image, annotations_list, image_dir, category_index,
+                       include_masks=False, keypoint_annotations_dict=None,
+                       densepose_annotations_dict=None,
+                       remove_non_person_annotations=False,
+                       remove_non_person_images=False):
+  """create_tf_example with the skipped annotations as (id, reason) pairs.
+
+  Reasons are SKIP_ZERO_SIZE, SKIP_OUTSIDE_IMAGE and SKIP_NOT_PERSON.
   """
   image_height = int(image['height'])
   image_width = int(image['width'])
@@ -142,7 +174,7 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
 
   xmin, xmax, ymin, ymax = [], [], [], []
   labels, texts, is_crowd, area, masks = [], [], [], [], []
-  skipped = []
+  skipped, written = [], []
   for annotation in annotations_list:
     reason = _skip_reason(annotation['bbox'], image_width, image_height)
     if reason:
@@ -154,6 +186,11 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
           'annotation %s of image %r has category_id %d, which is not in '
           'the "categories" list' % (annotation.get('id'), filename,
                                      category_id))
+    if (remove_non_person_annotations and
+        category_index[category_id]['name'] != 'person'):
+      skipped.append((annotation.get('id'), SKIP_NOT_PERSON))
+      continue
+    written.append(annotation)
     x, y, width, height = (float(v) for v in annotation['bbox'])
     xmin.append(x / image_width)
     xmax.append((x + width) / image_width)
@@ -172,6 +209,8 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
       masks.append(_encode_png(_segmentation_to_mask(
           annotation['segmentation'], image_height, image_width)))
 
+  if remove_non_person_images and 'person' not in texts:
+    return key, None, skipped, 0, 0
   f = dataset_util
   feature = {
       'image/height': f.int64_feature(image_height),
@@ -192,8 +231,17 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
   }
   if include_masks:
     feature['image/object/mask'] = f.bytes_list_feature(masks)
+  keypoints_skipped = densepose_skipped = 0
+  if keypoint_annotations_dict is not None:
+    keypoints, keypoints_skipped = coco_person_features.keypoint_features(
+        written, keypoint_annotations_dict, image_width, image_height)
+    feature.update(keypoints)
+  if densepose_annotations_dict is not None:
+    densepose, densepose_skipped = coco_person_features.densepose_features(
+        written, densepose_annotations_dict, image_width, image_height)
+    feature.update(densepose)
   example = tf.train.Example(features=tf.train.Features(feature=feature))
-  return key, example, skipped
+  return key, example, skipped, keypoints_skipped, densepose_skipped
 
 
 def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
@@ -243,7 +291,7 @@ def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
     for index, image in enumerate(images):
       if index % 1000 == 0:
         logging.info('On image %d of %d', index, len(images))
-      _, example, skipped = create_tf_example(
+      _, example, skipped, _, _ = _example_and_skips(
           image, annotations_index[image['id']], image_dir, category_index,
           include_masks)
       for annotation_id, reason in skipped:

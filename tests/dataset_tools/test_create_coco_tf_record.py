@@ -277,10 +277,14 @@ def test_skip_reasons_in_process(tmp_path):
            4: [0, 8, 2, 3]}  # 8 + 3 > 10 high
   annotations = [{'id': i, 'image_id': 1, 'category_id': 1, 'iscrowd': 0,
                   'area': 1.0, 'bbox': b} for i, b in boxes.items()]
-  _, example, skipped = coco.create_tf_example(
+  # pylint: disable=protected-access
+  _, example, skipped, _, _ = coco._example_and_skips(
       image, annotations, str(tmp_path), {1: _CATEGORIES[0]})
   assert skipped == [(2, coco.SKIP_ZERO_SIZE), (3, coco.SKIP_OUTSIDE_IMAGE),
                      (4, coco.SKIP_OUTSIDE_IMAGE)]
+  # The original's public function counts them.
+  assert coco.create_tf_example(
+      image, annotations, str(tmp_path), {1: _CATEGORIES[0]})[2] == 3
   np.testing.assert_allclose(_box(example.features.feature),
                              [[0.0, 0.0, 1.0, 1.0]])
 
@@ -330,7 +334,7 @@ def test_compressed_rle_and_missing_segmentation(tmp_path):
   annotation = {'id': 5, 'image_id': 1, 'category_id': 1, 'iscrowd': 0,
                 'area': 40.0, 'bbox': [3, 2, 8, 5],
                 'segmentation': segmentation}
-  _, example, _ = coco.create_tf_example(
+  _, example, _, _, _ = coco.create_tf_example(
       image, [annotation], str(tmp_path), {1: _CATEGORIES[0]},
       include_masks=True)
   (png,) = example.features.feature['image/object/mask'].bytes_list.value
@@ -367,3 +371,89 @@ def test_masks_read_back_by_the_input_decoder(tmp_path):
   # The image without objects gives [0, H, W] masks.
   assert decoded['632'][
       fields.InputDataFields.groundtruth_instance_masks].shape == (0, 24, 16)
+
+
+def _person_image(tmp_path):
+  _write_jpeg(str(tmp_path / 'tmp_image.jpg'), 256, 256)
+  return {'file_name': 'tmp_image.jpg', 'height': 256, 'width': 256, 'id': 11}
+
+
+def test_create_tf_example_with_keypoints_as_the_original(tmp_path):
+  image = _person_image(tmp_path)
+  rng = np.random.RandomState(0)
+  xs, ys = rng.randint(64, 128, 17), rng.randint(64, 128, 17)
+  visibility = rng.randint(0, 3, 17)
+  keypoints = np.stack([xs, ys, visibility], axis=1).flatten().tolist()
+  annotations_list = [
+      {'area': 0.5, 'iscrowd': False, 'image_id': 11,
+       'bbox': [64, 64, 128, 128], 'category_id': 1, 'id': 1000},
+      {'area': 0.5, 'iscrowd': False, 'image_id': 11,
+       'bbox': [0, 0, 8, 8], 'category_id': 7, 'id': 1001}]
+  keypoint_annotations_dict = {
+      1000: {'keypoints': keypoints,
+             'num_keypoints': int((visibility > 0).sum())},
+      2000: {'keypoints': keypoints, 'num_keypoints': 1}}  # no such object
+  category_index = {1: {'name': 'person', 'id': 1},
+                    7: {'name': 'train', 'id': 7}}
+  key, example, num_skipped, num_keypoints_skipped, num_densepose_skipped = (
+      coco.create_tf_example(
+          image, annotations_list, str(tmp_path), category_index,
+          include_masks=False,
+          keypoint_annotations_dict=keypoint_annotations_dict))
+  assert len(key) == 64
+  assert (num_skipped, num_keypoints_skipped, num_densepose_skipped) == (
+      0, 1, 0)
+  feature = example.features.feature
+  # The train has no keypoints: 17 zeros, so both objects have 17 entries.
+  np.testing.assert_allclose(
+      feature['image/object/keypoint/x'].float_list.value,
+      np.concatenate([xs / 256, np.zeros(17)]), rtol=1e-6)
+  np.testing.assert_allclose(
+      feature['image/object/keypoint/y'].float_list.value,
+      np.concatenate([ys / 256, np.zeros(17)]), rtol=1e-6)
+  assert list(feature['image/object/keypoint/visibility'].int64_list
+              .value) == list(visibility) + [0] * 17
+  assert list(feature['image/object/keypoint/num'].int64_list.value) == [
+      (visibility > 0).sum(), 0]
+  names = list(feature['image/object/keypoint/text'].bytes_list.value)
+  assert names[:3] == [b'nose', b'left_eye', b'right_eye'] and len(
+      names) == 34
+
+  # Only people: the train is skipped, and an image of trains is left out.
+  _, example, num_skipped, _, _ = coco.create_tf_example(
+      image, annotations_list, str(tmp_path), category_index,
+      remove_non_person_annotations=True)
+  assert num_skipped == 1
+  assert list(example.features.feature['image/object/class/label']
+              .int64_list.value) == [1]
+  _, example, _, _, _ = coco.create_tf_example(
+      image, annotations_list[1:], str(tmp_path), category_index,
+      remove_non_person_images=True)
+  assert example is None
+
+
+def test_create_tf_example_with_densepose_as_the_original(tmp_path):
+  image = _person_image(tmp_path)
+  annotations_list = [{'area': 0.5, 'iscrowd': False, 'image_id': 11,
+                       'bbox': [64, 32, 128, 64], 'category_id': 1,
+                       'id': 1000}]
+  densepose_annotations_dict = {1000: {
+      'dp_I': [1, 24], 'dp_x': [0.0, 256.0], 'dp_y': [128.0, 300.0],
+      'dp_U': [0.1, 0.2], 'dp_V': [0.3, 0.4], 'bbox': [64, 32, 128, 64]}}
+  _, example, _, _, num_densepose_skipped = coco.create_tf_example(
+      image, annotations_list, str(tmp_path), {1: {'name': 'person', 'id': 1}},
+      densepose_annotations_dict=densepose_annotations_dict)
+  assert num_densepose_skipped == 0
+  feature = example.features.feature
+  assert list(feature['image/object/densepose/num'].int64_list.value) == [2]
+  assert list(feature['image/object/densepose/part_index'].int64_list
+              .value) == [0, 23]
+  # Points on the box's 256 grid (clipped to it), normalized to the image.
+  np.testing.assert_allclose(
+      feature['image/object/densepose/x'].float_list.value,
+      [64 / 256, 192 / 256])
+  np.testing.assert_allclose(
+      feature['image/object/densepose/y'].float_list.value,
+      [64 / 256, 96 / 256])
+  np.testing.assert_allclose(
+      feature['image/object/densepose/u'].float_list.value, [0.1, 0.2])
