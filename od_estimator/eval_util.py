@@ -7,13 +7,19 @@ from absl import logging
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
+# Re-exported: model_lib and callers use them from here.
+# pylint: disable=unused-import
+from od_estimator.eval_masks import detection_masks_to_images
+from od_estimator.eval_masks import groundtruth_masks_to_images
+from od_estimator.eval_masks import masks_to_original_images
+from od_estimator.eval_masks import UNFRAMED_MASKS_BOXES
+# pylint: enable=unused-import
 from od_estimator.metrics import coco_evaluation
 from od_estimator.metrics import oid_evaluation
 from od_estimator.metrics import pascal_evaluation
 from od_estimator.metrics import pascal_mask_evaluation
 from od_estimator.utils import config_util
 from od_estimator.utils import eval_visualization
-from od_estimator.utils import ops
 from od_estimator.utils import shape_utils
 
 _IN = fields.InputDataFields
@@ -353,85 +359,44 @@ def _true_image_fractions(images, true_image_shapes):
   return tf.cast(true_image_shapes[:, :2], tf.float32) / padded
 
 
-# Eval dict key of the detections' normalized boxes while its masks are not
-# yet in the original images' frame (see masks_to_original_images).
-UNFRAMED_MASKS_BOXES = 'unframed_masks_detection_boxes'
+def result_dict_for_single_example(image, key, detections, groundtruth=None,
+                                   class_agnostic=False,
+                                   scale_to_absolute=False):
+  """result_dict_for_batched_example for one image, without batch dimension.
 
-
-def _pad_masks(masks, height, width):
-  """[N, h, w] → [N, height, width], zeros below and right."""
-  shape = tf.shape(masks)
-  return tf.pad(masks, [[0, 0], [0, height - shape[1]],
-                        [0, width - shape[2]]])
-
-
-def detection_masks_to_images(masks, boxes, num_detections,
-                              original_image_spatial_shapes):
-  """Box-relative detection masks → binary masks of the original images.
-
-  As the original's evaluation: each image's masks are pasted into its
-  original size with ops.reframe_box_masks_to_image_masks (bilinear) and
-  thresholded at 0.5. One image at a time and only its num_detections
-  masks, so the float intermediate stays [num_detections, height, width]
-  (e.g. 100 x 800 x 1365) whatever the batch size.
+  As the original's: every groundtruth box counts, and the result has no
+  num_detections or num_groundtruth_boxes (the evaluators then take every
+  row).
 
   Args:
-    masks: [B, N, mask_height, mask_width] float32 probabilities.
-    boxes: [B, N, 4] normalized ymin, xmin, ymax, xmax.
-    num_detections: [B] int32.
-    original_image_spatial_shapes: [B, 2] int32 height, width.
+    image: [1, H, W, C] image.
+    key: scalar string image id.
+    detections: postprocess output of the image ([1, ...] tensors).
+    groundtruth: optional {field: [num_boxes, ...]}: groundtruth_boxes
+      normalized, groundtruth_classes 1-based, optional per-box fields.
+    class_agnostic: report every detection and groundtruth box as class 1.
+    scale_to_absolute: boxes in pixels of the image instead of normalized.
 
   Returns:
-    [B, N, max height, max width] uint8 in {0, 1}; image i's masks fill its
-    top-left original height x width, zeros elsewhere and past its
-    detections.
+    {field: tensor}: original_image [1, H, W, C], the others without their
+    batch dimension (e.g. detection_boxes [max_detections, 4]).
   """
-  padded = tf.reduce_max(original_image_spatial_shapes, axis=0)
-  max_detections = tf.shape(masks)[1]
-
-  def one_image(args):
-    image_masks, image_boxes, count, shape = args
-    pasted = ops.reframe_box_masks_to_image_masks(
-        image_masks[:count], image_boxes[:count], shape[0], shape[1])
-    binary = tf.cast(tf.greater(pasted, 0.5), tf.uint8)
-    binary = tf.pad(binary, [[0, max_detections - count], [0, 0], [0, 0]])
-    return _pad_masks(binary, padded[0], padded[1])
-
-  return tf.map_fn(one_image, [masks, boxes, num_detections,
-                               original_image_spatial_shapes],
-                   fn_output_signature=tf.uint8, parallel_iterations=1,
-                   back_prop=False)
-
-
-def groundtruth_masks_to_images(masks, true_image_shapes,
-                                original_image_spatial_shapes):
-  """Groundtruth masks of the model input → binary masks of the originals.
-
-  As the original: the true (unpadded) part of each image's masks is
-  resized to the original size, nearest neighbour with aligned corners.
-
-  Args:
-    masks: [B, N, H, W] float32 0/1 at the preprocessed image size.
-    true_image_shapes: [B, 3] int32, the unpadded part of H, W.
-    original_image_spatial_shapes: [B, 2] int32 height, width.
-
-  Returns:
-    [B, N, max height, max width] uint8, image i's in its top-left corner.
-  """
-  padded = tf.reduce_max(original_image_spatial_shapes, axis=0)
-
-  def one_image(args):
-    image_masks, true_shape, shape = args
-    image_masks = image_masks[:, :true_shape[0], :true_shape[1]]
-    resized = tf.compat.v1.image.resize_nearest_neighbor(
-        tf.expand_dims(image_masks, 3), shape, align_corners=True)
-    binary = tf.cast(tf.greater(tf.squeeze(resized, 3), 0.5), tf.uint8)
-    return _pad_masks(binary, padded[0], padded[1])
-
-  return tf.map_fn(one_image, [masks, true_image_shapes,
-                               original_image_spatial_shapes],
-                   fn_output_signature=tf.uint8, parallel_iterations=1,
-                   back_prop=False)
+  max_gt_boxes = None
+  if groundtruth:
+    max_gt_boxes = tf.shape(groundtruth[_IN.groundtruth_boxes])[0]
+    groundtruth = {name: tf.expand_dims(value, 0)
+                   for name, value in groundtruth.items()}
+  batched = result_dict_for_batched_example(
+      image, tf.expand_dims(key, 0),
+      {name: value[:1] for name, value in detections.items()},
+      groundtruth, class_agnostic, scale_to_absolute,
+      max_gt_boxes=max_gt_boxes)
+  result = {_IN.original_image: batched.pop(_IN.original_image)}
+  for name in (_DET.num_detections, _IN.num_groundtruth_boxes):
+    batched.pop(name, None)
+  result.update({name: tf.squeeze(value, 0)
+                 for name, value in batched.items()})
+  return result
 
 
 def result_dict_for_batched_example(images, keys, detections,
@@ -460,7 +425,9 @@ def result_dict_for_batched_example(images, keys, detections,
       Groundtruth boxes and keypoints come normalized to the padded image
       (as the input pipeline gives them) and are renormalized to the true
       image, the frame of the detections (as the original does).
-    max_gt_boxes: unused padding size, accepted for compatibility.
+    max_gt_boxes: [B] (or scalar, for every image) number of groundtruth
+      boxes of each image, the eval dict's num_groundtruth_boxes (the
+      original's name). Defaults to groundtruth's num_groundtruth_boxes.
     label_id_offset: added to 0-based detection classes.
     reframe_masks: convert the masks (see masks_to_original_images); when
       False they stay as given, with the detections' normalized boxes under
@@ -469,8 +436,11 @@ def result_dict_for_batched_example(images, keys, detections,
   Returns:
     A dict keyed by the standard field names. Masks are uint8 0/1 in the
     original images' frame, as the mask evaluators take them.
+
+  Raises:
+    ValueError: for groundtruth without num_groundtruth_boxes when
+      max_gt_boxes is not given (as the original).
   """
-  del max_gt_boxes
   batch = shape_utils.combined_static_and_dynamic_shape(images)[0]
   if original_image_spatial_shapes is None:
     original_image_spatial_shapes = tf.tile(
@@ -499,7 +469,15 @@ def result_dict_for_batched_example(images, keys, detections,
   if _DET.detection_masks in detections:
     result[_DET.detection_masks] = detections[_DET.detection_masks]
   if groundtruth:
+    if max_gt_boxes is None:
+      if _IN.num_groundtruth_boxes not in groundtruth:
+        raise ValueError('max_gt_boxes must be provided when processing '
+                         'batched examples (or groundtruth[%r])' %
+                         _IN.num_groundtruth_boxes)
+      max_gt_boxes = groundtruth[_IN.num_groundtruth_boxes]
     result.update(groundtruth)
+    result[_IN.num_groundtruth_boxes] = tf.broadcast_to(
+        tf.cast(max_gt_boxes, tf.int32), [batch])
     if true_image_shapes is not None:
       fractions = _true_image_fractions(images, true_image_shapes)
       result[_IN.groundtruth_boxes] = groundtruth[_IN.groundtruth_boxes] / (
@@ -518,40 +496,4 @@ def result_dict_for_batched_example(images, keys, detections,
     result[UNFRAMED_MASKS_BOXES] = detections[_DET.detection_boxes]
     if reframe_masks:
       result = masks_to_original_images(result)
-  return result
-
-
-def masks_to_original_images(eval_dict):
-  """An eval dict's masks, binary in the original images' frame.
-
-  Detection masks are pasted from their boxes (detection_masks_to_images),
-  groundtruth masks resized from the model input (groundtruth_masks_to_
-  images). result_dict_for_batched_example does it unless asked not to:
-  on a TPU, model_lib does it in the host's metric_fn, as the original
-  sizes are known only at run time.
-
-  Args:
-    eval_dict: result_dict_for_batched_example(..., reframe_masks=False).
-
-  Returns:
-    A new dict with uint8 [B, N, max height, max width] masks; the dict
-    itself when its masks were already converted.
-  """
-  if UNFRAMED_MASKS_BOXES not in eval_dict:
-    return eval_dict
-  result = dict(eval_dict)
-  boxes = result.pop(UNFRAMED_MASKS_BOXES)
-  shapes = result[_IN.original_image_spatial_shape]
-  if _DET.detection_masks in result:
-    result[_DET.detection_masks] = detection_masks_to_images(
-        result[_DET.detection_masks], boxes, result[_DET.num_detections],
-        shapes)
-  if _IN.groundtruth_instance_masks in result:
-    masks = tf.cast(result[_IN.groundtruth_instance_masks], tf.float32)
-    true_shapes = result.get(_IN.true_image_shape)
-    if true_shapes is None:  # Masks without padding.
-      true_shapes = tf.tile(tf.expand_dims(tf.shape(masks)[2:4], 0),
-                            [tf.shape(masks)[0], 1])
-    result[_IN.groundtruth_instance_masks] = groundtruth_masks_to_images(
-        masks, true_shapes, shapes)
   return result
