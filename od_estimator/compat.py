@@ -1,0 +1,134 @@
+"""Runs scripts written for the original without editing their imports.
+
+`install_alias()` (or `python -m od_estimator.compat run script.py ...`)
+makes `import object_detection...` load od_estimator's module of the same
+path: `from object_detection.utils import label_map_util` gives
+od_estimator.utils.label_map_util. Opt-in only, and never over the real
+thing: when the original's object_detection package can be imported, the
+alias refuses to install, and its finder steps aside whenever the ordinary
+finders find a real object_detection later (it then serves nothing).
+"""
+import importlib
+import importlib.abc
+import importlib.util
+import runpy
+import sys
+
+from od_estimator import errors
+
+ORIGINAL = 'object_detection'
+OURS = 'od_estimator'
+
+
+def _ours(fullname):
+  return OURS + fullname[len(ORIGINAL):]
+
+
+class _AliasLoader(importlib.abc.Loader):
+  """Hands out the already-imported od_estimator module."""
+
+  def __init__(self, module):
+    self._module = module
+
+  def create_module(self, spec):
+    return self._module
+
+  def exec_module(self, module):
+    pass
+
+
+def _found_elsewhere(alias_finder, fullname):
+  """Whether a finder other than ours finds the top-level `fullname`."""
+  for finder in sys.meta_path:
+    if finder is not alias_finder and hasattr(finder, 'find_spec'):
+      if finder.find_spec(fullname, None) is not None:
+        return True
+  return False
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+  """object_detection[.x.y] → od_estimator[.x.y] (the same module object)."""
+
+  def find_spec(self, fullname, path=None, target=None):
+    del path, target
+    if fullname == ORIGINAL:
+      if _found_elsewhere(self, fullname):
+        return None  # A real installation wins.
+    elif not fullname.startswith(ORIGINAL + '.') or getattr(
+        sys.modules.get(ORIGINAL), '__name__', None) != OURS:
+      return None  # Not ours, or below the real package.
+    name = _ours(fullname)
+    if importlib.util.find_spec(name) is None:
+      raise ModuleNotFoundError(
+          '%s has no od_estimator counterpart (no module %s); see README '
+          '"Coming from the original".' % (fullname, name), name=fullname)
+    module = importlib.import_module(name)
+    return importlib.util.spec_from_loader(
+        fullname, _AliasLoader(module),
+        is_package=hasattr(module, '__path__'))
+
+
+def _real_original():
+  """Where an importable non-alias object_detection lives, else None."""
+  module = sys.modules.get(ORIGINAL)
+  if module is not None:
+    if module.__name__ == OURS:
+      return None
+    return getattr(module, '__file__', None) or ORIGINAL
+  if any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+    return None
+  spec = importlib.util.find_spec(ORIGINAL)
+  return None if spec is None else (spec.origin or
+                                    list(spec.submodule_search_locations or
+                                         []) or ORIGINAL)
+
+
+def install_alias():
+  """Lets `object_detection` imports load od_estimator's modules.
+
+  Idempotent.
+
+  Raises:
+    errors.UserInputError: if the original object_detection is importable
+      in this environment (it is used as it is, never shadowed).
+  """
+  real = _real_original()
+  if real is not None:
+    raise errors.UserInputError(
+        'The original object_detection is installed here (%s); the '
+        'object_detection alias would shadow it, so it is not installed. '
+        'Run the script in an environment without it, or import '
+        'od_estimator in the script.' % (real,))
+  if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+    # First, so the ordinary finders do not load od_estimator's files a
+    # second time under object_detection names (through the alias packages'
+    # __path__); it steps aside for a real object_detection all the same.
+    sys.meta_path.insert(0, _AliasFinder())
+
+
+def run(script, args=()):
+  """Runs `script` as __main__ with sys.argv [script, *args], aliased."""
+  install_alias()
+  sys.argv = [script] + list(args)
+  runpy.run_path(script, run_name='__main__')
+
+
+_USAGE = ('usage: python -m od_estimator.compat run SCRIPT.py [ARGS...]\n'
+          'Runs a script written for the original TF Object Detection API, '
+          'its object_detection imports served by od_estimator.')
+
+
+def main(argv=None):
+  argv = sys.argv[1:] if argv is None else argv
+  if len(argv) < 2 or argv[0] != 'run':
+    print(_USAGE, file=sys.stderr)
+    return 2
+  try:
+    run(argv[1], argv[2:])
+  except errors.UserInputError as error:
+    errors.fail(error)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,0 +1,71 @@
+"""od_estimator.compat: scripts written for the original run unchanged."""
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent('''
+    import sys
+    from object_detection.utils import label_map_util
+    import object_detection
+    from object_detection.utils import ops as utils_ops
+
+    label_map = label_map_util.load_labelmap(sys.argv[1])
+    categories = label_map_util.convert_label_map_to_categories(
+        label_map, max_num_classes=10, use_display_name=True)
+    index = label_map_util.create_category_index(categories)
+    print('CATEGORIES', sorted((k, v['name']) for k, v in index.items()))
+    print('SAME MODULE', label_map_util.__name__, object_detection.__name__,
+          utils_ops.reframe_box_masks_to_image_masks.__module__)
+    try:
+      import object_detection.no_such_module
+    except ModuleNotFoundError as error:
+      print('MISSING', error)
+    ''')
+
+
+def _run(tmp_path, env_path=None):
+  script = tmp_path / 'inference.py'
+  script.write_text(SCRIPT)
+  label_map = tmp_path / 'label_map.pbtxt'
+  label_map.write_text("item { id: 1 name: 'cat' display_name: 'Cat' }\n"
+                       "item { id: 2 name: 'dog' }\n")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
+  if env_path:
+    env['PYTHONPATH'] = os.pathsep.join(
+        [str(env_path)] + [p for p in [env.get('PYTHONPATH')] if p])
+  return subprocess.run(
+      [sys.executable, '-m', 'od_estimator.compat', 'run', str(script),
+       str(label_map)], capture_output=True, text=True, env=env,
+      timeout=120, check=False)
+
+
+def test_an_unchanged_script_runs_on_od_estimator(tmp_path):
+  result = _run(tmp_path)
+  assert result.returncode == 0, result.stderr
+  assert "CATEGORIES [(1, 'Cat'), (2, 'dog')]" in result.stdout
+  assert ('SAME MODULE od_estimator.utils.label_map_util od_estimator '
+          'od_estimator.utils.ops') in result.stdout
+  assert ('MISSING object_detection.no_such_module has no od_estimator '
+          'counterpart (no module od_estimator.no_such_module)'
+          in result.stdout)
+
+
+def test_a_real_installation_is_never_shadowed(tmp_path):
+  real = tmp_path / 'site' / 'object_detection'
+  real.mkdir(parents=True)
+  (real / '__init__.py').write_text('')
+  result = _run(tmp_path, env_path=tmp_path / 'site')
+  assert result.returncode == 1
+  assert result.stderr.startswith(
+      'error: The original object_detection is installed here (')
+  assert str(real) in result.stderr
+  assert 'CATEGORIES' not in result.stdout
+
+
+def test_usage_without_a_script():
+  result = subprocess.run([sys.executable, '-m', 'od_estimator.compat'],
+                          capture_output=True, text=True, check=False,
+                          timeout=60)
+  assert result.returncode == 2
+  assert 'python -m od_estimator.compat run SCRIPT.py' in result.stderr
