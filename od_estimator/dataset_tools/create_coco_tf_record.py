@@ -244,9 +244,21 @@ def _example_and_skips(image, annotations_list, image_dir, category_index,
   return key, example, skipped, keypoints_skipped, densepose_skipped
 
 
-def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
-                                            output_path, include_masks,
-                                            num_shards):
+def _annotations_by_image(annotations_file, what):
+  """{image id: {annotation id: annotation}} of a COCO JSON, or None."""
+  if not annotations_file:
+    return None
+  data = json.loads(tool_flags.read_bytes(annotations_file, what))
+  index = collections.defaultdict(dict)
+  for annotation in data.get('annotations', []):
+    index[annotation['image_id']][annotation['id']] = annotation
+  return index
+
+
+def _create_tf_record_from_coco_annotations(
+    annotations_file, image_dir, output_path, include_masks, num_shards,
+    keypoint_annotations_file='', densepose_annotations_file='',
+    remove_non_person_annotations=False, remove_non_person_images=False):
   """Converts one split; example i goes to shard i % num_shards.
 
   Args:
@@ -256,15 +268,26 @@ def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
     output_path: shard prefix; files are OUTPUT_PATH-0000K-of-0000N.
     include_masks: store instance masks as PNGs.
     num_shards: number of output files.
+    keypoint_annotations_file: optional COCO person keypoints JSON.
+    densepose_annotations_file: optional DensePose JSON.
+    remove_non_person_annotations: see create_tf_example.
+    remove_non_person_images: see create_tf_example.
 
   Returns:
-    A summary dict: 'num_images', 'num_images_without_annotations',
-    'num_annotations' (written), 'skipped' ({reason: [annotation ids]}),
-    'num_orphan_annotations' (annotations of image ids not in 'images'),
-    'output_path', 'files' (shard names).
+    A summary dict: 'num_images' (written), 'num_images_without_annotations',
+    'num_images_without_person' (left out), 'num_annotations' (written),
+    'skipped' ({reason: [annotation ids]}), 'num_orphan_annotations'
+    (annotations of image ids not in 'images'), 'num_keypoint_annotations_
+    skipped', 'num_densepose_annotations_skipped', 'output_path', 'files'
+    (shard names).
   """
   groundtruth = json.loads(
       tool_flags.read_bytes(annotations_file, 'annotations file'))
+  person_annotations = [
+      _annotations_by_image(keypoint_annotations_file,
+                            'keypoint annotations file'),
+      _annotations_by_image(densepose_annotations_file,
+                            'DensePose annotations file')]
   images = groundtruth['images']
   category_index = label_map_util.create_category_index(
       groundtruth.get('categories', []))
@@ -277,12 +300,15 @@ def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
       num_orphans += 1
 
   summary = {
-      'num_images': len(images),
+      'num_images': 0,
       'num_images_without_annotations': sum(
           1 for v in annotations_index.values() if not v),
+      'num_images_without_person': 0,
       'num_annotations': 0,
       'skipped': collections.OrderedDict(),
       'num_orphan_annotations': num_orphans,
+      'num_keypoint_annotations_skipped': 0,
+      'num_densepose_annotations_skipped': 0,
       'output_path': output_path,
       'files': dataset_util.sharded_filenames(output_path, num_shards),
   }
@@ -291,11 +317,22 @@ def _create_tf_record_from_coco_annotations(annotations_file, image_dir,
     for index, image in enumerate(images):
       if index % 1000 == 0:
         logging.info('On image %d of %d', index, len(images))
-      _, example, skipped, _, _ = _example_and_skips(
-          image, annotations_index[image['id']], image_dir, category_index,
-          include_masks)
+      keypoints, densepose = (
+          None if index is None else index.get(image['id'], {})
+          for index in person_annotations)
+      _, example, skipped, keypoints_skipped, densepose_skipped = (
+          _example_and_skips(
+              image, annotations_index[image['id']], image_dir,
+              category_index, include_masks, keypoints, densepose,
+              remove_non_person_annotations, remove_non_person_images))
       for annotation_id, reason in skipped:
         summary['skipped'].setdefault(reason, []).append(annotation_id)
+      summary['num_keypoint_annotations_skipped'] += keypoints_skipped
+      summary['num_densepose_annotations_skipped'] += densepose_skipped
+      if example is None:
+        summary['num_images_without_person'] += 1
+        continue
+      summary['num_images'] += 1
       summary['num_annotations'] += len(
           example.features.feature['image/object/class/label'].int64_list.value)
       writers[index % num_shards].write(example.SerializeToString())
@@ -318,6 +355,15 @@ def format_summary(split, summary):
       listed += ', ...'
     lines.append('%s:   %d %s (annotation ids %s)' % (
         split, len(ids), reason, listed))
+  if summary['num_images_without_person']:
+    lines.append('%s: left out %d images without a person '
+                 '(--remove_non_person_images)' % (
+                     split, summary['num_images_without_person']))
+  for what in ('keypoint', 'densepose'):
+    count = summary['num_%s_annotations_skipped' % what]
+    if count:
+      lines.append('%s: %d %s annotations belong to no written object' % (
+          split, count, what))
   if summary['num_orphan_annotations']:
     lines.append('%s: ignored %d annotations whose image_id is not in '
                  '"images"' % (split, summary['num_orphan_annotations']))
@@ -327,19 +373,25 @@ def format_summary(split, summary):
 def _parser():
   parser = argparse.ArgumentParser(
       description='Convert COCO detection annotations to sharded TFRecords.')
-  # Accept the tf.flags boolean spellings: --include_masks,
-  # --include_masks=true|false and --noinclude_masks.
-  parser.add_argument('--include_masks', type=tool_flags.parse_bool,
-                      nargs='?', const=True, default=False,
-                      help='Store instance masks (PNG) in the examples.')
-  parser.add_argument('--noinclude_masks', dest='include_masks',
-                      action='store_false', help=argparse.SUPPRESS)
+  tool_flags.add_bool_flag(parser, 'include_masks',
+                           'Store instance masks (PNG) in the examples.')
+  tool_flags.add_bool_flag(parser, 'remove_non_person_annotations',
+                           'Leave out objects that are not a person.')
+  tool_flags.add_bool_flag(parser, 'remove_non_person_images',
+                           'Leave out images without a person.')
   parser.add_argument('--train_image_dir', default='')
   parser.add_argument('--val_image_dir', default='')
   parser.add_argument('--test_image_dir', default='')
   parser.add_argument('--train_annotations_file', default='')
   parser.add_argument('--val_annotations_file', default='')
   parser.add_argument('--testdev_annotations_file', default='')
+  for split in ('train', 'val'):
+    parser.add_argument('--%s_keypoint_annotations_file' % split, default='',
+                        help='COCO person keypoints JSON of the %s split.' %
+                        split)
+    parser.add_argument('--%s_densepose_annotations_file' % split,
+                        default='', help='DensePose JSON of the %s split.' %
+                        split)
   parser.add_argument('--output_dir', default='/tmp/')
   parser.add_argument('--num_train_shards', type=int, default=100)
   parser.add_argument('--num_val_shards', type=int, default=50)
@@ -369,10 +421,19 @@ def main(argv=None):
   tf.io.gfile.makedirs(args.output_dir)
   for split in splits:
     dir_flag, json_flag, shards_flag, output_name = _SPLITS[split]
+    person_options = {}
+    if split != 'testdev':  # As the original: no person data for test-dev.
+      person_options = dict(
+          keypoint_annotations_file=getattr(
+              args, split + '_keypoint_annotations_file'),
+          densepose_annotations_file=getattr(
+              args, split + '_densepose_annotations_file'),
+          remove_non_person_annotations=args.remove_non_person_annotations,
+          remove_non_person_images=args.remove_non_person_images)
     summary = _create_tf_record_from_coco_annotations(
         getattr(args, json_flag), getattr(args, dir_flag),
         os.path.join(args.output_dir, output_name), args.include_masks,
-        getattr(args, shards_flag))
+        getattr(args, shards_flag), **person_options)
     for line in format_summary(split, summary):
       print(line)
   return 0

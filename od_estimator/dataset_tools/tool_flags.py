@@ -28,6 +28,14 @@ def parse_bool(text):
   raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
 
 
+def add_bool_flag(parser, name, help_text, default=False):
+  """A boolean flag in the tf.flags spellings: --NAME[=true|false], --noNAME."""
+  parser.add_argument('--' + name, type=parse_bool, nargs='?', const=True,
+                      default=default, help=help_text)
+  parser.add_argument('--no' + name, dest=name, action='store_false',
+                      help=argparse.SUPPRESS)
+
+
 def add_logging_flags(parser):
   """Accepts absl's logging flags; messages go to stderr in any case."""
   for name in ('logtostderr', 'alsologtostderr'):

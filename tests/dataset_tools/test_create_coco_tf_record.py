@@ -457,3 +457,27 @@ def test_create_tf_example_with_densepose_as_the_original(tmp_path):
       [64 / 256, 96 / 256])
   np.testing.assert_allclose(
       feature['image/object/densepose/u'].float_list.value, [0.1, 0.2])
+
+
+def test_person_flags_as_the_originals(tmp_path, capsys):
+  # Category 1 is 'person': image 139 has one (annotation 10), 285 none.
+  image_dir, annotations = _make_coco_tree(tmp_path)
+  keypoints = tmp_path / 'person_keypoints.json'
+  keypoints.write_text(json.dumps({'annotations': [
+      {'id': 10, 'image_id': 139, 'num_keypoints': 1,
+       'keypoints': [8, 4, 2] + [0] * 48}]}))
+  coco.main(['--train_image_dir', image_dir, '--train_annotations_file',
+             annotations, '--train_keypoint_annotations_file', str(keypoints),
+             '--remove_non_person_annotations', '--remove_non_person_images',
+             '--num_train_shards', '1', '--output_dir', str(tmp_path / 'out')])
+  out = capsys.readouterr().out
+  assert 'left out 2 images without a person' in out
+  examples = _read_examples(str(tmp_path / 'out' / 'coco_train.record-*'))
+  assert list(examples) == ['139']
+  feature = examples['139']
+  assert _ints(feature, 'image/object/class/label') == [1]
+  assert _ints(feature, 'image/object/keypoint/num') == [1]
+  np.testing.assert_allclose(_floats(feature, 'image/object/keypoint/x')[:2],
+                             [8 / 40, 0])
+  np.testing.assert_allclose(_floats(feature, 'image/object/keypoint/y')[:2],
+                             [4 / 20, 0])
