@@ -4,7 +4,8 @@ Scripts written for the original import these (its inference tutorial uses
 `reframe_box_masks_to_image_masks`); the same arguments give the same
 numbers. Helpers od_estimator already has elsewhere are re-exported from
 their home: the crops from spatial_transform_ops, the padding helpers from
-feature_map_generators, the matmul gather from box_list_ops.
+feature_map_generators, the matmul gather from box_list_ops, the
+groundtruth filters (retain_groundtruth, filter_*) from groundtruth_filters.
 """
 import tensorflow as tf
 
@@ -12,6 +13,13 @@ from od_estimator.core import box_list_ops
 from od_estimator.models import feature_map_generators
 from od_estimator.utils import shape_utils
 from od_estimator.utils import spatial_transform_ops
+# pylint: disable=unused-import
+from od_estimator.utils.groundtruth_filters import (
+    filter_groundtruth_with_crowd_boxes,
+    filter_groundtruth_with_nan_box_coordinates, filter_unrecognized_classes,
+    replace_nan_groundtruth_label_scores_with_ones, retain_groundtruth,
+    retain_groundtruth_with_positive_classes)
+# pylint: enable=unused-import
 
 # pylint: disable=invalid-name
 matmul_crop_and_resize = spatial_transform_ops.matmul_crop_and_resize

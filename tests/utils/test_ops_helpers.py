@@ -78,3 +78,42 @@ def test_crops_are_spatial_transform_ops():
       spatial_transform_ops.matmul_crop_and_resize)
   assert ops.native_crop_and_resize is (
       spatial_transform_ops.native_crop_and_resize)
+
+
+def test_groundtruth_filters_keep_every_per_box_field():
+  from od_estimator.core import standard_fields as fields  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  in_fields = fields.InputDataFields
+  nan = float('nan')
+  with tf.Graph().as_default():
+    tensors = {
+        in_fields.groundtruth_boxes: tf.constant(
+            [[0, 0, 1, 1], [nan, 0, 1, 1], [0, 0, .5, .5], [0, 0, .2, .2]]),
+        in_fields.groundtruth_classes: tf.constant([1, 2, -1, 0]),
+        in_fields.groundtruth_is_crowd: tf.constant(
+            [False, False, False, True]),
+        in_fields.groundtruth_area: tf.constant([], tf.float32),
+        in_fields.image: tf.zeros([2, 2, 3]),
+    }
+    results = [ops.filter_groundtruth_with_nan_box_coordinates(tensors),
+               ops.filter_unrecognized_classes(tensors),
+               ops.filter_groundtruth_with_crowd_boxes(tensors),
+               ops.retain_groundtruth_with_positive_classes(tensors)]
+    with tf.compat.v1.Session() as session:
+      nan_free, recognized, not_crowd, positive = session.run(results)
+      scores = session.run(ops.replace_nan_groundtruth_label_scores_with_ones(
+          tf.constant([nan, 0.5])))
+  np.testing.assert_array_equal(
+      nan_free[in_fields.groundtruth_classes], [1, -1, 0])
+  np.testing.assert_array_equal(
+      recognized[in_fields.groundtruth_classes], [1, 2, 0])
+  np.testing.assert_array_equal(
+      not_crowd[in_fields.groundtruth_is_crowd], [False] * 3)
+  np.testing.assert_array_equal(positive[in_fields.groundtruth_classes],
+                                [1, 2])
+  assert positive[in_fields.groundtruth_boxes].shape == (2, 4)
+  assert positive[in_fields.groundtruth_area].shape == (0,)
+  assert positive[in_fields.image].shape == (2, 2, 3)
+  np.testing.assert_array_equal(scores, [1.0, 0.5])
+  with pytest.raises(ValueError, match='shape of valid_indices'):
+    ops.retain_groundtruth(tensors, np.zeros([2, 2], np.int64))
