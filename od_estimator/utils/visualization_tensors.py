@@ -158,7 +158,7 @@ def _line_plot(x, y, x_label, y_label):
                            ('%.3g' % y_range[0], (5, bottom - 10))):
       draw.text(position, text, fill='black')
   draw.text(((left + right) // 2 - 50, height - 25), x_label, fill='black')
-  draw.text((5, (top + bottom) // 2), y_label, fill='black')
+  draw.text((left, 5), y_label, fill='black')  # Above the axes.
   return np.asarray(plot, np.uint8)[np.newaxis]
 
 
