@@ -69,3 +69,23 @@ def test_usage_without_a_script():
                           timeout=60)
   assert result.returncode == 2
   assert 'python -m od_estimator.compat run SCRIPT.py' in result.stderr
+
+
+def test_a_real_package_found_after_install_wins(tmp_path, monkeypatch):
+  import importlib  # pylint: disable=g-import-not-at-top
+  from od_estimator import compat  # pylint: disable=g-import-not-at-top
+  before = list(sys.meta_path)
+  try:
+    compat.install_alias()
+    real = tmp_path / 'object_detection'
+    real.mkdir()
+    (real / '__init__.py').write_text('REAL = True\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    module = importlib.import_module('object_detection')
+    assert getattr(module, 'REAL', False), module
+  finally:
+    sys.meta_path[:] = before
+    for name in [n for n in sys.modules if n.split('.')[0] ==
+                 'object_detection']:
+      del sys.modules[name]
