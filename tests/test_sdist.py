@@ -40,6 +40,7 @@ def test_sdist_carries_the_schema_and_samples(sdist):
   assert 'protos/pipeline.proto' in names
   assert 'samples/configs/ssd_mobilenet_v2_shapes.config' in names
   assert 'samples/cloud/cluster.yaml' in names
+  assert 'samples/scripts/run_inference_tutorial.py' in names
   assert 'setup.py' in names
 
 
