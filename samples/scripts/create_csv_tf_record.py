@@ -8,18 +8,21 @@ has a header and one row per box, in pixels:
   cat1.jpg,640,480,cat,10,20,200,300
 
 Rows of the same filename become one tf.train.Example; class names are
-looked up in the label map. Example:
+looked up in the label map; --num_shards > 1 writes PATH-0000i-of-0000N
+with tf_record_creation_util, as the original's tools. Example:
 
   python samples/scripts/create_csv_tf_record.py \
     --csv_input=train.csv --image_dir=images \
     --label_map_path=label_map.pbtxt --output_path=train.record
 """
 import collections
+import contextlib
 import csv
 import os
 
 import tensorflow as tf
 
+from od_estimator.dataset_tools import tf_record_creation_util
 from od_estimator.utils import dataset_util
 from od_estimator.utils import label_map_util
 
@@ -28,6 +31,7 @@ flags.DEFINE_string('csv_input', '', 'Path to the CSV of boxes.')
 flags.DEFINE_string('image_dir', '', 'Folder holding the images.')
 flags.DEFINE_string('label_map_path', '', 'Path to the label map.')
 flags.DEFINE_string('output_path', '', 'Path to the output TFRecord.')
+flags.DEFINE_integer('num_shards', 1, 'Shards PATH-0000i-of-0000N when > 1.')
 FLAGS = flags.FLAGS
 
 
@@ -73,11 +77,17 @@ def create_tf_example(filename, rows, image_dir, label_map_dict):
 def main(_):
   label_map_dict = label_map_util.get_label_map_dict(FLAGS.label_map_path)
   count = 0
-  with tf.io.TFRecordWriter(FLAGS.output_path) as writer:
+  with contextlib.ExitStack() as tf_record_close_stack:
+    if FLAGS.num_shards > 1:
+      writers = tf_record_creation_util.open_sharded_output_tfrecords(
+          tf_record_close_stack, FLAGS.output_path, FLAGS.num_shards)
+    else:
+      writers = [tf_record_close_stack.enter_context(
+          tf.io.TFRecordWriter(FLAGS.output_path))]
     for filename, rows in read_boxes(FLAGS.csv_input).items():
       example = create_tf_example(filename, rows, FLAGS.image_dir,
                                   label_map_dict)
-      writer.write(example.SerializeToString())
+      writers[count % len(writers)].write(example.SerializeToString())
       count += 1
   print('Wrote %d examples to %s' % (count, FLAGS.output_path))
 

@@ -46,3 +46,22 @@ def test_csv_rows_become_one_example_per_image(tmp_path):
   assert first[_IN.source_id] == b'a.jpg'
   assert second[_IN.image].shape == (60, 30, 3)
   np.testing.assert_array_equal(second[_IN.groundtruth_classes], [2])
+
+
+def test_sharded_output(tmp_path):
+  (tmp_path / 'images').mkdir()
+  rows = ['filename,width,height,class,xmin,ymin,xmax,ymax']
+  for i in range(3):
+    Image.fromarray(np.zeros([8, 8, 3], np.uint8)).save(
+        str(tmp_path / 'images' / ('%d.png' % i)))
+    rows.append('%d.png,8,8,cat,0,0,4,4' % i)
+  (tmp_path / 'boxes.csv').write_text('\n'.join(rows) + '\n')
+  (tmp_path / 'label_map.pbtxt').write_text("item { id: 1 name: 'cat' }")
+  sample_scripts.run(
+      'create_csv_tf_record.py', csv_input=tmp_path / 'boxes.csv',
+      image_dir=tmp_path / 'images',
+      label_map_path=tmp_path / 'label_map.pbtxt',
+      output_path=tmp_path / 'train.record', num_shards=2)
+  counts = [len(list(tf.compat.v1.io.tf_record_iterator(
+      str(tmp_path / ('train.record-%05d-of-00002' % i))))) for i in range(2)]
+  assert counts == [2, 1]
