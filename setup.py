@@ -84,6 +84,9 @@ setup(
             'od-estimator=od_estimator.cli:main',
             'model_main=od_estimator.model_main:run',
             'model_tpu_main=od_estimator.model_tpu_main:run',
+            # The original's legacy train.py / eval.py.
+            'od-estimator-legacy-train=od_estimator.legacy.train:run',
+            'od-estimator-legacy-eval=od_estimator.legacy.eval:run',
             'export_inference_graph=od_estimator.export_inference_graph:main',
             'export_tflite_ssd_graph=od_estimator.export_tflite_ssd_graph:main',
             'create_coco_tf_record='

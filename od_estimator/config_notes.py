@@ -10,7 +10,9 @@ fields that parse but change nothing in od_estimator. It came from an audit
 of train.proto, eval.proto and input_reader.proto, field by field, against
 what the code reads. Most were read only by the original's legacy
 `train.py` / `eval.py` (queue-based input, SyncReplicasOptimizer, a polling
-evaluation loop), which model_main.py replaced there too.
+evaluation loop), which model_main.py replaced there too. Our own
+`od_estimator.legacy.train` / `.eval` honour some of them: for those commands
+(HONOURED_BY_COMMAND) they get no note.
 """
 
 # (configs key, field) -> why it has no effect and what to use instead.
@@ -79,6 +81,17 @@ NO_EFFECT_FIELDS = {
         'not build'),
 }
 
+# Command -> NO_EFFECT_FIELDS keys it honours (see od_estimator.legacy).
+HONOURED_BY_COMMAND = {
+    'legacy_train': frozenset([
+        ('train_config', 'sync_replicas'),
+        ('train_config', 'replicas_to_aggregate')]),
+    'legacy_eval': frozenset([
+        ('eval_config', name) for name in (
+            'num_examples', 'max_evals', 'eval_interval_secs',
+            'visualization_export_dir', 'export_path', 'ignore_groundtruth')]),
+}
+
 # Below this decay a batch norm's moving averages follow training closely
 # enough for a short from-scratch run to evaluate sensibly.
 _SLOW_DECAY = 0.999
@@ -113,18 +126,22 @@ def _is_set(message, field):
   return message.HasField(field)
 
 
-def no_effect_notes(configs):
+def no_effect_notes(configs, command=None):
   """One note per set field of NO_EFFECT_FIELDS, naming it and why.
 
   Args:
     configs: the configs dict of config_util (train_config, eval_config,
       train_input_config, eval_input_configs).
+    command: a HONOURED_BY_COMMAND key: the fields it honours get no note.
 
   Returns:
     A list of note strings, in NO_EFFECT_FIELDS order.
   """
   notes = []
+  honoured = HONOURED_BY_COMMAND.get(command, ())
   for (section, field), reason in NO_EFFECT_FIELDS.items():
+    if (section, field) in honoured:
+      continue
     if section == 'input_reader':
       messages = _input_readers(configs)
     elif configs.get(section) is not None:
@@ -196,9 +213,12 @@ def from_scratch_batch_norm_note(configs):
           '%s %g' % (where, decay) for where, decay in slow))
 
 
-def notes(configs):
-  """Every note on `configs`: fields without effect, then advice."""
-  found = no_effect_notes(configs)
+def notes(configs, command=None):
+  """Every note on `configs`: fields without effect, then advice.
+
+  `command` names the command the configs run with (HONOURED_BY_COMMAND).
+  """
+  found = no_effect_notes(configs, command)
   batch_norm = from_scratch_batch_norm_note(configs)
   if batch_norm:
     found.append(batch_norm)

@@ -19,7 +19,7 @@ from od_estimator import validate
 
 
 def check(configs, pipeline_config_path, evaluation_only=False,
-          stream=None):
+          stream=None, command=None):
   """Checks merged configs before launch: prints notes, raises on problems.
 
   Args:
@@ -30,6 +30,8 @@ def check(configs, pipeline_config_path, evaluation_only=False,
       not exist. So does a TF_CONFIG cluster's evaluator task; a parameter
       server reads no input files at all.
     stream: where `note:` lines go; None for stderr.
+    command: the command launching, for config_notes.notes (None:
+      model_main's).
 
   Raises:
     errors.UserInputErrors: one problem per error `validate` reports, then
@@ -41,7 +43,7 @@ def check(configs, pipeline_config_path, evaluation_only=False,
       configs, report,
       check_train_input_paths=not evaluation_only and task_type not in (
           'evaluator', 'ps'),
-      check_eval_input_paths=task_type != 'ps')
+      check_eval_input_paths=task_type != 'ps', command=command)
   stream = stream or sys.stderr
   for note in report.notes:
     print('note: %s' % note, file=stream)

@@ -234,7 +234,7 @@ def _without_fine_tune_checkpoint(configs):
 
 
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
-                    postprocess_on_cpu=False):
+                    postprocess_on_cpu=False, optimizer_wrapper=None):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
 
   Args:
@@ -245,6 +245,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     use_tpu: build for a TPU (CrossShardOptimizer, bfloat16). Under
       TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
+    optimizer_wrapper: see training_graph.build_train_op.
   """
   train_config = configs['train_config']
   eval_config = configs['eval_config']
@@ -289,7 +290,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       # TPU) keeps only its NanTensorHook.
       train_op = training_graph.build_train_op(
           total_loss, model, train_config, use_tpu,
-          check_finite_loss=not tpu_spec)
+          check_finite_loss=not tpu_spec,
+          optimizer_wrapper=optimizer_wrapper)
       if tpu_spec:
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=total_loss, train_op=train_op,

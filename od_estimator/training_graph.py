@@ -103,11 +103,13 @@ def trainable_variables(train_config):
 
 
 def build_train_op(total_loss, model, train_config, use_tpu,
-                    check_finite_loss=False):
+                    check_finite_loss=False, optimizer_wrapper=None):
   """Returns the train op: gradients, clipping, update ops, apply.
 
   With `check_finite_loss` a NaN or Inf loss fails the step (an
   InvalidArgumentError naming NON_FINITE_LOSS) before the weights change.
+  `optimizer_wrapper`, fn(optimizer) -> optimizer, wraps the configured
+  optimizer (legacy train's SyncReplicasOptimizer).
   """
   global_step = tf.compat.v1.train.get_or_create_global_step()
   optimizer, summary_vars = optimizer_builder.build(train_config.optimizer,
@@ -116,6 +118,8 @@ def build_train_op(total_loss, model, train_config, use_tpu,
   if not use_tpu:
     for variable in summary_vars:
       scalar_summary(variable.op.name, variable)
+  if optimizer_wrapper is not None:
+    optimizer = optimizer_wrapper(optimizer)
   if use_tpu:
     optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)
   grads_and_vars = optimizer.compute_gradients(

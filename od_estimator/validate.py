@@ -364,7 +364,7 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
 
 
 def check_configs(configs, report, check_train_input_paths=True,
-                  check_eval_input_paths=True):
+                  check_eval_input_paths=True, command=None):
   """Runs every check but the TPU one on a configs dict, into `report`.
 
   The training commands run this on their merged configs before launch.
@@ -376,6 +376,7 @@ def check_configs(configs, report, check_train_input_paths=True,
       exist (an evaluation-only job does not read them).
     check_eval_input_paths: whether the eval_input_readers' input files must
       exist (a parameter server reads no input).
+    command: the command about to run, for config_notes.notes.
   """
   errors_before = len(report.errors)
   num_classes = _check_model(configs, report)
@@ -387,7 +388,7 @@ def check_configs(configs, report, check_train_input_paths=True,
                       num_classes, report, train_config=configs['train_config'],
                       check_paths=check_train_input_paths,
                       model_config=configs['model'])
-  if not configs['eval_input_configs']:
+  if not configs['eval_input_configs'] and command is None:
     report.note('no eval_input_reader: model_main will train without '
                 'evaluating.')
   for index, eval_input in enumerate(configs['eval_input_configs']):
@@ -397,7 +398,7 @@ def check_configs(configs, report, check_train_input_paths=True,
                         model_config=configs['model'],
                         metrics_sets=configs['eval_config'].metrics_set)
   _check_eval_config(configs['eval_config'], report)
-  for note in config_notes.notes(configs):
+  for note in config_notes.notes(configs, command):
     report.note(note)
 
 

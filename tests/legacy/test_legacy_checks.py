@@ -1,0 +1,81 @@
+"""The legacy commands' cheap checks: notes per command, cluster refusals."""
+import json
+
+import pytest
+import tensorflow as tf
+
+from od_estimator import config_notes
+from od_estimator import errors
+from od_estimator.legacy import cluster
+from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import config_util
+
+
+def _configs():
+  pipeline = pipeline_pb2.TrainEvalPipelineConfig()
+  pipeline.train_config.sync_replicas = True
+  pipeline.train_config.replicas_to_aggregate = 2
+  pipeline.eval_config.num_examples = 10
+  pipeline.eval_config.export_path = 'detections.json'
+  pipeline.eval_config.save_graph = True
+  return config_util.create_configs_from_pipeline_proto(pipeline)
+
+
+def _noted_fields(command):
+  return {note.split(' has no effect')[0]
+          for note in config_notes.no_effect_notes(_configs(), command)}
+
+
+def test_notes_depend_on_the_command():
+  everything = {'train_config.sync_replicas',
+                'train_config.replicas_to_aggregate',
+                'eval_config.num_examples', 'eval_config.export_path',
+                'eval_config.save_graph'}
+  assert _noted_fields(None) == everything
+  assert _noted_fields('legacy_train') == everything - {
+      'train_config.sync_replicas', 'train_config.replicas_to_aggregate'}
+  # save_graph is not honoured by legacy.eval: still a note there.
+  assert _noted_fields('legacy_eval') == everything - {
+      'eval_config.num_examples', 'eval_config.export_path'}
+
+
+def _run_config(monkeypatch, cluster_spec, task_type='chief'):
+  monkeypatch.setenv('TF_CONFIG', json.dumps({
+      'cluster': cluster_spec, 'task': {'type': task_type, 'index': 0}}))
+  return tf.estimator.RunConfig()
+
+
+def test_workers_without_parameter_server_are_refused(monkeypatch):
+  run_config = _run_config(monkeypatch, {'chief': ['h0:1'],
+                                         'worker': ['h1:1']})
+  with pytest.raises(errors.UserInputError, match='At least 1 ps task'):
+    cluster.check(run_config, 1, pipeline_pb2.TrainEvalPipelineConfig()
+                  .train_config)
+
+
+def test_sync_replicas_count_every_training_task(monkeypatch):
+  run_config = _run_config(monkeypatch, {
+      'master': ['h0:1'], 'worker': ['h1:1', 'h2:1'], 'ps': ['h3:1']},
+                           task_type='master')
+  train_config = pipeline_pb2.TrainEvalPipelineConfig().train_config
+  cluster.check(run_config, 1, train_config)
+  # As the original: the workers and the master.
+  assert cluster.training_tasks(run_config) == 3
+
+
+def test_clones_in_a_cluster_are_refused(monkeypatch):
+  run_config = _run_config(monkeypatch, {
+      'chief': ['h0:1'], 'worker': ['h1:1'], 'ps': ['h3:1']})
+  with pytest.raises(errors.UserInputError, match='--num_clones=2 in a '
+                     'TF_CONFIG cluster'):
+    cluster.check(run_config, 2, pipeline_pb2.TrainEvalPipelineConfig()
+                  .train_config)
+
+
+def test_batch_smaller_than_replicas_to_aggregate_is_refused():
+  train_config = pipeline_pb2.TrainEvalPipelineConfig().train_config
+  train_config.sync_replicas = True
+  train_config.batch_size = 2
+  train_config.replicas_to_aggregate = 4
+  with pytest.raises(errors.UserInputError, match='batch_size 2 is smaller'):
+    cluster.check(tf.estimator.RunConfig(), 1, train_config)
