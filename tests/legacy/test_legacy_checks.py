@@ -1,4 +1,5 @@
-"""The legacy commands' cheap checks: notes per command, cluster refusals."""
+"""The legacy commands' cheap checks: notes per command, cluster refusals,
+the training RunConfig."""
 import json
 
 import pytest
@@ -9,6 +10,9 @@ from od_estimator import errors
 from od_estimator.legacy import cluster
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
+from tests.command_modules import import_command
+
+legacy_train = import_command('legacy.train')
 
 
 def _configs():
@@ -79,3 +83,26 @@ def test_batch_smaller_than_replicas_to_aggregate_is_refused():
   train_config.replicas_to_aggregate = 4
   with pytest.raises(errors.UserInputError, match='batch_size 2 is smaller'):
     cluster.check(tf.estimator.RunConfig(), 1, train_config)
+
+
+def test_run_config_keeps_checkpoints_every_n_hours_and_makes_clones(
+    monkeypatch):
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  train_config = pipeline_pb2.TrainEvalPipelineConfig().train_config
+  train_config.keep_checkpoint_every_n_hours = 0.5
+  flags = legacy_train.FLAGS
+  flags.unparse_flags()
+  try:
+    flags(['legacy', '--train_dir=/tmp/unused', '--num_clones=2',
+           '--clone_on_cpu'])
+    run_config = legacy_train._run_config(train_config)  # pylint: disable=protected-access
+    assert run_config.keep_checkpoint_every_n_hours == 0.5
+    assert run_config.train_distribute.num_replicas_in_sync == 2
+    flags(['legacy', '--num_clones=2', '--noclone_on_cpu'])
+    if not tf.config.list_physical_devices('GPU'):
+      with pytest.raises(errors.UserInputError,
+                         match='--num_clones=2 asks for 2 GPUs but '
+                         'TensorFlow sees 0; add --clone_on_cpu'):
+        legacy_train._run_config(train_config)  # pylint: disable=protected-access
+  finally:
+    flags.unparse_flags()
