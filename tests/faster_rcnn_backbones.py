@@ -35,6 +35,15 @@ class Backbone:
             if name.startswith(prefix)}
 
 
+def _both_stages(extractor, images):
+  """(proposal feature map, its activations, second-stage features)."""
+  rpn_feature_map, activations = extractor.extract_proposal_features(
+      extractor.preprocess(images), scope=FIRST)
+  features = extractor.extract_box_classifier_features(
+      rpn_feature_map, scope=SECOND)
+  return rpn_feature_map, activations, features
+
+
 def build(extractor, crop_shape=None, image_size=64, train_steps=3,
           learning_rate=1e-3):
   """Builds both stages on a random image, then trains a few steps.
@@ -65,10 +74,7 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
     tf.compat.v1.set_random_seed(1)
     images = tf.constant(np.random.RandomState(0).uniform(
         0, 255, [1, image_size, image_size, 3]).astype(np.float32))
-    rpn_feature_map, activations = extractor.extract_proposal_features(
-        extractor.preprocess(images), scope=FIRST)
-    features = extractor.extract_box_classifier_features(
-        rpn_feature_map, scope=SECOND)
+    rpn_feature_map, activations, features = _both_stages(extractor, images)
     crop_features = None
     if crop_shape:
       crop_features = extractor.extract_box_classifier_features(
@@ -87,6 +93,25 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
       losses.append(sess.run(loss))
   return Backbone(graph, extractor, rpn_feature_map, activations, features,
                   crop_features, variables, losses)
+
+
+def build_graph_only(extractor, image_size=64):
+  """Builds both stages in a throwaway graph, no gradients, no session.
+
+  For a backbone whose training another test already proves (same code,
+  other unit counts): its names and shapes, for a fraction of the cost.
+
+  Returns:
+    a Backbone without `crop_features` and `losses` (None).
+  """
+  graph = tf.Graph()
+  with graph.as_default():
+    rpn_feature_map, activations, features = _both_stages(
+        extractor, tf.zeros([1, image_size, image_size, 3]))
+    variables = {v.op.name: v.shape.as_list()
+                 for v in tf.compat.v1.global_variables()}
+  return Backbone(graph, extractor, rpn_feature_map, activations, features,
+                  None, variables, None)
 
 
 def first_stage_shape(extractor, image_size=64):
