@@ -126,6 +126,15 @@ def _is_set(message, field):
   return message.HasField(field)
 
 
+def _honoured_by(key):
+  """'; `python -m od_estimator.legacy.X` honours it' when one does."""
+  for command, keys in sorted(HONOURED_BY_COMMAND.items()):
+    if key in keys:
+      return '; `python -m od_estimator.%s` honours it' % (
+          command.replace('_', '.'))
+  return ''
+
+
 def no_effect_notes(configs, command=None):
   """One note per set field of NO_EFFECT_FIELDS, naming it and why.
 
@@ -150,7 +159,8 @@ def no_effect_notes(configs, command=None):
       messages = []
     for path, message in messages:
       if _is_set(message, field):
-        notes.append('%s.%s has no effect: %s.' % (path, field, reason))
+        notes.append('%s.%s has no effect: %s%s.' % (
+            path, field, reason, _honoured_by((section, field))))
   return notes
 
 

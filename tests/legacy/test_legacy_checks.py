@@ -1,13 +1,16 @@
 """The legacy commands' cheap checks: notes per command, cluster refusals,
-the training RunConfig."""
+the training RunConfig, separate config files."""
 import json
+import os
 
+from google.protobuf import text_format
 import pytest
 import tensorflow as tf
 
 from od_estimator import config_notes
 from od_estimator import errors
 from od_estimator.legacy import cluster
+from od_estimator.legacy import configs as legacy_configs
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
 from tests.command_modules import import_command
@@ -106,3 +109,34 @@ def test_run_config_keeps_checkpoints_every_n_hours_and_makes_clones(
         legacy_train._run_config(train_config)  # pylint: disable=protected-access
   finally:
     flags.unparse_flags()
+
+
+def test_separate_config_files_load_and_are_copied(tmp_path):
+  pipeline = pipeline_pb2.TrainEvalPipelineConfig()
+  pipeline.model.ssd.num_classes = 3
+  pipeline.train_config.batch_size = 5
+  pipeline.eval_config.num_examples = 7
+  reader = pipeline.eval_input_reader.add()
+  reader.label_map_path = 'labels.pbtxt'
+  files = {}
+  for name, message in (('model', pipeline.model),
+                        ('train', pipeline.train_config),
+                        ('eval', pipeline.eval_config),
+                        ('input', reader)):
+    files[name] = str(tmp_path / (name + '.txt'))
+    with open(files[name], 'w') as f:
+      f.write(text_format.MessageToString(message))
+  configs, copies, _ = legacy_configs.load(
+      '', files['model'], files['eval'], files['input'], training=False)
+  assert configs['model'].ssd.num_classes == 3
+  assert configs['eval_config'].num_examples == 7
+  assert configs['eval_input_config'].label_map_path == 'labels.pbtxt'
+  legacy_configs.copy_files(copies, str(tmp_path / 'eval_dir'))
+  assert sorted(os.listdir(tmp_path / 'eval_dir')) == [
+      'eval.config', 'input.config', 'model.config']
+  configs, _, _ = legacy_configs.load(
+      '', files['model'], files['train'], files['input'], training=True)
+  assert configs['train_config'].batch_size == 5
+  with pytest.raises(errors.UserInputError,
+                     match='missing: --train_config_path'):
+    legacy_configs.load('', files['model'], '', files['input'])
