@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import event_tags
 from tests import image_inputs
@@ -49,3 +50,7 @@ def test_export_masks_equal_estimator_predict(trained):
     np.testing.assert_allclose(served[key], predicted[key], atol=TOLERANCE,
                                err_msg=key)
   assert served['num_detections'][0] > 0
+  frozen, = trained['root'].glob('export*/frozen_inference_graph.pb')
+  graph_def = tf.compat.v1.GraphDef()
+  graph_def.ParseFromString(frozen.read_bytes())
+  assert 'detection_masks' in {node.name for node in graph_def.node}
