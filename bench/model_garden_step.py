@@ -1,4 +1,4 @@
-r"""The peer's side of items 7 and 8: TF Model Garden training steps.
+r"""The peer's side of items 7-9: TF Model Garden training steps.
 
 Runs in the peer environment (bench/.peer_venv, tf-models-official 2.15),
 never in ours: builds a Model Garden experiment at the given size, batch and
@@ -11,6 +11,9 @@ compiled train_step after warm-up. Prints one `RESULT {json}` line.
     `maskrcnn` task with the mask head off (include_mask: False), with our
     config's proposal counts (300 proposals, 64 sampled per image) and no
     scale jitter (item 8).
+--experiment=maskrcnn_resnetfpn_coco   Mask R-CNN: the same with the mask
+    head on (its default: four 256-channel convolutions on 14x14 crops, a
+    deconvolution to 28x28), on as many ROIs as ours (64 an image; item 9).
 
   bench/.peer_venv/bin/python bench/model_garden_step.py --data_dir=... \
       --size=256 --batch=8
@@ -40,9 +43,16 @@ def _faster_rcnn(task_config):
   parser.aug_scale_min = parser.aug_scale_max = 1.0
 
 
+def _mask_rcnn(task_config):
+  """_faster_rcnn, and masks for as many ROIs as ours predicts them on."""
+  _faster_rcnn(task_config)
+  task_config.model.mask_sampler.num_sampled_masks = 64
+
+
 # Experiment -> changes on top of its Model Garden defaults.
 EXPERIMENTS = {'retinanet_resnetfpn_coco': lambda task_config: None,
-               'fasterrcnn_resnetfpn_coco': _faster_rcnn}
+               'fasterrcnn_resnetfpn_coco': _faster_rcnn,
+               'maskrcnn_resnetfpn_coco': _mask_rcnn}
 
 
 def main(argv=None):

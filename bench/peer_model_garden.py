@@ -1,4 +1,4 @@
-r"""Items 7 and 8: TF Model Garden's trainers next to ours, same records.
+r"""Items 7-9: TF Model Garden's trainers next to ours, same records.
 
 Model Garden (tf-models-official 2.15, Keras, eager/tf.function) lives in
 its own virtual environment, bench/.peer_venv, made here on first use
@@ -17,6 +17,10 @@ synthetic records, same size, batch and classes, it times:
                     convolutions and one fully connected layer on 7x7 FPN
                     crops, the original's (ours) is ResNet block4 (2048
                     channels) on every sampled proposal, ~6x the work.
+--arch=mask_rcnn    Model Garden's maskrcnn_resnetfpn_coco (the same with
+                    its mask head) next to our Mask R-CNN ResNet-50 (item
+                    8's with the original's mask head), on the records'
+                    masks (item 9).
 
   .venv/bin/python bench/peer_model_garden.py --data_dir=bench/out/data256
 """
@@ -36,7 +40,9 @@ PEER_PACKAGES = ['tf-models-official==2.15.0', 'tensorflow==2.15.1']
 # --arch -> (Model Garden experiment, what it is).
 ARCHS = {'retinanet': ('retinanet_resnetfpn_coco', 'RetinaNet ResNet50 FPN'),
          'faster_rcnn': ('fasterrcnn_resnetfpn_coco',
-                         'Faster R-CNN, ResNet-50 FPN vs ours ResNet-50')}
+                         'Faster R-CNN, ResNet-50 FPN vs ours ResNet-50'),
+         'mask_rcnn': ('maskrcnn_resnetfpn_coco',
+                       'Mask R-CNN, ResNet-50 FPN vs ours ResNet-50')}
 
 
 def _result(command):
@@ -94,7 +100,7 @@ def main(argv=None):
               'ratio': ours['images_per_s'] / peer['images_per_s'],
               'peer_peak_rss_mb': peer['peak_rss_mb'],
               'ours_peak_rss_mb': ours['peak_rss_mb']}
-    result['summary'] = ('ours %.2f vs Model Garden %.2f images/s: %.2fx' %
+    result['summary'] = ('ours %.3g vs Model Garden %.3g images/s: %.2fx' %
                          (result['ours_images_per_s'],
                           result['peer_images_per_s'], result['ratio']))
   except (RuntimeError, subprocess.CalledProcessError, OSError) as error:

@@ -1,9 +1,9 @@
-r"""Where an SSD training step spends its time, by top-level name scope.
+r"""Where a training step spends its time, by top-level name scope.
 
 Runs model_fn's train op on one fixed batch (as bench/input_pipeline.py
 does) with full tracing for a few steps, and sums the ops' compute times by
 the first component of their names (FeatureExtractor, BoxPredictor, Loss,
-gradients/FeatureExtractor, ...): the profile behind RESULTS.md's item 1.
+gradients/FeatureExtractor, ...): the profiles behind RESULTS.md's notes.
 
   .venv/bin/python bench/profile_train_step.py --data_dir=bench/out/data300
 """
@@ -29,12 +29,15 @@ def _scope(node_name):
   """'gradients/FeatureExtractor/...' -> 'gradients/FeatureExtractor'.
 
   Loss is split one level further (target assignment, hard example mining,
-  the losses themselves).
+  the losses themselves), and so is Faster R-CNN's SecondStageBoxPredictor
+  (its box and class layers, and Mask R-CNN's mask head: Conv, Conv_1, ...).
   """
   parts = node_name.split('/')
-  if parts[0].startswith(('gradients', 'Loss')) and len(parts) > 1:
-    return parts[0] + '/' + parts[1]
-  return parts[0]
+  depth = 2 if parts[0].startswith('gradients') else 1
+  if parts[0].startswith('Loss') or (
+      parts[depth - 1].startswith('SecondStageBoxPredictor')):
+    depth += 1
+  return '/'.join(parts[:depth])
 
 
 def profile(args, directory):
