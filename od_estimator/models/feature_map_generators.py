@@ -70,26 +70,34 @@ def fixed_padding(inputs, kernel_size, rate=1):
   return tf.pad(inputs, [[0, 0], [before, after], [before, after], [0, 0]])
 
 
-def nearest_neighbor_upsampling(input_tensor, scale):
-  """Repeats every pixel `scale` x `scale` times (reshape/stack only, TPU ok).
+def nearest_neighbor_upsampling(input_tensor, scale=None, height_scale=None,
+                                width_scale=None):
+  """Repeats every pixel (stack and reshape only, TPU ok), as the original.
 
   Args:
     input_tensor: [batch, height, width, channels] tensor.
-    scale: int upsampling factor for both height and width.
+    scale: int factor for both dimensions.
+    height_scale, width_scale: int factors; when given they override scale.
 
   Returns:
-    [batch, height * scale, width * scale, channels] tensor.
+    [batch, height * height_scale, width * width_scale, channels].
+
+  Raises:
+    ValueError: if neither scale nor both height_scale and width_scale are
+      given.
   """
+  if not scale and (height_scale is None or width_scale is None):
+    raise ValueError('Provide either `scale` or `height_scale` and'
+                     ' `width_scale`.')
+  h_scale = scale if height_scale is None else height_scale
+  w_scale = scale if width_scale is None else width_scale
   with tf.name_scope('nearest_neighbor_upsampling'):
     batch, height, width, channels = (
         shape_utils.combined_static_and_dynamic_shape(input_tensor))
-    # Repeat along width: [b, h, w, scale, c] -> [b, h, w * scale, c].
-    output = tf.stack([input_tensor] * scale, axis=3, name='w_stack')
-    output = tf.reshape(output, [batch, height, width * scale, channels])
-    # Repeat whole rows: [b, h, scale, w * scale, c] -> [b, h * scale, ...].
-    output = tf.stack([output] * scale, axis=2, name='h_stack')
+    output = tf.stack([input_tensor] * w_scale, axis=3, name='w_stack')
+    output = tf.stack([output] * h_scale, axis=2, name='h_stack')
     return tf.reshape(output,
-                      [batch, height * scale, width * scale, channels])
+                      [batch, height * h_scale, width * w_scale, channels])
 
 
 def pad_to_multiple(tensor, multiple):

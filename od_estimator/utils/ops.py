@@ -26,6 +26,7 @@ matmul_crop_and_resize = spatial_transform_ops.matmul_crop_and_resize
 native_crop_and_resize = spatial_transform_ops.native_crop_and_resize
 fixed_padding = feature_map_generators.fixed_padding
 pad_to_multiple = feature_map_generators.pad_to_multiple
+nearest_neighbor_upsampling = feature_map_generators.nearest_neighbor_upsampling
 # pylint: enable=invalid-name
 
 
@@ -136,36 +137,6 @@ def indices_to_dense_vector(indices, size, indices_value=1.,
 def reduce_sum_trailing_dimensions(tensor, ndims):
   """Sums over every dimension after the first `ndims`."""
   return tf.reduce_sum(tensor, axis=tuple(range(ndims, tensor.shape.ndims)))
-
-
-def nearest_neighbor_upsampling(input_tensor, scale=None, height_scale=None,
-                                width_scale=None):
-  """Repeats each pixel of [batch, h, w, c] (reshape and tile only, TPU ok).
-
-  Args:
-    input_tensor: [batch, height, width, channels] tensor.
-    scale: int factor for both dimensions.
-    height_scale, width_scale: int factors; when given they override scale.
-
-  Returns:
-    [batch, height * height_scale, width * width_scale, channels].
-
-  Raises:
-    ValueError: if neither scale nor both height_scale and width_scale are
-      given.
-  """
-  if not scale and (height_scale is None or width_scale is None):
-    raise ValueError('Provide either `scale` or `height_scale` and'
-                     ' `width_scale`.')
-  h_scale = scale if height_scale is None else height_scale
-  w_scale = scale if width_scale is None else width_scale
-  with tf.name_scope('nearest_neighbor_upsampling'):
-    batch, height, width, channels = (
-        shape_utils.combined_static_and_dynamic_shape(input_tensor))
-    tiled = tf.tile(input_tensor[:, :, tf.newaxis, :, tf.newaxis, :],
-                    [1, 1, h_scale, 1, w_scale, 1])
-    return tf.reshape(tiled, [batch, height * h_scale, width * w_scale,
-                              channels])
 
 
 def matmul_gather_on_zeroth_axis(params, indices, scope=None):

@@ -1,5 +1,4 @@
 """The Mask R-CNN mask head: the original's names, shapes and depth rule."""
-import numpy as np
 import pytest
 import tensorflow as tf
 import tf_slim as slim
@@ -76,14 +75,6 @@ def test_convolve_then_upsample():
   with pytest.raises(ValueError, match='multiple'):
     _variables_and_output([2, 7, 7, 16], num_classes=3, mask_height=15,
                           convolve_then_upsample=True)
-
-
-def test_nearest_neighbor_upsampling(execute):
-  values = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
-  upsampled = execute(lambda: mask_head.nearest_neighbor_upsampling(
-      tf.constant(values), 2, 3))
-  np.testing.assert_array_equal(
-      upsampled, values.repeat(2, axis=1).repeat(3, axis=2))
 
 
 def test_last_layer_is_linear_and_resizes_first(execute):

@@ -14,6 +14,8 @@ import math
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator.utils import ops
+
 
 def mask_conv_depth(num_feature_channels, num_classes, class_weight=3.0,
                     feature_weight=2.0):
@@ -26,25 +28,6 @@ def mask_conv_depth(num_feature_channels, num_classes, class_weight=3.0,
       (math.log2(num_feature_channels) * feature_weight +
        math.log2(num_classes) * class_weight) / (feature_weight + class_weight))
   return int(2 ** log_depth)
-
-
-def nearest_neighbor_upsampling(features, height_scale, width_scale):
-  """Repeats every pixel height_scale x width_scale times (static shapes).
-
-  Args:
-    features: [batch, height, width, channels] with static height, width and
-      channels.
-    height_scale, width_scale: positive ints.
-
-  Returns:
-    [batch, height * height_scale, width * width_scale, channels].
-  """
-  _, height, width, channels = features.shape.as_list()
-  batch = tf.shape(features)[0]
-  tiled = tf.tile(features[:, :, tf.newaxis, :, tf.newaxis, :],
-                  [1, 1, height_scale, 1, width_scale, 1])
-  return tf.reshape(tiled, [batch, height * height_scale,
-                            width * width_scale, channels])
 
 
 class MaskRCNNMaskHead:
@@ -129,7 +112,7 @@ class MaskRCNNMaskHead:
               'convolve_then_upsample_masks needs a mask size that is a '
               'multiple of the ROI feature size %dx%d, got %dx%d.' % (
                   height, width, self._mask_height, self._mask_width))
-        features = nearest_neighbor_upsampling(
+        features = ops.nearest_neighbor_upsampling(
             features, self._mask_height // height, self._mask_width // width)
         features = slim.conv2d(features, num_outputs=depth,
                                kernel_size=[3, 3])
