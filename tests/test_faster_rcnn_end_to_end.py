@@ -1,10 +1,19 @@
-"""A tiny real Faster R-CNN end to end: model_main trains and evaluates it,
-exporter exports it, and the export's detections equal Estimator.predict's.
+"""A tiny real Faster R-CNN end to end: model_main trains it until it
+overfits a small set and evaluates it with COCO metrics; exporter exports it
+for each input type, and every export's detections equal Estimator.predict's.
 
 The ResNet-50 model of tests/tiny_faster_rcnn.py (64x64 pixels, 8
-proposals, frozen batch norm) fine-tuned for two steps from a stand-in
-classification checkpoint on generated shapes data (gradients clipped so
-two steps keep the backbone near its batch norm statistics).
+proposals, frozen batch norm) on tiny_faster_rcnn.write_overfit_config's
+set: two images of one large shape each, which evaluation reads too. Adam
+trains the heads on the fixed features of a stand-in classification
+checkpoint calibrated on those images. Measured COCO mAP@.5 on that set:
+1.0 in each of 5 runs of OVERFIT_STEPS (80) steps; at 40 steps 0.5 and 1.0
+(training is not seeded: model_main has no seed flag). The exports are
+compared on the first of those images, where the model detects its shape.
+
+train_with_model_main (the Mask R-CNN end to end uses it) instead fine-tunes
+a whole tiny model TRAIN_STEPS steps on generated shapes data (gradients
+clipped so two steps keep the backbone near its batch norm statistics).
 """
 import os
 import subprocess
@@ -26,7 +35,28 @@ from tests import tiny_ssd
 
 _IN = fields.InputDataFields
 TRAIN_STEPS = 2
+OVERFIT_STEPS = 80
 TOLERANCE = 1e-4
+INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
+
+
+def run_model_main(root, config, num_steps):
+  """model_main trains num_steps steps and evaluates into root/model.
+
+  Returns:
+    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
+  """
+  model_dir = str(root / 'model')
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
+       '--num_train_steps=%d' % num_steps],
+      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return {'root': root, 'model_dir': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'checkpoint': tf.train.latest_checkpoint(model_dir)}
 
 
 def train_with_model_main(root, write_config):
@@ -38,35 +68,27 @@ def train_with_model_main(root, write_config):
       same arguments.
 
   Returns:
-    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
+    run_model_main's dict.
   """
   checkpoint = tiny_faster_rcnn.write_calibrated_checkpoint(root)
   config = write_config(
       root, root / 'data', train_fields=(
           'fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
           '"classification" gradient_clipping_by_norm: 1.0' % checkpoint))
-  model_dir = str(root / 'model')
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
-       '--num_train_steps=%d' % TRAIN_STEPS],
-      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return {'root': root, 'model_dir': model_dir,
-          'config': os.path.join(model_dir, 'pipeline.config'),
-          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+  return run_model_main(root, config, TRAIN_STEPS)
 
 
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
-  """model_main trains TRAIN_STEPS steps and evaluates; returns the paths."""
-  return train_with_model_main(tmp_path_factory.mktemp('faster_rcnn'),
-                               tiny_faster_rcnn.write_config)
+  """model_main trains OVERFIT_STEPS steps and evaluates; returns the paths."""
+  root = tmp_path_factory.mktemp('faster_rcnn')
+  return run_model_main(
+      root, tiny_faster_rcnn.write_overfit_config(root, root / 'data'),
+      OVERFIT_STEPS)
 
 
 def test_model_main_trains_and_evaluates_with_coco_metrics(trained):
-  assert trained['checkpoint'].endswith('-%d' % TRAIN_STEPS)
+  assert trained['checkpoint'].endswith('-%d' % OVERFIT_STEPS)
   train_tags = event_tags.scalar_tags(trained['model_dir'])
   for tag in ('Loss/RPNLoss/localization_loss',
               'Loss/RPNLoss/objectness_loss',
@@ -79,6 +101,12 @@ def test_model_main_trains_and_evaluates_with_coco_metrics(trained):
   for tag in ('DetectionBoxes_Precision/mAP', 'DetectionBoxes_Recall/AR@100',
               'Loss/RPNLoss/objectness_loss', 'Loss/total_loss'):
     assert tag in eval_tags, (tag, sorted(eval_tags))
+
+
+def test_model_main_overfits_the_small_set(trained):
+  metrics = event_tags.last_scalars(
+      os.path.join(trained['model_dir'], 'eval_0'))
+  assert metrics['DetectionBoxes_Precision/mAP@.50IOU'] > 0.5, metrics
 
 
 def _estimator_predictions(configs, model_dir, checkpoint, images):
@@ -101,30 +129,65 @@ def _estimator_predictions(configs, model_dir, checkpoint, images):
   return batches[0]
 
 
-def export_and_predict(trained, images):
-  """(SavedModel outputs, Estimator.predict outputs) on the images."""
-  output_directory = str(trained['root'] / 'export')
+def predict(trained, images):
+  """Estimator.predict's outputs on the images."""
+  configs = config_util.get_configs_from_pipeline_file(trained['config'])
+  return _estimator_predictions(configs, trained['model_dir'],
+                                trained['checkpoint'], images)
+
+
+def export_and_serve(trained, images, input_type='image_tensor'):
+  """Exports the checkpoint; its SavedModel's outputs on the images."""
+  output_directory = str(trained['root'] / ('export_' + input_type))
   exporter.export_inference_graph(
-      'image_tensor', config_util.read_pipeline_config(trained['config']),
+      input_type, config_util.read_pipeline_config(trained['config']),
       trained['checkpoint'], output_directory)
   assert os.path.exists(os.path.join(output_directory,
                                      'frozen_inference_graph.pb'))
   serve = tf.saved_model.load(os.path.join(
       output_directory, 'saved_model')).signatures['serving_default']
-  served = {key: value.numpy() for key, value in
-            serve(inputs=tf.constant(images)).items()}
-  configs = config_util.get_configs_from_pipeline_file(trained['config'])
-  return served, _estimator_predictions(
-      configs, trained['model_dir'], trained['checkpoint'], images)
+  if input_type == 'encoded_image_string_tensor':
+    images = [image_inputs.png(image) for image in images]
+  elif input_type == 'tf_example':
+    images = [image_inputs.tf_example(image) for image in images]
+  return {key: value.numpy() for key, value in
+          serve(inputs=tf.constant(images)).items()}
 
 
-def test_export_detections_equal_estimator_predict(trained):
-  served, predicted = export_and_predict(trained, image_inputs.images()[:1])
+def export_and_predict(trained, images):
+  """(image_tensor SavedModel outputs, Estimator.predict outputs)."""
+  return export_and_serve(trained, images), predict(trained, images)
+
+
+@pytest.fixture(scope='module')
+def shapes(trained):
+  """The overfitted set's first image, [1, 64, 64, 3] uint8.
+
+  One image: with two, Estimator.predict's detections beyond the first two
+  differ from one image's (the exports' equal them); not yet explained.
+  """
+  record = next(iter(tf.data.TFRecordDataset(
+      str(trained['root'] / 'data' / 'shapes.record'))))
+  return tf.io.decode_jpeg(tf.train.Example.FromString(
+      record.numpy()).features.feature['image/encoded'].bytes_list.value[0]
+                          ).numpy()[np.newaxis]
+
+
+@pytest.fixture(scope='module')
+def predicted(trained, shapes):
+  return predict(trained, shapes)
+
+
+@pytest.mark.parametrize('input_type', INPUT_TYPES)
+def test_export_detections_equal_estimator_predict(trained, shapes, predicted,
+                                                   input_type):
+  served = export_and_serve(trained, shapes, input_type)
   for key in ('detection_boxes', 'detection_scores', 'detection_classes',
               'num_detections'):
     np.testing.assert_allclose(served[key], predicted[key], atol=TOLERANCE,
                                err_msg=key)
-  assert served['num_detections'][0] > 0
+  assert (served['num_detections'] > 0).all()
   assert np.isfinite(served['detection_boxes']).all()
-  assert set(np.unique(served['detection_classes'][0][
-      :int(served['num_detections'][0])])) <= {1.0, 2.0, 3.0}
+  for classes, count in zip(served['detection_classes'],
+                            served['num_detections'].astype(int)):
+    assert set(np.unique(classes[:count])) <= {1.0, 2.0, 3.0}

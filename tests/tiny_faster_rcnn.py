@@ -6,11 +6,18 @@ decode to infinite boxes. write_calibrated_checkpoint writes a stand-in for
 a classification checkpoint instead: random weights whose batch norm moving
 statistics are those of the layers' own activations, so the network stays
 in range, as a pretrained one does.
+
+write_overfit_config writes a set and a recipe (heads trained on such a
+checkpoint's fixed features) that model_main overfits in a few dozen steps.
 """
 import os
 
+import numpy as np
+from PIL import Image
+from PIL import ImageDraw
 import tensorflow as tf
 
+from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.models import faster_rcnn_feature_extractor as base
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import tiny_ssd
@@ -107,12 +114,22 @@ eval_input_reader {
 
 
 def write_calibrated_checkpoint(directory,
-                                extractor='faster_rcnn_resnet50', size=64):
+                                extractor='faster_rcnn_resnet50', size=64,
+                                images=None, crop_size=14):
   """Writes a classification-style checkpoint of the extractor's backbone.
 
   Its batch norm moving means and variances are the batch statistics of
-  one random batch (the second stage sees the first stage's map, resized
-  to its crop size), so inference-mode batch norm normalizes.
+  one batch (the second stage sees the first stage's map resized to its
+  crop size and max-pooled), so inference-mode batch norm normalizes.
+
+  Args:
+    directory: the checkpoint goes to directory/backbone/model.ckpt.
+    extractor: a Faster R-CNN feature extractor type.
+    size: height and width of the random batch.
+    images: optional [N, height, width, 3] float images to calibrate on
+      instead of random ones (a model fine-tuned on them keeps activations
+      of order one, as a pretrained network on its own data).
+    crop_size: the model's initial_crop_size (maxpool kernel and stride 2).
 
   Returns:
     The checkpoint prefix (names as in a classification checkpoint).
@@ -121,13 +138,17 @@ def write_calibrated_checkpoint(directory,
       faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
           extractor])
   with tf.Graph().as_default() as graph:
+    tf.compat.v1.set_random_seed(1)
     feature_extractor = extractor_class(True, 16, batch_norm_trainable=True)
     images = feature_extractor.preprocess(
-        tf.random.uniform([2, size, size, 3], 0.0, 255.0, seed=1))
+        tf.random.uniform([2, size, size, 3], 0.0, 255.0, seed=1)
+        if images is None else tf.constant(images, tf.float32))
     features, _ = feature_extractor.extract_proposal_features(
         images, scope=base.FIRST_STAGE_SCOPE)
+    # As the second stage sees it: a crop, 2x2 max-pooled.
     feature_extractor.extract_box_classifier_features(
-        tf.image.resize(features, [7, 7]), scope=base.SECOND_STAGE_SCOPE)
+        tf.nn.max_pool2d(tf.image.resize(features, [crop_size, crop_size]),
+                         2, 2, 'VALID'), scope=base.SECOND_STAGE_SCOPE)
     variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
     layers = [name[:-len('/moving_mean')] for name in variables
               if name.endswith('/moving_mean')]
@@ -175,4 +196,95 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
                       'extractor': extractor, 'model_fields': model_fields,
                       'batch_size': batch_size,
                       'train_fields': train_fields})
+  return path
+
+
+# The overfitting recipe (write_overfit_config): CONFIG's model with one
+# anchor shape per scale of the shapes, a first-stage minibatch small enough
+# for an image's few positive anchors to weigh, a wider RPN conv (the
+# objectness predictor learns ~16x faster on 512 inputs than on 32) and
+# small crops. Adam trains the heads only (the RPN conv and both box
+# predictors) on the calibrated backbone's fixed features.
+OVERFIT_EDITS = (
+    ('scales: [0.5, 1.0, 2.0]\n        aspect_ratios: [0.5, 1.0, 2.0]',
+     'scales: [0.75, 1.0, 1.25]\n        aspect_ratios: [1.0]'),
+    ('first_stage_box_predictor_depth: 32',
+     'first_stage_box_predictor_depth: 512'),
+    ('initial_crop_size: 14', 'initial_crop_size: 6'),
+    ('momentum_optimizer {\n'
+     '      learning_rate { constant_learning_rate { learning_rate: 0.001 } }\n'
+     '      momentum_optimizer_value: 0.9\n    }',
+     'adam_optimizer {\n'
+     '      learning_rate { constant_learning_rate { learning_rate: 0.001 } }'
+     '\n    }'),
+    ('num_examples: 4', 'num_examples: 2'),
+)
+
+
+# The overfitting set: (class id, top, left) of a 32-pixel shape per 64x64
+# image, each on an anchor (anchor centres lie every 16 pixels from 0): a
+# red circle and a blue square on dark noise.
+OVERFIT_SHAPES = ((1, 16, 32), (2, 16, 0))
+_OVERFIT_COLOURS = {1: (220, 60, 40), 2: (40, 90, 230)}
+OVERFIT_SIDE = 32
+
+
+def _overfit_example(label, top, left, size, rng, index):
+  """(uint8 image, serialized tf.Example) of one shape on noise."""
+  image = Image.fromarray(
+      rng.normal(40, 12, size=(size, size, 3)).clip(0, 255).astype(np.uint8))
+  corners = (left, top, left + OVERFIT_SIDE - 1, top + OVERFIT_SIDE - 1)
+  shape = ImageDraw.Draw(image).ellipse if label == 1 else (
+      ImageDraw.Draw(image).rectangle)
+  shape(corners, fill=_OVERFIT_COLOURS[label])
+  box = np.array([[top, left, top + OVERFIT_SIDE, left + OVERFIT_SIDE]],
+                 np.float32) / size
+  mask = np.zeros([1, size, size], np.uint8)
+  mask[0, top:top + OVERFIT_SIDE, left:left + OVERFIT_SIDE] = 1
+  image = np.array(image)
+  return image, create_synthetic_tf_record.make_example(
+      image, box, np.array([label]), mask, index).SerializeToString()
+
+
+def write_overfit_config(directory, data_dir, size=64):
+  """A small set a Faster R-CNN overfits in a few dozen steps.
+
+  The OVERFIT_SHAPES images in one TFRecord that both training and
+  evaluation read; the checkpoint is calibrated on those images, so frozen
+  batch norm normalizes them in training and evaluation alike.
+
+  Returns:
+    The pipeline.config path.
+  """
+  tf.io.gfile.makedirs(str(data_dir))
+  label_map = os.path.join(str(data_dir), 'label_map.pbtxt')
+  with open(label_map, 'w') as f:
+    f.write(create_synthetic_tf_record.label_map_text())
+  record = os.path.join(str(data_dir), 'shapes.record')
+  rng = np.random.default_rng(3)
+  images = []
+  with tf.io.TFRecordWriter(record) as writer:
+    for index, (label, top, left) in enumerate(OVERFIT_SHAPES):
+      image, example = _overfit_example(label, top, left, size, rng, index)
+      writer.write(example)
+      images.append(image)
+  checkpoint = write_calibrated_checkpoint(
+      directory, size=size, images=np.stack(images).astype(np.float32),
+      crop_size=6)
+  text = CONFIG % {
+      'train': record, 'val': record, 'label_map': label_map,
+      'extractor': 'faster_rcnn_resnet50',
+      'model_fields': 'first_stage_minibatch_size: 16',
+      'batch_size': len(OVERFIT_SHAPES),
+      'train_fields': (
+          'fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
+          '"classification" update_trainable_variables: "Predictor" '
+          'update_trainable_variables: "^Conv/"' % checkpoint)}
+  for old, new in OVERFIT_EDITS:
+    if text.count(old) != 1:
+      raise ValueError('CONFIG changed: %r' % old)
+    text = text.replace(old, new)
+  path = os.path.join(str(directory), 'pipeline.config')
+  with open(path, 'w') as f:
+    f.write(text)
   return path
