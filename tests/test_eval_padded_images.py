@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from od_estimator import eval_util
 from od_estimator import inputs
+from od_estimator import eval_graph
 from od_estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
@@ -101,7 +102,7 @@ def test_perfect_detection_of_padded_image_scores_map_one(
     detections = model.postprocess(
         _perfect_predictions(meta_architecture, features, padded_box,
                              label), features[_IN.true_image_shape])
-    eval_dict = model_lib._build_eval_dict(labels, features, detections,
+    eval_dict = eval_graph.build_eval_dict(labels, features, detections,
                                            eval_input_config)
     metrics = eval_util.get_eval_metric_ops_for_evaluators(
         eval_config, [{'id': i, 'name': str(i)} for i in (1, 2, 3)],
