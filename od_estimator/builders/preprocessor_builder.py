@@ -20,10 +20,7 @@ _FLOAT_TYPES = (descriptor.FieldDescriptor.TYPE_FLOAT,)
 
 # Steps of the schema that this package does not implement, with the reason.
 _UNSUPPORTED_STEPS = {
-    'random_self_concat_image': 'no random_self_concat_image op',
     'autoaugment_image': 'AutoAugment policies are not implemented',
-    'random_downscale_to_target_pixels':
-        'no random_downscale_to_target_pixels op',
 }
 
 _RESIZE_METHODS = {
@@ -342,6 +339,10 @@ _STEPS = {
     'random_scale_crop_and_pad_to_square': (
         preprocessor.random_scale_crop_and_pad_to_square,
         _random_scale_crop_and_pad_to_square_args),
+    'random_self_concat_image': (preprocessor.random_self_concat_image,
+                                 _all_fields),
+    'random_downscale_to_target_pixels': (
+        preprocessor.random_downscale_to_target_pixels, _all_fields),
     'drop_label_probabilistically': (preprocessor.drop_label_probabilistically,
                                      _drop_label_probabilistically_args),
     'remap_labels': (preprocessor.remap_labels, _remap_labels_args),

@@ -54,6 +54,32 @@ def random_decision(probability, seed=None):
   return tf.less(random_uniform_scalar(seed=seed), probability)
 
 
+def get_or_create_random_var(generator_fn, function_id, preprocess_vars_cache,
+                             key=''):
+  """Returns generator_fn(), or the draw a PreprocessorCache already holds.
+
+  Without a cache every call draws anew. With one, the first call stores
+  its draw under (function_id, key) and later calls get the same tensor
+  back, so ops built twice with one cache make the same random choices.
+
+  Args:
+    generator_fn: function of no arguments returning the random tensor(s).
+    function_id: one of the PreprocessorCache class constants.
+    preprocess_vars_cache: PreprocessorCache or None.
+    key: identifies one of several draws of the same function.
+
+  Returns:
+    The (possibly cached) draw.
+  """
+  if preprocess_vars_cache is None:
+    return generator_fn()
+  value = preprocess_vars_cache.get(function_id, key)
+  if value is None:
+    value = generator_fn()
+    preprocess_vars_cache.update(function_id, key, value)
+  return value
+
+
 def cond_or_identity(predicate, true_fn, value, keep_shape=True):
   """tf.cond(predicate, true_fn, identity of value), keeping value's shape.
 

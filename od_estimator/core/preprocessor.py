@@ -46,6 +46,8 @@ from od_estimator.core.augment_crop import ssd_random_crop_fixed_aspect_ratio
 from od_estimator.core.augment_crop import ssd_random_crop_pad
 from od_estimator.core.augment_crop import (
     ssd_random_crop_pad_fixed_aspect_ratio)
+from od_estimator.core.augment_downscale import (
+    random_downscale_to_target_pixels)
 from od_estimator.core.augment_geometry import random_black_patches
 from od_estimator.core.augment_geometry import random_horizontal_flip
 from od_estimator.core.augment_geometry import random_image_scale
@@ -60,6 +62,7 @@ from od_estimator.core.augment_pad import random_pad_image
 from od_estimator.core.augment_pad import random_pad_to_aspect_ratio
 from od_estimator.core.augment_pad import random_scale_crop_and_pad_to_square
 from od_estimator.core.augment_pad import random_square_crop_by_scale
+from od_estimator.core.augment_self_concat import random_self_concat_image
 from od_estimator.core.image_resizing import resize_pad_to_multiple
 from od_estimator.core.image_resizing import resize_to_max_dimension
 from od_estimator.core.image_resizing import resize_to_min_dimension
@@ -163,6 +166,7 @@ def get_default_func_arg_map(include_label_weights=True,
       resize_to_min_dimension: image_and_masks,
       resize_to_max_dimension: image_and_masks,
       resize_pad_to_multiple: image_and_masks,
+      random_downscale_to_target_pixels: image_and_masks,
       # Geometry.
       random_horizontal_flip: (image, boxes, masks, keypoints, visibilities,
                                dp_part_ids, dp_surface_coords,
@@ -188,6 +192,8 @@ def get_default_func_arg_map(include_label_weights=True,
       ssd_random_crop_pad_fixed_aspect_ratio: labelled_masks_keypoints,
       random_square_crop_by_scale: (image, boxes, classes, weights,
                                     confidences, masks, keypoints),
+      # Masks and keypoints are an addition to the original's map.
+      random_self_concat_image: labelled_masks_keypoints,
       random_scale_crop_and_pad_to_square: (image, boxes, classes, weights,
                                             masks, keypoints, confidences),
       # Label-only ops.

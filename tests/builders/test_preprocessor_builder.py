@@ -185,6 +185,15 @@ _CASES = [
      preprocessor.random_scale_crop_and_pad_to_square,
      {'output_size': 640, 'scale_min': 0.5, 'scale_max': 1.5}),
     ('ssd_random_crop { }', preprocessor.ssd_random_crop, {}),
+    ('random_self_concat_image { concat_vertical_probability: 0.25 }',
+     preprocessor.random_self_concat_image,
+     {'concat_vertical_probability': 0.25,
+      'concat_horizontal_probability': 0.1}),
+    ('random_downscale_to_target_pixels { random_coef: 0.5 '
+     'min_target_pixels: 100 }',
+     preprocessor.random_downscale_to_target_pixels,
+     {'random_coef': 0.5, 'min_target_pixels': 100,
+      'max_target_pixels': 500000}),
     ('ssd_random_crop_pad { }', preprocessor.ssd_random_crop_pad, {}),
     ('ssd_random_crop_fixed_aspect_ratio { }',
      preprocessor.ssd_random_crop_fixed_aspect_ratio, {}),
@@ -308,9 +317,6 @@ def test_ssd_random_crop_pad_fixed_aspect_ratio_operations():
 
 @pytest.mark.parametrize('text,match', [
     ('autoaugment_image { policy_name: "v0" }', 'autoaugment_image'),
-    ('random_self_concat_image { }', 'random_self_concat_image'),
-    ('random_downscale_to_target_pixels { }',
-     'random_downscale_to_target_pixels'),
     ('', 'not set'),
     ('normalize_image { original_minval: 0.0 }', 'original_maxval'),
     ('normalize_image { original_minval: 1.0 original_maxval: 1.0 }',
