@@ -15,6 +15,9 @@ from every per-box tensor.
 import tensorflow as tf
 
 from od_estimator.core import augment_common
+from od_estimator.core import preprocessor_cache
+
+_CACHE = preprocessor_cache.PreprocessorCache
 
 # ITU-R BT.601 luma weights for R, G, B.
 _GRAY_WEIGHTS = (0.2989, 0.5870, 0.1140)
@@ -87,6 +90,7 @@ def normalize_image(image, original_minval, original_maxval, target_minval,
     return (image - original_minval) * scale + target_minval
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.PIXEL_VALUE_SCALE)
 def random_pixel_value_scale(image, minval=0.9, maxval=1.1, seed=None):
   """Multiplies every pixel value by its own factor from U[minval, maxval).
 
@@ -100,11 +104,12 @@ def random_pixel_value_scale(image, minval=0.9, maxval=1.1, seed=None):
     [H, W, C] float32 image clipped to [0, 255].
   """
   with tf.name_scope('RandomPixelValueScale'):
-    factors = tf.random.uniform(tf.shape(image), minval=minval, maxval=maxval,
-                                dtype=tf.float32, seed=seed)
+    factors = augment_common.random_uniform(
+        tf.shape(image), minval=minval, maxval=maxval, seed=seed)
     return tf.clip_by_value(image * factors, 0.0, 255.0)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.RGB_TO_GRAY)
 def random_rgb_to_gray(image, probability=0.1, seed=None):
   """With the given probability replaces RGB by its gray value (3 times).
 
@@ -141,6 +146,7 @@ def adjust_gamma(image, gamma=1.0, gain=1.0):
         image, lambda rgb: tf.image.adjust_gamma(rgb, gamma, gain))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ADJUST_BRIGHTNESS)
 def random_adjust_brightness(image, max_delta=0.2, seed=None):
   """Adds delta * 255 to the RGB channels, delta ~ U[-max_delta, max_delta).
 
@@ -157,6 +163,7 @@ def random_adjust_brightness(image, max_delta=0.2, seed=None):
                           max_delta, seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ADJUST_CONTRAST)
 def random_adjust_contrast(image, min_delta=0.8, max_delta=1.25, seed=None):
   """Scales each channel's deviation from its mean by f ~ U[min, max).
 
@@ -177,6 +184,7 @@ def random_adjust_contrast(image, min_delta=0.8, max_delta=1.25, seed=None):
                           max_delta, seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ADJUST_HUE)
 def random_adjust_hue(image, max_delta=0.02, seed=None):
   """Rotates hue by delta ~ U[-max_delta, max_delta) of a full turn.
 
@@ -193,6 +201,7 @@ def random_adjust_hue(image, max_delta=0.02, seed=None):
                           seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ADJUST_SATURATION)
 def random_adjust_saturation(image, min_delta=0.8, max_delta=1.25,
                              seed=None):
   """Multiplies saturation (HSV) by a factor ~ U[min_delta, max_delta).
@@ -211,6 +220,7 @@ def random_adjust_saturation(image, min_delta=0.8, max_delta=1.25,
                           max_delta, seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.DISTORT_COLOR)
 def random_distort_color(image, color_ordering=0):
   """Chains random brightness, saturation, hue and contrast changes.
 
@@ -251,6 +261,7 @@ def random_distort_color(image, color_ordering=0):
     return image
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.JPEG_QUALITY)
 def random_jpeg_quality(image, min_jpeg_quality=0, max_jpeg_quality=100,
                         random_coef=0.0, seed=None):
   """Re-encodes the image as JPEG with a random quality.
@@ -295,6 +306,7 @@ def _square_patch_mask(y, x, patch_size, height, width):
   return tf.logical_and(in_rows[:, tf.newaxis], in_cols[tf.newaxis, :])
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.PATCH_GAUSSIAN)
 def random_patch_gaussian(image, min_patch_size=1, max_patch_size=250,
                           min_gaussian_stddev=0.0, max_gaussian_stddev=1.0,
                           random_coef=0.0, seed=None):
@@ -333,7 +345,8 @@ def random_patch_gaussian(image, min_patch_size=1, max_patch_size=250,
         min_gaussian_stddev, max_gaussian_stddev, seed=sub_seed(2))
     y = augment_common.random_integer(0, shape[0], seed=sub_seed(3))
     x = augment_common.random_integer(0, shape[1], seed=sub_seed(4))
-    noise = tf.random.normal(shape, stddev=stddev, seed=sub_seed(5))
+    noise = augment_common.random_normal(shape, stddev=stddev,
+                                         seed=sub_seed(5))
     scaled = image / 255.0
     noisy = tf.clip_by_value(scaled + noise, 0.0, 1.0)
     mask = _square_patch_mask(y, x, patch_size, shape[0], shape[1])
@@ -464,6 +477,7 @@ def retain_boxes_above_threshold(boxes, labels, label_weights,
                                  keypoints)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.DROP_LABEL_PROBABILISTICALLY)
 def drop_label_probabilistically(boxes, labels, label_weights,
                                  label_confidences=None,
                                  multiclass_scores=None, masks=None,
@@ -492,7 +506,8 @@ def drop_label_probabilistically(boxes, labels, label_weights,
     for those given.
   """
   with tf.name_scope('DropLabelProbabilistically'):
-    draws = tf.random.uniform(tf.shape(labels), seed=seed)
+    draws = augment_common.random_uniform(tf.shape(labels), maxval=1.0,
+                                          seed=seed)
     keep = tf.logical_or(draws > drop_probability,
                          tf.not_equal(labels, tf.cast(dropped_label,
                                                       labels.dtype)))

@@ -14,6 +14,10 @@ Four groups:
 Every function builds graph ops and keeps static shapes whenever the inputs
 have them.
 """
+import functools
+import inspect
+import threading
+
 import numpy as np
 import tensorflow as tf
 
@@ -26,16 +30,115 @@ from od_estimator.core import box_list_ops
 # ----------------------------------------------------------------------------
 
 
+class _RandomStream(object):
+  """Seed of a cached op call; its draws are stateless, numbered in order."""
+
+  def __init__(self, seed):
+    self.seed = seed
+    self.count = 0
+
+  def next_seed(self):
+    self.count += 1
+    return tf.random.experimental.stateless_fold_in(self.seed, self.count)
+
+
+# The stream of the cached op being built (None outside one); ops nested in
+# a cached op (e.g. random_crop_image in ssd_random_crop) draw from it too.
+_stream = threading.local()
+
+
+def _active_stream():
+  return getattr(_stream, 'value', None)
+
+
+def uses_preprocess_vars_cache(function_id):
+  """Decorates a random op to take a `preprocess_vars_cache` argument.
+
+  Without a cache (or inside another cached op) the op runs as written.
+  With one, the op's random seed is taken from the cache under function_id
+  (drawn and stored on first use) and every draw the op makes through this
+  module's random functions is a stateless draw from that seed, numbered in
+  build order. Two calls sharing the cache thus make the same choices for
+  inputs of the same shapes, also inside tf.cond / switch_case branches,
+  which capture the seed from the enclosing graph.
+
+  Args:
+    function_id: a PreprocessorCache class constant.
+
+  Returns:
+    The decorator.
+  """
+  def decorator(func):
+    @functools.wraps(func)
+    def wrapper(*args, preprocess_vars_cache=None, **kwargs):
+      if preprocess_vars_cache is None or _active_stream() is not None:
+        return func(*args, **kwargs)
+      seed = get_or_create_random_var(
+          lambda: tf.random.uniform([2], maxval=2**62, dtype=tf.int64,
+                                    seed=kwargs.get('seed')),
+          function_id, preprocess_vars_cache, key='seed')
+      _stream.value = _RandomStream(seed)
+      try:
+        return func(*args, **kwargs)
+      finally:
+        _stream.value = None
+
+    signature = inspect.signature(func)
+    wrapper.__signature__ = signature.replace(parameters=list(
+        signature.parameters.values()) + [inspect.Parameter(
+            'preprocess_vars_cache', inspect.Parameter.KEYWORD_ONLY,
+            default=None)])
+    return wrapper
+  return decorator
+
+
+def random_uniform(shape, minval=0.0, maxval=None, dtype=tf.float32,
+                   seed=None):
+  """tf.random.uniform, or its stateless form inside a cached op."""
+  stream = _active_stream()
+  if stream is None:
+    return tf.random.uniform(shape, minval=minval, maxval=maxval,
+                             dtype=dtype, seed=seed)
+  if dtype.is_integer:
+    minval = tf.cast(minval, dtype)
+    maxval = tf.cast(maxval, dtype)
+  return tf.random.stateless_uniform(shape, stream.next_seed(),
+                                     minval=minval, maxval=maxval,
+                                     dtype=dtype)
+
+
+def random_normal(shape, stddev=1.0, seed=None):
+  """tf.random.normal (mean 0), or its stateless form inside a cached op."""
+  stream = _active_stream()
+  if stream is None:
+    return tf.random.normal(shape, stddev=stddev, seed=seed)
+  return tf.random.stateless_normal(shape, stream.next_seed(), stddev=stddev)
+
+
+def sample_distorted_bounding_box(image_size, bounding_boxes, **kwargs):
+  """SampleDistortedBoundingBoxV2 seeded from the graph seed, or its
+  stateless form inside a cached op. Returns begin, size, bboxes."""
+  stream = _active_stream()
+  if stream is None:
+    graph_seed, op_seed = tf.compat.v1.get_seed(None)
+    return tf.raw_ops.SampleDistortedBoundingBoxV2(
+        image_size=image_size, bounding_boxes=bounding_boxes,
+        seed=graph_seed or 0, seed2=op_seed or 0, **kwargs)
+  return tf.raw_ops.StatelessSampleDistortedBoundingBox(
+      image_size=image_size, bounding_boxes=bounding_boxes,
+      seed=stream.next_seed(), **kwargs)
+
+
 def random_uniform_scalar(minval=0.0, maxval=1.0, seed=None):
   """Returns a float32 scalar drawn uniformly from [minval, maxval)."""
-  return tf.random.uniform([], minval=minval, maxval=maxval, dtype=tf.float32,
-                           seed=seed)
+  return random_uniform([], minval=minval, maxval=maxval, dtype=tf.float32,
+                        seed=seed)
 
 
 def random_integer(minval, maxval, seed=None):
   """Returns an int32 scalar drawn uniformly from [minval, maxval)."""
-  return tf.random.uniform([], minval=minval, maxval=maxval, dtype=tf.int32,
-                           seed=seed)
+  return random_uniform([], minval=minval, maxval=maxval, dtype=tf.int32,
+                        seed=seed)
 
 
 def random_decision(probability, seed=None):

@@ -31,8 +31,11 @@ import sys
 import tensorflow as tf
 
 from od_estimator.core import augment_common
+from od_estimator.core import preprocessor_cache
 from od_estimator.core.augment_pad import random_pad_image
 from od_estimator.core.augment_pad import random_pad_to_aspect_ratio
+
+_CACHE = preprocessor_cache.PreprocessorCache
 
 
 def _update_visibilities(keypoints, visibilities):
@@ -82,6 +85,7 @@ def _check_densepose(num_points, part_ids, surface_coords):
                      'together.')
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.CROP_IMAGE)
 def random_crop_image(image, boxes, labels, label_weights,
                       label_confidences=None, multiclass_scores=None,
                       masks=None, mask_weights=None, keypoints=None,
@@ -129,17 +133,14 @@ def random_crop_image(image, boxes, labels, label_weights,
     """Always crops (the inputs come in as arguments to be rebound)."""
     with tf.name_scope('RandomCropImage'):
       boxes = tf.reshape(boxes, [-1, 4])
-      # The tf.image wrappers leave the sampler unseeded without an op
-      # seed; deriving one from the graph seed makes crops reproducible
-      # under tf.compat.v1.set_random_seed. `seed` is not reused: it drives
-      # the random_coef draw, and sharing it would correlate the two.
-      graph_seed, op_seed = tf.compat.v1.get_seed(None)
-      sampled = tf.raw_ops.SampleDistortedBoundingBoxV2(
+      # The sampler's seed comes from the graph seed (reproducible under
+      # tf.compat.v1.set_random_seed), not from `seed`, which drives the
+      # random_coef draw: sharing it would correlate the two.
+      sampled = augment_common.sample_distorted_bounding_box(
           image_size=tf.shape(image),
           # Clipped: the sampler must only see the parts inside the image.
           bounding_boxes=tf.clip_by_value(boxes, 0.0, 1.0)[:, tf.newaxis],
           min_object_covered=min_object_covered,
-          seed=graph_seed or 0, seed2=op_seed or 0,
           aspect_ratio_range=aspect_ratio_range, area_range=area_range,
           max_attempts=100, use_image_if_no_bounding_boxes=True)
       begin, size, window = sampled
@@ -190,6 +191,7 @@ def random_crop_image(image, boxes, labels, label_weights,
                        lambda: augment_common.present(*inputs)))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.CROP_PAD_IMAGE)
 def random_crop_pad_image(image, boxes, labels, label_weights,
                           label_confidences=None, multiclass_scores=None,
                           masks=None, keypoints=None,
@@ -244,6 +246,7 @@ def random_crop_pad_image(image, boxes, labels, label_weights,
                                 new_masks, new_keypoints)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.CROP_TO_ASPECT_RATIO)
 def random_crop_to_aspect_ratio(image, boxes, labels, label_weights,
                                 label_confidences=None,
                                 multiclass_scores=None, masks=None,
@@ -359,6 +362,7 @@ def _run_random_case(func, inputs, cases, tensor_args):
   return tuple(tf.switch_case(case, branches))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SSD_CROP_SELECTOR_ID)
 def ssd_random_crop(image, boxes, labels, label_weights,
                     label_confidences=None, multiclass_scores=None,
                     masks=None, keypoints=None,
@@ -402,6 +406,7 @@ def ssd_random_crop(image, boxes, labels, label_weights,
       tensor_args=('min_object_covered', 'overlap_thresh', 'random_coef'))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SSD_CROP_PAD_SELECTOR_ID)
 def ssd_random_crop_pad(image, boxes, labels, label_weights,
                         label_confidences=None, multiclass_scores=None,
                         masks=None, keypoints=None,
@@ -449,6 +454,7 @@ def _split_crop_result(result, given):
   return [None if t is None else next(values) for t in given]
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SSD_CROP_FIXED_ASPECT_RATIO)
 def ssd_random_crop_fixed_aspect_ratio(
     image, boxes, labels, label_weights, label_confidences=None,
     multiclass_scores=None, masks=None, keypoints=None,
@@ -484,6 +490,7 @@ def ssd_random_crop_fixed_aspect_ratio(
       seed=seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SSD_CROP_PAD_FIXED_ASPECT_RATIO)
 def ssd_random_crop_pad_fixed_aspect_ratio(
     image, boxes, labels, label_weights, label_confidences=None,
     multiclass_scores=None, masks=None, keypoints=None,

@@ -17,7 +17,10 @@ import tensorflow as tf
 from od_estimator.core import augment_common
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
+from od_estimator.core import preprocessor_cache
 from od_estimator.utils import shape_utils
+
+_CACHE = preprocessor_cache.PreprocessorCache
 
 # The four methods random_resize_method chooses from, as v1 resize method ids
 # (the only enum the v1 resize API with align_corners understands).
@@ -105,6 +108,7 @@ def _check_keypoint_args(keypoints, permutation):
         'keypoints are provided but keypoint_flip_permutation is not provided')
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.HORIZONTAL_FLIP)
 def random_horizontal_flip(image,
                            boxes=None,
                            masks=None,
@@ -170,6 +174,7 @@ def random_horizontal_flip(image,
     return tuple(_cond_given(do_flip, transforms))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.VERTICAL_FLIP)
 def random_vertical_flip(image,
                          boxes=None,
                          masks=None,
@@ -207,6 +212,7 @@ def random_vertical_flip(image,
             t, 0.5, keypoint_flip_permutation))]))
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ROTATION90)
 def random_rotation90(image,
                       boxes=None,
                       masks=None,
@@ -251,6 +257,7 @@ def _resize_masks_nearest(masks, size, align_corners):
   return tf.squeeze(resized, axis=3)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.IMAGE_SCALE)
 def random_image_scale(image,
                        masks=None,
                        min_scale_ratio=0.5,
@@ -298,6 +305,7 @@ def _to_v1_resize_method(method):
   return method
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.RESIZE_METHOD)
 def random_resize_method(image, masks=None, target_size=None):
   """Resizes the image to target_size with a randomly chosen method.
 
@@ -379,6 +387,7 @@ def resize_image(image,
     return result
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.JITTER_BOXES)
 def random_jitter_boxes(boxes, ratio=0.05, jitter_mode='default', seed=None):
   """Randomly moves box edges by up to `ratio` of the box size.
 
@@ -417,7 +426,8 @@ def random_jitter_boxes(boxes, ratio=0.05, jitter_mode='default', seed=None):
     num_boxes = tf.shape(boxes)[0]
 
     if jitter_mode.endswith(('symmetric', 'symmetric_xy')):
-      factors = 1.0 + tf.random.uniform([num_boxes, 2], low, high, seed=seed)
+      factors = 1.0 + augment_common.random_uniform([num_boxes, 2], low, high,
+                                                    seed=seed)
       # Largest size factor whose box, centred at the same point, stays in
       # [0, 1]: twice the distance to the nearest border over the size.
       max_height_factor = 2.0 * tf.minimum(ycenter, 1.0 - ycenter) / height
@@ -440,7 +450,8 @@ def random_jitter_boxes(boxes, ratio=0.05, jitter_mode='default', seed=None):
                           axis=1)
     else:
       # One factor per edge: each edge sits at centre -/+ size * factor / 2.
-      factors = 1.0 + tf.random.uniform([num_boxes, 4], low, high, seed=seed)
+      factors = 1.0 + augment_common.random_uniform([num_boxes, 4], low, high,
+                                                    seed=seed)
       jittered = tf.stack([ycenter - height * factors[:, 0] / 2.0,
                            xcenter - width * factors[:, 1] / 2.0,
                            ycenter + height * factors[:, 2] / 2.0,
@@ -449,6 +460,7 @@ def random_jitter_boxes(boxes, ratio=0.05, jitter_mode='default', seed=None):
     return jittered
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.BLACK_PATCHES)
 def random_black_patches(image,
                          max_black_patches=10,
                          probability=0.5,
@@ -479,7 +491,8 @@ def random_black_patches(image,
     patch_size = tf.cast(
         tf.minimum(float_height, float_width) * size_to_image_ratio, tf.int32)
     # All tries are drawn in one op: [tries, (apply, y, x)].
-    draws = tf.random.uniform([max_black_patches, 3], seed=random_seed)
+    draws = augment_common.random_uniform([max_black_patches, 3], maxval=1.0,
+                                          seed=random_seed)
     apply_patch = draws[:, 0] < probability
     top = tf.cast(draws[:, 1] * (1.0 - size_to_image_ratio) * float_height,
                   tf.int32)

@@ -26,6 +26,9 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import augment_common
+from od_estimator.core import preprocessor_cache
+
+_CACHE = preprocessor_cache.PreprocessorCache
 
 
 def _pad_to(tensor, offset_y, offset_x, height, width):
@@ -41,6 +44,7 @@ def _pad_to(tensor, offset_y, offset_x, height, width):
   return tf.pad(tensor, paddings)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.PAD_IMAGE)
 def random_pad_image(image, boxes, masks=None, keypoints=None,
                      densepose_surface_coords=None, min_image_size=None,
                      max_image_size=None, pad_color=None, center_pad=False,
@@ -116,6 +120,7 @@ def random_pad_image(image, boxes, masks=None, keypoints=None,
                                 densepose_surface_coords)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.ABSOLUTE_PAD_IMAGE)
 def random_absolute_pad_image(image, boxes, masks=None, keypoints=None,
                               densepose_surface_coords=None,
                               max_height_padding=None, max_width_padding=None,
@@ -141,6 +146,7 @@ def random_absolute_pad_image(image, boxes, masks=None, keypoints=None,
       pad_color=pad_color, seed=seed)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.PAD_TO_ASPECT_RATIO)
 def random_pad_to_aspect_ratio(image, boxes, masks=None, keypoints=None,
                                aspect_ratio=1.0,
                                min_padded_size_ratio=(1.0, 1.0),
@@ -225,6 +231,7 @@ def _crop_instances_to_frame(window, boxes, labels, label_weights,
   return new_boxes, keep, labels, label_weights, label_confidences, keypoints
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SQUARE_CROP_BY_SCALE)
 def random_square_crop_by_scale(image, boxes, labels, label_weights,
                                 label_confidences=None, masks=None,
                                 keypoints=None, max_border=128, scale_min=0.6,
@@ -285,6 +292,7 @@ def random_square_crop_by_scale(image, boxes, labels, label_weights,
                                 label_confidences, masks, keypoints)
 
 
+@augment_common.uses_preprocess_vars_cache(_CACHE.SCALE_CROP_AND_PAD_TO_SQUARE)
 def random_scale_crop_and_pad_to_square(
     image, boxes, labels, label_weights, masks=None, keypoints=None,
     label_confidences=None, scale_min=0.1, scale_max=2.0, output_size=512,

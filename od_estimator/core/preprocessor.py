@@ -15,6 +15,8 @@ arguments and, in the same order, which entries its outputs replace; a None
 entry means "not carried by this pipeline" and is passed as None and left
 out of the outputs (the ops likewise only return the tensors they got).
 """
+import inspect
+
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
@@ -205,11 +207,28 @@ def get_default_func_arg_map(include_label_weights=True,
   }
 
 
+# Ops without random choices: a preprocess_vars_cache has nothing to fix.
+_DETERMINISTIC_OPS = frozenset([
+    normalize_image, adjust_gamma, image_to_float, subtract_channel_mean,
+    rgb_to_gray, resize_image, resize_to_range, resize_to_min_dimension,
+    resize_to_max_dimension, resize_pad_to_multiple,
+    scale_boxes_to_pixel_coordinates, retain_boxes_above_threshold,
+    remap_labels, one_hot_encoding, convert_class_logits_to_softmax])
+
+
 def _function_name(func):
   return getattr(func, '__name__', repr(func))
 
 
-def preprocess(tensor_dict, preprocess_options, func_arg_map=None):
+def _takes_cache(func):
+  try:
+    return 'preprocess_vars_cache' in inspect.signature(func).parameters
+  except (TypeError, ValueError):
+    return False
+
+
+def preprocess(tensor_dict, preprocess_options, func_arg_map=None,
+               preprocess_vars_cache=None):
   """Applies the preprocess options, in order, to a tensor dict.
 
   Args:
@@ -220,6 +239,10 @@ def preprocess(tensor_dict, preprocess_options, func_arg_map=None):
       returned by preprocessor_builder.build.
     func_arg_map: op -> tuple of keys (see get_default_func_arg_map, the
       default).
+    preprocess_vars_cache: optional preprocessor_cache.PreprocessorCache,
+      passed to every op that takes one: calls sharing a cache make the
+      same random choices (for inputs of the same shapes). Two steps of the
+      same op in one list share their draws, as in the original.
 
   Returns:
     A new dict with the same keys: entries the ops touched are replaced by
@@ -228,7 +251,8 @@ def preprocess(tensor_dict, preprocess_options, func_arg_map=None):
 
   Raises:
     ValueError: if a function is missing from func_arg_map, needs a key the
-      dict lacks, or the image is not [1, H, W, C].
+      dict lacks, or the image is not [1, H, W, C]; or if a cache is given
+      and an op outside this module takes random choices without one.
   """
   if func_arg_map is None:
     func_arg_map = get_default_func_arg_map()
@@ -255,6 +279,14 @@ def preprocess(tensor_dict, preprocess_options, func_arg_map=None):
         raise ValueError('The function %s requires argument %s' %
                          (_function_name(func), name))
     args = [None if name is None else tensor_dict[name] for name in arg_names]
+    if preprocess_vars_cache is not None:
+      if _takes_cache(func):
+        params = dict(params, preprocess_vars_cache=preprocess_vars_cache)
+      elif func not in _DETERMINISTIC_OPS:
+        raise ValueError(
+            'preprocess_vars_cache is given but the function %s takes no '
+            'preprocess_vars_cache argument, so its random choices could '
+            'not be repeated' % _function_name(func))
     results = func(*args, **params)
     if not isinstance(results, (list, tuple)):
       results = (results,)

@@ -42,6 +42,15 @@ class PreprocessorCache(object):
   PATCH_GAUSSIAN = 'patch_gaussian'
   SQUARE_CROP_BY_SCALE = 'square_crop_scale'
 
+  # Ops of this package the original had no id for (so no cache support).
+  DROP_LABEL_PROBABILISTICALLY = 'drop_label_probabilistically'
+  JITTER_BOXES = 'jitter_boxes'
+  CROP_PAD_IMAGE = 'crop_pad_image'
+  SSD_CROP_FIXED_ASPECT_RATIO = 'ssd_crop_fixed_aspect_ratio'
+  SSD_CROP_PAD_FIXED_ASPECT_RATIO = 'ssd_crop_pad_fixed_aspect_ratio'
+  ABSOLUTE_PAD_IMAGE = 'absolute_pad_image'
+  SCALE_CROP_AND_PAD_TO_SQUARE = 'scale_crop_and_pad_to_square'
+
   _VALID_FNS = frozenset([
       ROTATION90, HORIZONTAL_FLIP, VERTICAL_FLIP, PIXEL_VALUE_SCALE,
       IMAGE_SCALE, RGB_TO_GRAY, ADJUST_BRIGHTNESS, ADJUST_CONTRAST,
@@ -50,7 +59,10 @@ class PreprocessorCache(object):
       PAD_TO_ASPECT_RATIO, BLACK_PATCHES, ADD_BLACK_PATCH, SELECTOR,
       SELECTOR_TUPLES, SELF_CONCAT_IMAGE, SSD_CROP_SELECTOR_ID,
       SSD_CROP_PAD_SELECTOR_ID, JPEG_QUALITY, DOWNSCALE_TO_TARGET_PIXELS,
-      PATCH_GAUSSIAN, SQUARE_CROP_BY_SCALE])
+      PATCH_GAUSSIAN, SQUARE_CROP_BY_SCALE, DROP_LABEL_PROBABILISTICALLY,
+      JITTER_BOXES, CROP_PAD_IMAGE, SSD_CROP_FIXED_ASPECT_RATIO,
+      SSD_CROP_PAD_FIXED_ASPECT_RATIO, ABSOLUTE_PAD_IMAGE,
+      SCALE_CROP_AND_PAD_TO_SQUARE])
 
   def __init__(self):
     self._history = collections.defaultdict(dict)
