@@ -163,3 +163,18 @@ def test_downscale_through_preprocess_with_masks(execute):
   assert out[fields.InputDataFields.image].shape == (1, 20, 10, 3)
   assert out[fields.InputDataFields.groundtruth_instance_masks].shape == (
       0, 20, 10)
+
+
+def test_both_ops_with_unknown_shapes(execute):
+  def graph_fn(image, boxes, labels, masks):
+    image, boxes, labels, masks = preprocessor.random_self_concat_image(
+        image, boxes, labels, masks=masks, concat_vertical_probability=1.0,
+        concat_horizontal_probability=1.0)
+    return preprocessor.random_downscale_to_target_pixels(
+        image, masks, min_target_pixels=6, max_target_pixels=7) + (boxes,)
+  image, masks, boxes = execute(
+      graph_fn, [IMAGE_2X3, BOXES, LABELS, np.ones([2, 2, 3], np.float32)],
+      dynamic=True)
+  # 4x6 = 24 pixels -> 6 pixels: scale 0.5 -> 2x3.
+  assert image.shape == (2, 3, 1) and masks.shape == (8, 2, 3)
+  assert boxes.shape == (8, 4)

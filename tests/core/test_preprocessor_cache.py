@@ -168,3 +168,28 @@ def test_cache_get_update_clear():
   assert cache.get(flip, '') is None
   with pytest.raises(ValueError, match='Function id not recognized'):
     cache.update('no_such_op', '', 1)
+
+
+def test_cache_inside_a_dataset_map():
+  steps = [(preprocessor.random_crop_image, {}),
+           (preprocessor.random_adjust_brightness, {})]
+
+  def augment_twice(image):
+    cache = preprocessor_cache.PreprocessorCache()
+    views = [preprocessor.preprocess(
+        {_F.image: image[None],
+         _F.groundtruth_boxes: tf.constant([[0.1, 0.1, 0.6, 0.6]]),
+         _F.groundtruth_classes: tf.constant([1]),
+         _F.groundtruth_weights: tf.constant([1.0])},
+        steps, preprocess_vars_cache=cache)[_F.image] for _ in range(2)]
+    return tuple(views)
+
+  with tf.Graph().as_default():
+    images = np.random.RandomState(2).rand(3, 16, 16, 3).astype(np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices(images).map(augment_twice)
+    first, second = tf.compat.v1.data.make_one_shot_iterator(
+        dataset).get_next()
+    with tf.compat.v1.Session() as sess:
+      for _ in range(3):
+        a, b = sess.run([first, second])
+        np.testing.assert_array_equal(a, b)
