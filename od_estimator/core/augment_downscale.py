@@ -1,34 +1,32 @@
 """random_downscale_to_target_pixels: shrinks large images to a pixel budget.
 
 A target pixel count is drawn from [min_target_pixels, max_target_pixels);
-an image with more pixels than that is resized (area interpolation, masks
-nearest neighbour) so that it holds about that many, keeping its aspect
-ratio. Smaller images are left alone. Normalized boxes and keypoints need no
-change.
+an image with more pixels than that is resized (bilinear, masks nearest
+neighbour, as the original's resize_image) to both sides times
+sqrt(target / pixels), rounded down. Smaller images are left alone.
+Normalized boxes and keypoints need no change.
 """
 import tensorflow as tf
 
 from od_estimator.core import augment_common
+from od_estimator.core import augment_geometry
 from od_estimator.core import preprocessor_cache
 
 _CACHE_ID = preprocessor_cache.PreprocessorCache.DOWNSCALE_TO_TARGET_PIXELS
 
 
 def _downscale(image, masks, target_pixels):
-  """Resizes image (and masks) to about target_pixels pixels."""
+  """Resizes image (bilinear) and masks (nearest) to about target_pixels."""
   shape = tf.shape(image)
   height = tf.cast(shape[0], tf.float32)
   width = tf.cast(shape[1], tf.float32)
   scale = tf.sqrt(tf.cast(target_pixels, tf.float32) / (height * width))
-  size = tf.cast(tf.stack([scale * height, scale * width]), tf.int32)
-  image = tf.image.resize(image, size, method=tf.image.ResizeMethod.AREA,
-                          preserve_aspect_ratio=True)
-  result = {'image': image}
+  resized = augment_geometry.resize_image(
+      image, masks, tf.cast(scale * height, tf.int32),
+      tf.cast(scale * width, tf.int32))
+  result = {'image': resized[0]}
   if masks is not None:
-    result['masks'] = tf.image.resize(
-        masks[..., tf.newaxis], size,
-        method=tf.image.ResizeMethod.NEAREST_NEIGHBOR,
-        preserve_aspect_ratio=True)[..., 0]
+    result['masks'] = resized[1]
   return result
 
 
@@ -76,7 +74,7 @@ def random_downscale_to_target_pixels(image,
     num_pixels = shape[0] * shape[1]
     do_downscale = tf.logical_and(keep_draw >= random_coef,
                                   num_pixels > target_pixels)
-    tensors = {'image': image}
+    tensors = {'image': tf.cast(image, tf.float32)}
     if masks is not None:
       tensors['masks'] = masks
     result = tf.cond(do_downscale,

@@ -95,7 +95,7 @@ def random_self_concat_image(image,
           concat_vertical_probability, seed=seed)
       horizontal = augment_common.random_decision(
           concat_horizontal_probability,
-          seed=seed + 1 if seed is not None else None)
+          seed=seed + 1 if seed else None)
       return tf.stack([vertical, horizontal])
 
     decisions = augment_common.get_or_create_random_var(
