@@ -204,7 +204,8 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
 # for an image's few positive anchors to weigh, a wider RPN conv (the
 # objectness predictor learns ~16x faster on 512 inputs than on 32) and
 # small crops. Adam trains the heads only (the RPN conv and both box
-# predictors) on the calibrated backbone's fixed features.
+# predictors, "Predictor" covering a mask head's SecondStageBoxPredictor/
+# Conv* too) on the calibrated backbone's fixed features.
 OVERFIT_EDITS = (
     ('scales: [0.5, 1.0, 2.0]\n        aspect_ratios: [0.5, 1.0, 2.0]',
      'scales: [0.75, 1.0, 1.25]\n        aspect_ratios: [1.0]'),
@@ -230,28 +231,49 @@ OVERFIT_SIDE = 32
 
 
 def _overfit_example(label, top, left, size, rng, index):
-  """(uint8 image, serialized tf.Example) of one shape on noise."""
+  """(uint8 image, serialized tf.Example) of one shape on noise.
+
+  The example's PNG mask is the shape's own pixels (a disc for the circle).
+  """
   image = Image.fromarray(
       rng.normal(40, 12, size=(size, size, 3)).clip(0, 255).astype(np.uint8))
+  mask = Image.new('L', (size, size))
   corners = (left, top, left + OVERFIT_SIDE - 1, top + OVERFIT_SIDE - 1)
-  shape = ImageDraw.Draw(image).ellipse if label == 1 else (
-      ImageDraw.Draw(image).rectangle)
-  shape(corners, fill=_OVERFIT_COLOURS[label])
+  for canvas, fill in ((image, _OVERFIT_COLOURS[label]), (mask, 1)):
+    draw = ImageDraw.Draw(canvas)
+    (draw.ellipse if label == 1 else draw.rectangle)(corners, fill=fill)
   box = np.array([[top, left, top + OVERFIT_SIDE, left + OVERFIT_SIDE]],
                  np.float32) / size
-  mask = np.zeros([1, size, size], np.uint8)
-  mask[0, top:top + OVERFIT_SIDE, left:left + OVERFIT_SIDE] = 1
   image = np.array(image)
   return image, create_synthetic_tf_record.make_example(
-      image, box, np.array([label]), mask, index).SerializeToString()
+      image, box, np.array([label]), np.array(mask)[np.newaxis],
+      index).SerializeToString()
 
 
-def write_overfit_config(directory, data_dir, size=64):
+def apply_edits(text, edits):
+  """text with each (old, new) replaced; old must occur exactly once."""
+  for old, new in edits:
+    if text.count(old) != 1:
+      raise ValueError('tiny_faster_rcnn.CONFIG changed: %r' % old)
+    text = text.replace(old, new)
+  return text
+
+
+def write_overfit_config(directory, data_dir, size=64, model_fields='',
+                         edits=()):
   """A small set a Faster R-CNN overfits in a few dozen steps.
 
   The OVERFIT_SHAPES images in one TFRecord that both training and
   evaluation read; the checkpoint is calibrated on those images, so frozen
   batch norm normalizes them in training and evaluation alike.
+
+  Args:
+    directory: where pipeline.config and the checkpoint go.
+    data_dir: where the TFRecord and label map go.
+    size: height and width of the images.
+    model_fields: more model.faster_rcnn fields, as text.
+    edits: more (old, new) replacements of the config's text, after
+      OVERFIT_EDITS (tiny_mask_rcnn.write_overfit_config adds the masks).
 
   Returns:
     The pipeline.config path.
@@ -274,16 +296,13 @@ def write_overfit_config(directory, data_dir, size=64):
   text = CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,
       'extractor': 'faster_rcnn_resnet50',
-      'model_fields': 'first_stage_minibatch_size: 16',
+      'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
       'batch_size': len(OVERFIT_SHAPES),
       'train_fields': (
           'fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
           '"classification" update_trainable_variables: "Predictor" '
           'update_trainable_variables: "^Conv/"' % checkpoint)}
-  for old, new in OVERFIT_EDITS:
-    if text.count(old) != 1:
-      raise ValueError('CONFIG changed: %r' % old)
-    text = text.replace(old, new)
+  text = apply_edits(text, OVERFIT_EDITS + tuple(edits))
   path = os.path.join(str(directory), 'pipeline.config')
   with open(path, 'w') as f:
     f.write(text)

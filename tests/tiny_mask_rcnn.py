@@ -21,6 +21,19 @@ MASK_HEAD = """predict_instance_masks: true
 LOAD_MASKS = 'load_instance_masks: true mask_type: PNG_MASKS'
 
 
+def mask_edits(metrics_sets=('coco_mask_metrics',)):
+  """tiny_faster_rcnn.apply_edits' edits: the mask head, masks read, metrics.
+
+  Args:
+    metrics_sets: eval_config.metrics_set values, in order.
+  """
+  return (('use_dropout: false', MASK_HEAD),
+          ('max_number_of_boxes: 8', 'max_number_of_boxes: 8 ' + LOAD_MASKS),
+          ('num_readers: 1', 'num_readers: 1 ' + LOAD_MASKS),
+          ('metrics_set: "coco_detection_metrics"',
+           ' '.join('metrics_set: "%s"' % name for name in metrics_sets)))
+
+
 def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
                  model_fields='', batch_size=1, train_fields='',
                  metrics_set='coco_mask_metrics'):
@@ -34,15 +47,20 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
       batch_size=batch_size, train_fields=train_fields)
   with open(path) as f:
     text = f.read()
-  edits = [('use_dropout: false', MASK_HEAD),
-           ('max_number_of_boxes: 8', 'max_number_of_boxes: 8 ' + LOAD_MASKS),
-           ('num_readers: 1', 'num_readers: 1 ' + LOAD_MASKS),
-           ('metrics_set: "coco_detection_metrics"',
-            'metrics_set: "%s"' % metrics_set)]
-  for old, new in edits:
-    if text.count(old) != 1:
-      raise ValueError('tiny_faster_rcnn.CONFIG changed: %r' % old)
-    text = text.replace(old, new)
   with open(path, 'w') as f:
-    f.write(text)
+    f.write(tiny_faster_rcnn.apply_edits(text, mask_edits((metrics_set,))))
   return path
+
+
+def write_overfit_config(directory, data_dir):
+  """tiny_faster_rcnn.write_overfit_config's set and recipe with masks.
+
+  The mask head trains with the box heads; evaluation reports the box and
+  the mask COCO metrics.
+
+  Returns:
+    The pipeline.config path.
+  """
+  return tiny_faster_rcnn.write_overfit_config(
+      directory, data_dir, model_fields='number_of_stages: 3',
+      edits=mask_edits(('coco_detection_metrics', 'coco_mask_metrics')))
