@@ -117,9 +117,10 @@ BAD_CASES = {
         ["feature_extractor.type 'ssd_mobilenet_v9' is not supported",
          'ssd_mobilenet_v2']),
     'unsupported_augmentation': (
-        _break('random_horizontal_flip {}', 'autoaugment_image {}'),
+        _break('random_horizontal_flip {}',
+               'autoaugment_image { policy_name: "v3" }'),
         ['train_config.data_augmentation_options[0]',
-         'autoaugment_image is not supported']),
+         'policy_name "v3" is not supported']),
     'unsupported_decoder_option': (
         _break('num_readers: 1', 'num_readers: 1 load_dense_pose: true'),
         ['eval_input_reader[0]', 'load_dense_pose is not supported']),

@@ -13,15 +13,14 @@ import tensorflow as tf
 from google.protobuf import descriptor
 
 from od_estimator import errors
+from od_estimator.core import augment_autoaugment
 from od_estimator.core import preprocessor
 from od_estimator.protos import preprocessor_pb2
 
 _FLOAT_TYPES = (descriptor.FieldDescriptor.TYPE_FLOAT,)
 
 # Steps of the schema that this package does not implement, with the reason.
-_UNSUPPORTED_STEPS = {
-    'autoaugment_image': 'AutoAugment policies are not implemented',
-}
+_UNSUPPORTED_STEPS = {}
 
 _RESIZE_METHODS = {
     preprocessor_pb2.ResizeImage.AREA: tf.compat.v1.image.ResizeMethod.AREA,
@@ -262,6 +261,15 @@ def _random_scale_crop_and_pad_to_square_args(config):
   }
 
 
+def _autoaugment_image_args(config):
+  supported = sorted(augment_autoaugment.POLICIES)
+  if config.policy_name not in supported:
+    raise errors.UserInputError(
+        'autoaugment_image.policy_name "%s" is not supported; supported: %s'
+        % (config.policy_name, ', '.join(supported)))
+  return {'policy_name': config.policy_name}
+
+
 def _drop_label_probabilistically_args(config):
   return {
       'dropped_label': config.label,
@@ -343,6 +351,8 @@ _STEPS = {
                                  _all_fields),
     'random_downscale_to_target_pixels': (
         preprocessor.random_downscale_to_target_pixels, _all_fields),
+    'autoaugment_image': (preprocessor.autoaugment_image,
+                          _autoaugment_image_args),
     'drop_label_probabilistically': (preprocessor.drop_label_probabilistically,
                                      _drop_label_probabilistically_args),
     'remap_labels': (preprocessor.remap_labels, _remap_labels_args),

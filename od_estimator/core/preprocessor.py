@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
 # Re-exported ops (original names). pylint: disable=unused-import
+from od_estimator.core.augment_autoaugment import autoaugment_image
 from od_estimator.core.augment_color import adjust_gamma
 from od_estimator.core.augment_color import convert_class_logits_to_softmax
 from od_estimator.core.augment_color import drop_label_probabilistically
@@ -175,6 +176,9 @@ def get_default_func_arg_map(include_label_weights=True,
                                keypoint_depths, keypoint_depth_weights),
       random_vertical_flip: (image, boxes, masks, keypoints),
       random_rotation90: (image, boxes, masks, keypoints),
+      # Image and boxes only, as the original (preprocess refuses masks and
+      # keypoints in the dict, which would be left misaligned).
+      autoaugment_image: (image, boxes),
       random_jitter_boxes: (boxes,),
       scale_boxes_to_pixel_coordinates: (image, boxes, keypoints),
       # Crops and pads.
@@ -218,6 +222,21 @@ _DETERMINISTIC_OPS = frozenset([
 
 def _function_name(func):
   return getattr(func, '__name__', repr(func))
+
+
+# Ops that move image content but cannot move masks or keypoints.
+_IMAGE_AND_BOXES_ONLY_OPS = frozenset([autoaugment_image])
+
+
+def _check_no_masks_or_keypoints(func, tensor_dict):
+  for key in (fields.InputDataFields.groundtruth_instance_masks,
+              fields.InputDataFields.groundtruth_keypoints):
+    if key in tensor_dict:
+      raise ValueError(
+          '%s transforms only the image and boxes; the input carries %s, '
+          'which it would leave misaligned. Remove it from '
+          'data_augmentation_options or drop the %s.' %
+          (_function_name(func), key, key))
 
 
 def _takes_cache(func):
@@ -274,6 +293,8 @@ def preprocess(tensor_dict, preprocess_options, func_arg_map=None,
       raise ValueError('The function %s does not exist in func_arg_map' %
                        _function_name(func))
     arg_names = func_arg_map[func]
+    if func in _IMAGE_AND_BOXES_ONLY_OPS:
+      _check_no_masks_or_keypoints(func, tensor_dict)
     for name in arg_names:
       if name is not None and name not in tensor_dict:
         raise ValueError('The function %s requires argument %s' %

@@ -50,6 +50,7 @@ class PreprocessorCache(object):
   SSD_CROP_PAD_FIXED_ASPECT_RATIO = 'ssd_crop_pad_fixed_aspect_ratio'
   ABSOLUTE_PAD_IMAGE = 'absolute_pad_image'
   SCALE_CROP_AND_PAD_TO_SQUARE = 'scale_crop_and_pad_to_square'
+  AUTOAUGMENT_IMAGE = 'autoaugment_image'
 
   _VALID_FNS = frozenset([
       ROTATION90, HORIZONTAL_FLIP, VERTICAL_FLIP, PIXEL_VALUE_SCALE,
@@ -62,7 +63,7 @@ class PreprocessorCache(object):
       PATCH_GAUSSIAN, SQUARE_CROP_BY_SCALE, DROP_LABEL_PROBABILISTICALLY,
       JITTER_BOXES, CROP_PAD_IMAGE, SSD_CROP_FIXED_ASPECT_RATIO,
       SSD_CROP_PAD_FIXED_ASPECT_RATIO, ABSOLUTE_PAD_IMAGE,
-      SCALE_CROP_AND_PAD_TO_SQUARE])
+      SCALE_CROP_AND_PAD_TO_SQUARE, AUTOAUGMENT_IMAGE])
 
   def __init__(self):
     self._history = collections.defaultdict(dict)

@@ -316,7 +316,7 @@ def test_ssd_random_crop_pad_fixed_aspect_ratio_operations():
 
 
 @pytest.mark.parametrize('text,match', [
-    ('autoaugment_image { policy_name: "v0" }', 'autoaugment_image'),
+    ('autoaugment_image { policy_name: "v3" }', 'policy_name "v3"'),
     ('', 'not set'),
     ('normalize_image { original_minval: 0.0 }', 'original_maxval'),
     ('normalize_image { original_minval: 1.0 original_maxval: 1.0 }',
