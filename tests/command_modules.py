@@ -25,5 +25,10 @@ def import_command(module_name):
       clash = re.search(r"flag '([^']+)' is defined twice", str(error))
       if not clash:
         raise
-      delattr(flags.FLAGS, clash.group(1))
+      # The failed attempt's own flags go too: absl would count them as
+      # clashes of the retry, one at a time.
+      partial = flags.FLAGS.flags_by_module_dict().get(name, [])
+      for flag_name in {clash.group(1)} | {flag.name for flag in partial}:
+        if flag_name in flags.FLAGS:
+          delattr(flags.FLAGS, flag_name)
   raise RuntimeError('%s: too many clashing flags' % name)
