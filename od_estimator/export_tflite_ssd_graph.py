@@ -13,7 +13,11 @@ the `TFLite_Detection_PostProcess` custom op (boxes, classes, scores, number
 of detections) or, with --add_postprocessing_op=false,
 `raw_outputs/box_encodings` and `raw_outputs/class_predictions`; the
 constant `anchors` holds the anchors. Convert it with the TFLite converter
-and allow_custom_ops.
+and allow_custom_ops, or add --convert to also write EXPORT_DIR/detect.tflite:
+a float model for a float config, a fully quantized uint8 model (input uint8
+pixels, mean 128, std 128) for a config with a graph_rewriter quantization
+block. --post_training_quantize makes a float config's model full-integer
+too, calibrated on --representative_examples images of its eval_input_reader.
 
 --config_override takes text-format TrainEvalPipelineConfig merged over the
 file, e.g. to change the NMS thresholds of the exported op:
@@ -28,6 +32,7 @@ from absl import flags
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator import export_tflite_ssd_graph_lib
+from od_estimator import tflite_conversion
 from od_estimator.utils import config_util
 
 flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
@@ -47,6 +52,14 @@ flags.DEFINE_bool('use_regular_nms', False, 'Flag to set postprocessing op '
 flags.DEFINE_string('config_override', '', 'pipeline_pb2.'
                     'TrainEvalPipelineConfig text proto to override '
                     'pipeline_config_path.')
+flags.DEFINE_bool('convert', False, 'Also convert tflite_graph.pb into '
+                  'output_directory/detect.tflite (uint8 for a graph_rewriter '
+                  'quantization config, else float).')
+flags.DEFINE_bool('post_training_quantize', False, 'Implies --convert: '
+                  'full-integer quantization of a float model (uint8 input, '
+                  'int8 inside), calibrated on eval_input_reader images.')
+flags.DEFINE_integer('representative_examples', 100, 'Images of the '
+                     'eval_input_reader calibrating --post_training_quantize.')
 FLAGS = flags.FLAGS
 
 _PROG = 'export_tflite_ssd_graph'
@@ -61,6 +74,9 @@ def _export(unused_argv):
         '--' + name for name in missing))
   pipeline_config = config_util.read_pipeline_config(
       FLAGS.pipeline_config_path, FLAGS.config_override or None)
+  tflite_conversion.check_options(pipeline_config,
+                                  FLAGS.post_training_quantize,
+                                  FLAGS.representative_examples)
   export_tflite_ssd_graph_lib.export_tflite_graph(
       pipeline_config, FLAGS.trained_checkpoint_prefix,
       FLAGS.output_directory, FLAGS.add_postprocessing_op,
@@ -68,6 +84,11 @@ def _export(unused_argv):
       detections_per_class=FLAGS.detections_per_class,
       use_regular_nms=FLAGS.use_regular_nms)
   print('Exported to %s' % FLAGS.output_directory)
+  if FLAGS.convert or FLAGS.post_training_quantize:
+    path = tflite_conversion.write_tflite(
+        FLAGS.output_directory, pipeline_config, FLAGS.add_postprocessing_op,
+        FLAGS.post_training_quantize, FLAGS.representative_examples)
+    print('Converted to %s' % path)
 
 
 def main(argv=None):

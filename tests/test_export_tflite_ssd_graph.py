@@ -16,28 +16,37 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.framework import types_pb2
 
+from od_estimator import errors
 from od_estimator import export_tflite_ssd_graph_lib
+from od_estimator import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.utils import config_util
+from tests import tflite_runs
 from tests import tiny_ssd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = 64
 NUM_CLASSES = 3  # of the demo config
-INPUT = 'normalized_input_image_tensor'
-POSTPROCESS = 'TFLite_Detection_PostProcess'
-POSTPROCESS_OUTPUTS = [POSTPROCESS] + [POSTPROCESS + ':%d' % i
-                                       for i in (1, 2, 3)]
+INPUT = tflite_runs.INPUT
+POSTPROCESS = tflite_runs.POSTPROCESS
+POSTPROCESS_OUTPUTS = tflite_runs.POSTPROCESS_OUTPUTS
 RAW_OUTPUTS = ['raw_outputs/box_encodings', 'raw_outputs/class_predictions']
 BIAS_STDDEV = 0.1  # of the random biases
 PREDICTOR_SCALE = 0.25  # of the box and class predictors' random weights
 
 
-def _pipeline_config():
+def _pipeline_config(data_dir=None):
+  """The tiny SSD's config; with data_dir, evaluating TFRecords written there."""
   configs = config_util.get_configs_from_pipeline_file(tiny_ssd.DEMO_CONFIG)
   configs = config_util.merge_external_params_with_configs(
       configs, config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
-  return config_util.create_pipeline_proto_from_configs(configs)
+  pipeline_config = config_util.create_pipeline_proto_from_configs(configs)
+  if data_dir is not None:
+    _, val, label_map = tiny_ssd.write_data(data_dir, num_train=2, num_val=8)
+    reader = pipeline_config.eval_input_reader[0]
+    reader.tf_record_input_reader.input_path[:] = [val]
+    reader.label_map_path = label_map
+  return pipeline_config
 
 
 def _spread_out_weights():
@@ -94,7 +103,7 @@ def _write_checkpoint_and_reference(pipeline_config, prefix, image):
 @pytest.fixture(scope='module')
 def setup(tmp_path_factory):
   root = tmp_path_factory.mktemp('tflite')
-  pipeline_config = _pipeline_config()
+  pipeline_config = _pipeline_config(root / 'data')
   image = np.random.RandomState(1).uniform(
       -1.0, 1.0, [1, SIZE, SIZE, 3]).astype(np.float32)
   prefix = str(root / 'train' / 'model.ckpt-0')
@@ -119,16 +128,8 @@ def _graph_def(path):
 
 def _run_tflite(graph_path, output_arrays, image):
   """Converts the frozen graph and runs it on image; returns name -> array."""
-  converter = tf.compat.v1.lite.TFLiteConverter.from_frozen_graph(
-      graph_path, input_arrays=[INPUT], output_arrays=output_arrays,
-      input_shapes={INPUT: [1, SIZE, SIZE, 3]})
-  converter.allow_custom_ops = True
-  interpreter = tf.lite.Interpreter(model_content=converter.convert())
-  interpreter.allocate_tensors()
-  interpreter.set_tensor(interpreter.get_input_details()[0]['index'], image)
-  interpreter.invoke()
-  return {detail['name']: interpreter.get_tensor(detail['index'])
-          for detail in interpreter.get_output_details()}
+  return tflite_runs.run_model(
+      tflite_runs.convert_float(graph_path, output_arrays, SIZE), image)
 
 
 def _center_size(boxes):
@@ -207,8 +208,10 @@ def test_cli_raw_outputs_variant_converts(setup):
   result = _cli('--pipeline_config_path=' + setup['config_path'],
                 '--trained_checkpoint_prefix=' + setup['prefix'],
                 '--output_directory=' + out_dir,
-                '--add_postprocessing_op=false')
+                '--add_postprocessing_op=false', '--convert')
   assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(os.listdir(out_dir)) == ['detect.tflite', 'tflite_graph.pb',
+                                         'tflite_graph.pbtxt']
   graph_path = os.path.join(out_dir, 'tflite_graph.pb')
   nodes = {node.name: node for node in _graph_def(graph_path).node}
   assert POSTPROCESS not in nodes
@@ -217,13 +220,60 @@ def test_cli_raw_outputs_variant_converts(setup):
   anchors = tf.make_ndarray(nodes['anchors'].attr['value'].tensor)
   np.testing.assert_allclose(anchors, _center_size(ref['anchors']),
                              atol=1e-6)
-  out = _run_tflite(graph_path, RAW_OUTPUTS, setup['image'])
+  # --convert wrote the float conversion of the graph.
+  with open(os.path.join(out_dir, 'detect.tflite'), 'rb') as f:
+    out = tflite_runs.run_model(f.read(), setup['image'])
   np.testing.assert_allclose(out['raw_outputs/box_encodings'],
                              ref['box_encodings'], atol=1e-4)
   # Scores after the config's SIGMOID, background column included.
   sigmoid = 1.0 / (1.0 + np.exp(-ref['class_predictions_with_background']))
   np.testing.assert_allclose(out['raw_outputs/class_predictions'], sigmoid,
                              atol=1e-4)
+
+
+def test_post_training_quantization_keeps_the_top_detection(setup):
+  """Full-integer model calibrated on the eval records vs the float one."""
+  config = setup['config']
+  path = tflite_conversion.write_tflite(
+      setup['export_dir'], config, post_training_quantize=True,
+      representative_examples=8, tflite_name='ptq.tflite')
+  with open(path, 'rb') as f:
+    model = f.read()
+  interpreter = tf.lite.Interpreter(model_content=model)
+  assert interpreter.get_input_details()[0]['dtype'] == np.uint8
+  tensors = {t['index']: t for t in interpreter.get_tensor_details()}
+  ops = interpreter._get_ops_details()  # pylint: disable=protected-access
+  convs = [op for op in ops if op['op_name'] in ('CONV_2D',
+                                                 'DEPTHWISE_CONV_2D')]
+  assert convs and all(tensors[op['inputs'][1]]['dtype'] == np.int8
+                       for op in convs)
+  # Only the custom op's inputs are dequantized to float.
+  assert {op['op_name'] for op in ops
+          if tensors[op['outputs'][0]]['dtype'] == np.float32} == {
+              'DEQUANTIZE', POSTPROCESS}
+  # A real eval image, as calibrated; the float model is the reference.
+  image = tflite_conversion._read_images(  # pylint: disable=protected-access
+      config, 1)[0]
+  quantized = tflite_runs.detections(tflite_runs.run_model(model, image))
+  graph_path = os.path.join(setup['export_dir'], 'tflite_graph.pb')
+  reference = tflite_runs.detections(
+      _run_tflite(graph_path, POSTPROCESS_OUTPUTS, image))
+  assert len(quantized[0]) == 10
+  assert not tflite_runs.unmatched(quantized, reference, top=5, atol=0.03)
+
+
+def test_post_training_quantization_needs_a_float_model_and_eval_data():
+  pipeline_config = _pipeline_config()
+  pipeline_config.graph_rewriter.quantization.delay = 2
+  with pytest.raises(errors.UserInputError, match='for float models'):
+    tflite_conversion.check_options(pipeline_config, True, 10)
+  pipeline_config.ClearField('graph_rewriter')
+  tflite_conversion.check_options(pipeline_config, False, 0)
+  with pytest.raises(errors.UserInputError, match='must be positive'):
+    tflite_conversion.check_options(pipeline_config, True, 0)
+  del pipeline_config.eval_input_reader[:]
+  with pytest.raises(errors.UserInputError, match='eval_input_reader'):
+    tflite_conversion.check_options(pipeline_config, True, 10)
 
 
 def _cli(*args):
@@ -240,7 +290,8 @@ def test_cli_help_lists_the_original_flags_and_errors_are_one_line(tmp_path):
   for flag in ('output_directory', 'pipeline_config_path',
                'trained_checkpoint_prefix', 'max_detections',
                'max_classes_per_detection', 'detections_per_class',
-               'add_postprocessing_op', 'use_regular_nms', 'config_override'):
+               'add_postprocessing_op', 'use_regular_nms', 'config_override',
+               'convert', 'post_training_quantize', 'representative_examples'):
     # absl lists booleans as --[no]flag.
     assert flag + ':' in result.stdout
   result = _cli('--output_directory=' + str(tmp_path))
