@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
+from od_estimator.metrics import coco_arrays
 from od_estimator.metrics import coco_tools
 from od_estimator.metrics import evaluator_base
 from od_estimator.metrics import overlaps
@@ -53,7 +54,8 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
         is not in `categories`.
     """
     self._categories = list(categories)
-    self._category_ids = {c['id'] for c in self._categories}
+    self._category_id_array = np.array([c['id'] for c in self._categories],
+                                       np.int64)
     self._include_per_category = include_metrics_per_category
     self._all_per_category = all_metrics_per_category
     self._backend = backend
@@ -64,7 +66,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
 
   def clear(self):
     self._images = collections.OrderedDict()
-    self._annotations = []
+    self._groundtruth = []  # Per image: columns (coco_arrays docstring).
     self._detections = []
     self._with_detections = set()
     self._labeled_classes = {}
@@ -84,32 +86,34 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
       logging.warning('Ignoring groundtruth for image %s: already added.',
                       image_id)
       return
-    boxes = np.asarray(groundtruth_dict[_IN.groundtruth_boxes], np.float64)
-    classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes]).astype(int)
+    boxes = np.asarray(groundtruth_dict[_IN.groundtruth_boxes],
+                       np.float64).reshape([-1, 4])
+    classes = _classes(groundtruth_dict[_IN.groundtruth_classes])
     is_crowd = groundtruth_dict.get(_IN.groundtruth_is_crowd)
     is_crowd = (np.zeros(len(classes), bool) if is_crowd is None or
                 len(is_crowd) == 0 else np.asarray(is_crowd).astype(bool))
-    areas = groundtruth_dict.get(_IN.groundtruth_area)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    given = groundtruth_dict.get(_IN.groundtruth_area)
+    if given is not None and len(given):
+      given = np.asarray(given, np.float64)
+      area = np.where(given > 0, given, area)
     labeled = groundtruth_dict.get(_IN.groundtruth_labeled_classes)
     if self._skip_unlabeled and labeled is not None:
       self._labeled_classes[image_id] = np.flatnonzero(
           np.asarray(labeled) == 1)
     self._images[image_id] = len(self._images) + 1
-    coco_boxes = coco_tools.boxes_to_coco(boxes)
-    for index, (box, label) in enumerate(zip(boxes, classes)):
-      if label not in self._category_ids:
-        continue
-      area = (float(areas[index]) if areas is not None and len(areas) and
-              areas[index] > 0 else
-              float((box[2] - box[0]) * (box[3] - box[1])))
-      self._annotations.append({
-          'id': len(self._annotations) + 1,
-          'image_id': self._images[image_id],
-          'category_id': int(label),
-          'bbox': coco_boxes[index],
-          'area': area,
-          'iscrowd': int(is_crowd[index]),
-      })
+    kept = self._known(classes)
+    self._groundtruth.append({
+        'image_id': np.full(len(kept), self._images[image_id], np.int64),
+        'category_id': classes[kept],
+        'bbox': coco_tools.boxes_to_coco_array(boxes[kept]),
+        'area': area[kept],
+        'iscrowd': is_crowd[kept],
+    })
+
+  def _known(self, classes):
+    """Indices of the classes in the label map."""
+    return np.flatnonzero(np.isin(classes, self._category_id_array))
 
   def add_single_detected_image_info(self, image_id, detections_dict):
     """Adds one image's detections (after its groundtruth).
@@ -124,25 +128,32 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     """
     if not self._first_detections_of(image_id):
       return
-    self._with_detections.add(image_id)
+    kept = self._kept_detections(image_id, detections_dict)
+    boxes = coco_tools.boxes_to_coco_array(
+        np.asarray(detections_dict[_DET.detection_boxes])[kept])
+    # As loadRes: a detection's area is its box's width * height.
+    self._add_detections(image_id, detections_dict, kept, bbox=boxes,
+                         area=boxes[:, 2] * boxes[:, 3])
+
+  def _kept_detections(self, image_id, detections_dict):
+    """Indices of the detections to evaluate: classes in the label map
+    (and, with skip_predictions_for_unlabeled_class, labeled in the
+    image)."""
+    classes = _classes(detections_dict[_DET.detection_classes])
+    kept = self._known(classes)
     if image_id in self._labeled_classes:
-      keep = np.isin(np.asarray(detections_dict[_DET.detection_classes]),
-                     self._labeled_classes[image_id])
-      detections_dict = {name: np.asarray(detections_dict[name])[keep]
-                         for name in (_DET.detection_boxes,
-                                      _DET.detection_scores,
-                                      _DET.detection_classes)}
-    boxes = coco_tools.boxes_to_coco(detections_dict[_DET.detection_boxes])
-    scores = np.asarray(detections_dict[_DET.detection_scores],
-                        np.float64).tolist()
-    classes = np.asarray(detections_dict[_DET.detection_classes]).astype(
-        int).tolist()
-    coco_id = self._images[image_id]
-    self._detections.extend(
-        {'image_id': coco_id, 'category_id': label, 'bbox': box,
-         'score': score}
-        for box, score, label in zip(boxes, scores, classes)
-        if label in self._category_ids)
+      kept = kept[np.isin(classes[kept], self._labeled_classes[image_id])]
+    return kept
+
+  def _add_detections(self, image_id, detections_dict, kept, **columns):
+    """Records the kept detections: image, class, score and `columns`."""
+    self._with_detections.add(image_id)
+    self._detections.append(dict(
+        image_id=np.full(len(kept), self._images[image_id], np.int64),
+        category_id=_classes(detections_dict[_DET.detection_classes])[kept],
+        score=np.asarray(detections_dict[_DET.detection_scores],
+                         np.float64).reshape([-1])[kept],
+        **columns))
 
   def _first_detections_of(self, image_id):
     """False (with a warning) when the image's detections were added.
@@ -158,18 +169,57 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
       return False
     return True
 
+  def _columns(self, parts, names):
+    """The per-image column dicts joined into one (coco_arrays columns)."""
+    columns = {}
+    for name in names:
+      values = [part[name] for part in parts]
+      if name == 'segmentation':
+        columns[name] = [rle for rles in values for rle in rles]
+      elif values:
+        columns[name] = np.concatenate(values)
+      else:
+        columns[name] = np.zeros([0, 4] if name == 'bbox' else [0])
+    return columns
+
+  _GROUNDTRUTH_COLUMNS = ('image_id', 'category_id', 'bbox', 'area',
+                          'iscrowd')
+  _DETECTION_COLUMNS = ('image_id', 'category_id', 'bbox', 'score', 'area')
+
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict."""
+    columns = self._columns(self._groundtruth, self._GROUNDTRUTH_COLUMNS)
     return {
         'images': [{'id': i} for i in self._images.values()],
-        'annotations': self._annotations,
+        'annotations': _dicts(columns, ids=True),
         'categories': self._categories,
     }
+
+  def detections_list(self):
+    """The accumulated detections as COCO results (dicts)."""
+    names = tuple(n for n in self._DETECTION_COLUMNS if n != 'area')
+    return _dicts(self._columns(self._detections, names))
 
   def dump_detections_to_json_file(self, json_output_path):
     """Writes the accumulated detections as COCO results JSON."""
     with tf.io.gfile.GFile(json_output_path, 'w') as f:
-      json.dump(self._detections, f)
+      json.dump(self.detections_list(), f)
+
+  def _compute(self, iou_type):
+    """(summary, per-category) metrics of the images so far."""
+    options = dict(
+        include_metrics_per_category=self._include_per_category,
+        all_metrics_per_category=self._all_per_category,
+        super_categories=self._super_categories)
+    if self._backend != 'faster' or not coco_arrays.available():
+      return coco_tools.compute_metrics(
+          self.groundtruth_dict(), self.detections_list(), iou_type=iou_type,
+          backend=self._backend, **options)
+    coco_eval = coco_arrays.evaluate(
+        self._images.values(), self._category_id_array,
+        self._columns(self._groundtruth, self._GROUNDTRUTH_COLUMNS),
+        self._columns(self._detections, self._DETECTION_COLUMNS), iou_type)
+    return coco_tools.summarize(coco_eval, self._categories, **options)
 
   def evaluate(self):
     """Returns {'DetectionBoxes_<metric>': float} for the images so far."""
@@ -177,11 +227,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
                  len(self._images), self._backend)
     if not self._images:
       logging.warning('No images were evaluated; metrics are -1.')
-    summary, per_category = coco_tools.compute_metrics(
-        self.groundtruth_dict(), self._detections,
-        include_metrics_per_category=self._include_per_category,
-        all_metrics_per_category=self._all_per_category,
-        backend=self._backend, super_categories=self._super_categories)
+    summary, per_category = self._compute('bbox')
     summary.update(per_category)
     return {PREFIX + name: value for name, value in summary.items()}
 
@@ -258,21 +304,17 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     name = _IN.groundtruth_instance_masks
     masks = overlaps.binary_masks(name, groundtruth_dict.get(name),
                                   'CocoMaskEvaluator', check_values=False)
-    classes = np.asarray(groundtruth_dict[_IN.groundtruth_classes]).astype(
-        int)
-    kept = [i for i, label in enumerate(classes)
-            if label in self._category_ids]
+    classes = _classes(groundtruth_dict[_IN.groundtruth_classes])
+    kept = self._known(classes)
     # Encoded (and checked) before the image is added.
     rles = coco_tools.encode_masks(
         masks[kept] if len(kept) < len(masks) else masks, name)
-    first = len(self._annotations)
     super().add_single_ground_truth_image_info(image_id, {
         name: groundtruth_dict[name] for name in (
             _IN.groundtruth_boxes, _IN.groundtruth_classes,
             _IN.groundtruth_is_crowd) if name in groundtruth_dict})
     self._mask_shapes[image_id] = masks.shape[1:3]
-    for annotation, rle in zip(self._annotations[first:], rles):
-      annotation['segmentation'] = rle
+    self._groundtruth[-1]['segmentation'] = rles
 
   def add_single_detected_image_info(self, image_id, detections_dict):
     """Adds one image's detections (after its groundtruth).
@@ -296,18 +338,18 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
           'Spatial shape of groundtruth masks and detection masks are '
           'incompatible: %s vs %s' % (self._mask_shapes[image_id],
                                       masks.shape[1:3]))
-    classes = np.asarray(detections_dict[_DET.detection_classes]).astype(int)
-    scores = np.asarray(detections_dict[_DET.detection_scores], np.float64)
-    kept = np.flatnonzero(np.isin(classes, list(self._category_ids)))
+    kept = self._kept_detections(image_id, detections_dict)
     rles = coco_tools.encode_masks(
         masks[kept] if len(kept) < len(masks) else masks,
         _DET.detection_masks)
-    self._with_detections.add(image_id)
-    coco_id = self._images[image_id]
-    self._detections.extend(
-        {'image_id': coco_id, 'category_id': int(classes[i]),
-         'segmentation': rle, 'score': float(scores[i])}
-        for i, rle in zip(kept, rles))
+    # As loadRes: a detection's area is its mask's.
+    self._add_detections(image_id, detections_dict, kept, segmentation=rles,
+                         area=coco_tools.mask_areas(rles))
+
+  _GROUNDTRUTH_COLUMNS = (
+      CocoDetectionEvaluator._GROUNDTRUTH_COLUMNS + ('segmentation',))  # pylint: disable=protected-access
+  _DETECTION_COLUMNS = ('image_id', 'category_id', 'segmentation', 'score',
+                        'area')
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict (with sizes)."""
@@ -322,13 +364,26 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     """Returns {'DetectionMasks_<metric>': float} for the images so far."""
     logging.info('Evaluating %d images with COCO mask metrics (%s).',
                  len(self._images), self._backend)
-    summary, per_category = coco_tools.compute_metrics(
-        self.groundtruth_dict(), self._detections, iou_type='segm',
-        include_metrics_per_category=self._include_per_category,
-        all_metrics_per_category=self._all_per_category,
-        backend=self._backend)
+    summary, per_category = self._compute('segm')
     summary.update(per_category)
     return {MASK_PREFIX + name: value for name, value in summary.items()}
+
+
+def _classes(classes):
+  """[N] int64 class ids."""
+  return np.asarray(classes).astype(np.int64).reshape([-1])
+
+
+def _dicts(columns, ids=False):
+  """COCO-format dicts, one per row of the columns (Python values)."""
+  names = list(columns)
+  values = [column if isinstance(column, list) else
+            (column.astype(int) if column.dtype == bool else column).tolist()
+            for column in columns.values()]
+  rows = [dict(zip(names, row)) for row in zip(*values)]
+  if ids:
+    rows = [dict(id=index, **row) for index, row in enumerate(rows, 1)]
+  return rows
 
 
 def _checked_super_categories(super_categories, category_names):

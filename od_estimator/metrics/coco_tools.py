@@ -35,14 +35,26 @@ COCO_METRIC_NAMES_AND_INDEX = (
 )
 
 
-def boxes_to_coco(boxes):
-  """[N, 4] ymin, xmin, ymax, xmax → N COCO [x, y, width, height] lists.
-
-  In float64, as Python floats: the numbers pycocotools would compute.
-  """
+def boxes_to_coco_array(boxes):
+  """[N, 4] ymin, xmin, ymax, xmax → [N, 4] float64 COCO x, y, width,
+  height: the numbers pycocotools would compute."""
   boxes = np.asarray(boxes, np.float64).reshape([-1, 4])
   ymin, xmin, ymax, xmax = boxes.T
-  return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1).tolist()
+  return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1)
+
+
+def boxes_to_coco(boxes):
+  """[N, 4] ymin, xmin, ymax, xmax → N COCO [x, y, width, height] lists of
+  Python floats."""
+  return boxes_to_coco_array(boxes).tolist()
+
+
+def mask_areas(rles):
+  """[N] float64 pixel counts of COCO RLEs (loadRes' segm 'area')."""
+  from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
+  if not rles:
+    return np.zeros([0])
+  return mask_utils.area(rles).astype(np.float64)
 
 
 def _column_major_runs(mask, top, bottom, first, last):
@@ -204,6 +216,16 @@ def compute_metrics(groundtruth, detections, iou_type='bbox',
                                      groundtruth['images'])
     coco_eval.evaluate()
     coco_eval.accumulate()
+  return summarize(coco_eval, groundtruth['categories'],
+                   include_metrics_per_category, all_metrics_per_category,
+                   super_categories)
+
+
+def summarize(coco_eval, categories, include_metrics_per_category=False,
+              all_metrics_per_category=False, super_categories=None):
+  """compute_metrics' (summary, per-category) of an accumulated COCOeval
+  (pycocotools' or faster-coco-eval's; see compute_metrics)."""
+  with contextlib.redirect_stdout(io.StringIO()):
     coco_eval.summarize()
   summary = collections.OrderedDict(
       (name, float(coco_eval.stats[index]))
@@ -212,7 +234,7 @@ def compute_metrics(groundtruth, detections, iou_type='bbox',
   if not (include_metrics_per_category or all_metrics_per_category or
           super_categories):
     return summary, per_category
-  names = {c['id']: c['name'] for c in groundtruth['categories']}
+  names = {c['id']: c['name'] for c in categories}
   map_by_name = {}
   for index, category_id in enumerate(coco_eval.params.catIds):
     stats = _per_category_stats(coco_eval, index)
