@@ -1,12 +1,15 @@
-"""COCO evaluation of numpy arrays through faster-coco-eval's C++ core.
+"""COCO evaluation of numpy arrays, with pycocotools' numbers.
 
-The evaluators keep each image's groundtruth and detections as arrays.
-Here they are grouped by (image, category) in numpy, their IoUs computed
+The evaluators keep each image's groundtruth and detections as columns.
+Here pycocotools' COCOeval.evaluate() and accumulate() are redone on whole
+arrays: detections grouped by (image, category) and sorted by score, IoUs
 as pycocotools computes them (box IoU in float64 with its operations, mask
-IoU with pycocotools.mask.iou), and faster-coco-eval's C++ matching and
-accumulation run on the groups: the numbers of COCO / loadRes / COCOeval
-without one dict per detection, the COCO index or faster-coco-eval's
-Python preparation (most of its time).
+IoU with pycocotools.mask.iou), its greedy matching run for every group,
+IoU threshold and area range at once, one detection rank at a time, and
+its precision / recall accumulation per category with cumulative sums.
+The result is an accumulated pycocotools COCOeval (summarize() as usual):
+the same numbers, bit for bit, without a dict per detection, the COCO
+index or a Python loop per image.
 
 Columns (numpy arrays of one length, in the order the images were added):
   groundtruth: image_id, category_id, bbox [G, 4] COCO x, y, width, height,
@@ -14,24 +17,7 @@ Columns (numpy arrays of one length, in the order the images were added):
   detections: image_id, category_id, score, area; bbox [D, 4] for 'bbox',
     segmentation (D RLE dicts) for 'segm'.
 """
-import contextlib
-import gc
-
 import numpy as np
-
-# pycocotools' largest maxDets: detections of an (image, category) past it
-# are not evaluated.
-_MAX_DETECTIONS = 100
-
-
-def available():
-  """Whether the installed faster-coco-eval has the C++ entry points."""
-  try:
-    from faster_coco_eval import faster_eval_api_cpp  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    return False
-  return all(hasattr(faster_eval_api_cpp, name) for name in
-             ('COCOevalEvaluateAccumulate', 'Dataset'))
 
 
 def box_iou(detections, groundtruth, iscrowd):
@@ -58,84 +44,186 @@ def box_iou(detections, groundtruth, iscrowd):
   return np.where((width > 0) & (height > 0), iou, 0.0)
 
 
-def _groups(keys):
-  """(starts, counts) of the runs of equal rows in sorted [N, 2] keys."""
-  if not len(keys):
-    return np.zeros(0, np.int64), np.zeros(0, np.int64)
-  change = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
-  starts = np.concatenate([[0], change])
-  return starts, np.diff(np.append(starts, len(keys)))
+def _take(columns, order):
+  return {name: ([values[i] for i in order.tolist()]
+                 if isinstance(values, list) else np.asarray(values)[order])
+          for name, values in columns.items()}
 
 
-def _dataset(keys, starts, counts, dicts):
-  """faster-coco-eval's C++ Dataset of the per-(image, category) dicts."""
-  from faster_coco_eval import faster_eval_api_cpp  # pylint: disable=g-import-not-at-top
-  dataset = faster_eval_api_cpp.Dataset()
-  dataset.load_tuple((len(starts), [
-      (float(image), float(category), dicts[start:start + count])
-      for (image, category), start, count in zip(
-          keys[starts].tolist(), starts.tolist(), counts.tolist())]))
-  return dataset
+def _sorted(columns, image_ids, category_ids, by_score=False):
+  """The columns sorted by (image, category) index (then by falling score,
+  ties in the order given: COCOeval's mergesort), with 'image',
+  'category' (indices), 'rank' in the (image, category) run, and the runs'
+  'starts' and 'counts'."""
+  image = np.searchsorted(image_ids, np.asarray(columns['image_id']))
+  category = np.searchsorted(category_ids,
+                             np.asarray(columns['category_id']))
+  keys = (category, image)  # lexsort: the last key first.
+  if by_score:
+    keys = (-np.asarray(columns['score'], np.float64),) + keys
+  order = np.lexsort(keys)
+  rows = _take(columns, order)
+  rows['image'], rows['category'] = image[order], category[order]
+  group = rows['image'] * len(category_ids) + rows['category']
+  starts = np.flatnonzero(np.diff(group, prepend=-1)) if len(group) else (
+      np.zeros(0, np.int64))
+  rows['starts'] = starts
+  rows['counts'] = np.diff(np.append(starts, len(group)))
+  rows['group'] = group[starts]
+  rows['rank'] = np.arange(len(group)) - np.repeat(starts, rows['counts'])
+  return rows
 
 
-def _pair_ious(iou_type, groundtruth, detections, gt_keys, gt_starts,
-               gt_counts, dt_keys, dt_starts, dt_counts):
-  """{(image, category): [detections, groundtruth] IoU lists}, for the pairs
-  with both; detections in score order."""
-  gt_index = {key: i for i, key in enumerate(map(tuple,
-                                                 gt_keys[gt_starts].tolist()))}
-  pairs = [(key, gt_index.get(key), start, count) for key, start, count in
-           zip(map(tuple, dt_keys[dt_starts].tolist()), dt_starts.tolist(),
-               dt_counts.tolist())]
-  pairs = [pair for pair in pairs if pair[1] is not None]
-  ious = {}
+def _ious(iou_type, groundtruth, detections, gt_start, gt_count, dt_start,
+          dt_count):
+  """Flat IoUs of each (image, category) pair: a [detections, groundtruth]
+  block per pair, row-major, one after the other; and the blocks' offsets.
+  """
+  sizes = dt_count * gt_count
+  offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
   if iou_type == 'bbox':
-    # One flat IoU per (detection, groundtruth) pair of a group.
-    if not pairs:
-      return ious
-    group = np.array([g for _, g, _, _ in pairs])
-    dt_start = np.array([s for _, _, s, _ in pairs])
-    dt_count = np.array([c for _, _, _, c in pairs])
-    g_start, g_count = gt_starts[group], gt_counts[group]
-    sizes = dt_count * g_count
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    flat = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
-    dt_rows = np.repeat(dt_start, sizes) + flat // np.repeat(g_count, sizes)
-    gt_rows = np.repeat(g_start, sizes) + flat % np.repeat(g_count, sizes)
-    values = box_iou(detections['bbox'][dt_rows], groundtruth['bbox'][gt_rows],
-                     groundtruth['iscrowd'][gt_rows]).tolist()
-    for (key, _, _, count), g, begin, end in zip(
-        pairs, g_count.tolist(), offsets[:-1].tolist(), offsets[1:].tolist()):
-      ious[key] = [values[row:row + g] for row in range(begin, end, g)]
-    return ious
+    within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
+    columns = np.repeat(gt_count, sizes)
+    dt_rows = np.repeat(dt_start, sizes) + within // columns
+    gt_rows = np.repeat(gt_start, sizes) + within % columns
+    return box_iou(detections['bbox'][dt_rows], groundtruth['bbox'][gt_rows],
+                   groundtruth['iscrowd'][gt_rows]), offsets
   from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
   dt_rles, gt_rles = detections['segmentation'], groundtruth['segmentation']
   crowd = groundtruth['iscrowd'].astype(np.uint8).tolist()
-  for key, g, start, count in pairs:
-    g_start, g_count = int(gt_starts[g]), int(gt_counts[g])
-    ious[key] = mask_utils.iou(
-        dt_rles[start:start + count], gt_rles[g_start:g_start + g_count],
-        crowd[g_start:g_start + g_count]).tolist()
-  return ious
+  blocks = [np.zeros(0)]
+  for d, nd, g, ng in zip(dt_start.tolist(), dt_count.tolist(),
+                          gt_start.tolist(), gt_count.tolist()):
+    blocks.append(np.asarray(mask_utils.iou(
+        dt_rles[d:d + nd], gt_rles[g:g + ng], crowd[g:g + ng]),
+                             np.float64).reshape(-1))
+  return np.concatenate(blocks), offsets
 
 
-@contextlib.contextmanager
-def _garbage_collection_paused():
-  """Without the cyclic collector: the hundreds of thousands of small lists
-  and dicts built here hold no cycles, yet trigger collections that scan
-  them all (a third of the time)."""
-  enabled = gc.isenabled()
-  gc.disable()
-  try:
-    yield
-  finally:
-    if enabled:
-      gc.enable()
+def _match(params, iou_type, groundtruth, detections, gt_ignore):
+  """COCOeval.evaluateImg's greedy matching of every (image, category).
+
+  Returns:
+    (matched, ignored): [detections, IoU thresholds, area ranges] bool:
+    dtMatches != 0 and dtIgnore of each detection.
+  """
+  num_thresholds, num_areas = len(params.iouThrs), len(params.areaRng)
+  shape = (len(detections['rank']), num_thresholds, num_areas)
+  matched, matched_ignored = np.zeros(shape, bool), np.zeros(shape, bool)
+  both, gt_pair, dt_pair = np.intersect1d(
+      groundtruth['group'], detections['group'], assume_unique=True,
+      return_indices=True)
+  if len(both):
+    # Pairs by falling detection count: the pairs with a detection of rank
+    # r are the first ones.
+    order = np.argsort(-detections['counts'][dt_pair], kind='stable')
+    gt_start = groundtruth['starts'][gt_pair][order]
+    gt_count = groundtruth['counts'][gt_pair][order]
+    dt_start = detections['starts'][dt_pair][order]
+    dt_count = detections['counts'][dt_pair][order]
+    ious, iou_offsets = _ious(iou_type, groundtruth, detections, gt_start,
+                              gt_count, dt_start, dt_count)
+    # One entry per (pair, groundtruth), pair after pair.
+    entry_offsets = np.concatenate([[0], np.cumsum(gt_count)])
+    entry_pair = np.repeat(np.arange(len(both)), gt_count)
+    entry_column = np.arange(entry_offsets[-1]) - entry_offsets[entry_pair]
+    entry_row = gt_start[entry_pair] + entry_column
+    entry_ignore = gt_ignore[entry_row]  # [entries, areas]
+    entry_crowd = groundtruth['iscrowd'][entry_row].astype(bool)
+    available = np.ones((len(entry_row), num_thresholds, num_areas), bool)
+    thresholds = np.minimum(np.asarray(params.iouThrs), 1 - 1e-10)
+    areas = np.arange(num_areas)
+    for rank in range(int(dt_count[0])):
+      pairs = int(np.count_nonzero(dt_count > rank))
+      entries = int(entry_offsets[pairs])
+      firsts = entry_offsets[:pairs]
+      pair = entry_pair[:entries]
+      iou = ious[iou_offsets[pair] + rank * gt_count[pair] +
+                 entry_column[:entries]][:, None, None]
+      ignore = entry_ignore[:entries][:, None, :]
+      candidate = available[:entries] & (iou >= thresholds[None, :, None])
+      regular = candidate & ~ignore
+      # A regular groundtruth if any can match, else an ignored one; the
+      # best IoU, the last of equals (evaluateImg's >= scan).
+      candidate = np.where(
+          np.logical_or.reduceat(regular, firsts, axis=0)[pair], regular,
+          candidate)
+      value = np.where(candidate, iou, -1.0)
+      best = np.maximum.reduceat(value, firsts, axis=0)
+      entry = np.maximum.reduceat(
+          np.where(candidate & (value == best[pair]),
+                   np.arange(entries)[:, None, None], -1), firsts, axis=0)
+      hit = entry >= 0
+      entry = np.maximum(entry, 0)
+      rows = dt_start[:pairs] + rank
+      matched[rows] = hit
+      matched_ignored[rows] = hit & entry_ignore[entry, areas]
+      taken = hit & ~entry_crowd[entry]
+      which, threshold, area = np.nonzero(taken)
+      available[entry[which, threshold, area], threshold, area] = False
+  outside = _outside(detections['area'], params.areaRng)
+  return matched, matched_ignored | (~matched & outside[:, None, :])
+
+
+def _outside(area, area_ranges):
+  """[N, areas] bool: area outside each range (evaluateImg's test)."""
+  area = np.asarray(area, np.float64)[:, None]
+  ranges = np.asarray(area_ranges, np.float64)
+  return (area < ranges[None, :, 0]) | (area > ranges[None, :, 1])
+
+
+def _accumulate(params, groundtruth, detections, gt_ignore, matched,
+                ignored):
+  """COCOeval.accumulate()'s precision, recall and scores."""
+  num_t, num_r = len(params.iouThrs), len(params.recThrs)
+  num_k, num_a, num_m = (len(params.catIds), len(params.areaRng),
+                         len(params.maxDets))
+  precision = -np.ones((num_t, num_r, num_k, num_a, num_m))
+  recall = -np.ones((num_t, num_k, num_a, num_m))
+  scores = -np.ones((num_t, num_r, num_k, num_a, num_m))
+  valid_gt = np.stack([np.bincount(groundtruth['category'],
+                                   weights=~gt_ignore[:, a],
+                                   minlength=num_k)
+                       for a in range(num_a)], axis=1).astype(np.int64)
+  # All detections of a category by falling score; ties by image, then
+  # rank (accumulate's mergesort of the per-image lists).
+  order = np.lexsort((detections['rank'], detections['image'],
+                      -detections['score'], detections['category']))
+  category = detections['category'][order]
+  bounds = np.searchsorted(category, np.arange(num_k + 1))
+  recall_thresholds = np.asarray(params.recThrs)
+  for k in np.flatnonzero(valid_gt.max(axis=1) > 0):
+    rows = order[bounds[k]:bounds[k + 1]]
+    for m, max_detections in enumerate(params.maxDets):
+      kept = rows[detections['rank'][rows] < max_detections]
+      count = len(kept)
+      score = detections['score'][kept]
+      counted = ~ignored[kept]
+      tp = np.cumsum(matched[kept] & counted, axis=0).astype(float)
+      fp = np.cumsum(~matched[kept] & counted, axis=0).astype(float)
+      for a in np.flatnonzero(valid_gt[k] > 0):
+        rc = tp[:, :, a] / valid_gt[k, a]
+        pr = tp[:, :, a] / (fp[:, :, a] + tp[:, :, a] + np.spacing(1))
+        # Each precision the best at its recall or beyond.
+        pr = np.maximum.accumulate(pr[::-1], axis=0)[::-1]
+        recall[:, k, a, m] = rc[-1] if count else 0
+        for t in range(num_t):
+          at = np.searchsorted(rc[:, t], recall_thresholds, side='left')
+          inside = at < count
+          at = np.minimum(at, max(count - 1, 0))
+          if count:
+            precision[t, :, k, a, m] = np.where(inside, pr[at, t], 0)
+            scores[t, :, k, a, m] = np.where(inside, score[at], 0)
+          else:
+            precision[t, :, k, a, m] = 0
+            scores[t, :, k, a, m] = 0
+  return {'params': params, 'counts': [num_t, num_r, num_k, num_a, num_m],
+          'precision': precision, 'recall': recall, 'scores': scores}
 
 
 def evaluate(image_ids, category_ids, groundtruth, detections,
              iou_type='bbox'):
-  """Matches and accumulates as COCOeval.evaluate() and accumulate().
+  """COCOeval.evaluate() and accumulate() of the columns.
 
   Args:
     image_ids: the evaluated COCO image ids (ints).
@@ -145,78 +233,29 @@ def evaluate(image_ids, category_ids, groundtruth, detections,
     iou_type: 'bbox' or 'segm'.
 
   Returns:
-    A faster-coco-eval COCOeval_faster holding params and eval (precision,
-    recall, scores); summarize() fills its stats.
+    A pycocotools COCOeval whose eval holds precision, recall and scores;
+    summarize() fills its stats.
   """
-  with _garbage_collection_paused():
-    return _evaluate(image_ids, category_ids, groundtruth, detections,
-                     iou_type)
-
-
-def _evaluate(image_ids, category_ids, groundtruth, detections, iou_type):
-  from faster_coco_eval import COCOeval_faster  # pylint: disable=g-import-not-at-top
-  from faster_coco_eval import faster_eval_api_cpp  # pylint: disable=g-import-not-at-top
-  coco_eval = COCOeval_faster(None, None, iou_type,
-                              print_function=lambda *args: None)
+  from pycocotools.cocoeval import COCOeval  # pylint: disable=g-import-not-at-top
+  coco_eval = COCOeval(iouType=iou_type)
   params = coco_eval.params
   params.imgIds = sorted({int(i) for i in image_ids})
   params.catIds = sorted({int(c) for c in category_ids})
-  groundtruth, detections = _sorted(groundtruth, detections)
-  gt_keys = np.stack([groundtruth['image_id'], groundtruth['category_id']], 1)
-  dt_keys = np.stack([detections['image_id'], detections['category_id']], 1)
-  gt_starts, gt_counts = _groups(gt_keys)
-  dt_starts, dt_counts = _groups(dt_keys)
-  # The C++ side reads id, area, iscrowd, ignore and score of each; ignore
-  # is iscrowd as in COCOeval._prepare.
-  crowd = groundtruth['iscrowd'].astype(int).tolist()
-  gt_dicts = [{'id': i, 'area': a, 'iscrowd': c, 'ignore': c}
-              for i, a, c in zip(groundtruth['id'].tolist(),
-                                 groundtruth['area'].tolist(), crowd)]
-  dt_dicts = [{'id': i, 'score': s, 'area': a}
-              for i, s, a in zip(detections['id'].tolist(),
-                                 detections['score'].tolist(),
-                                 detections['area'].tolist())]
-  pair_ious = _pair_ious(iou_type, groundtruth, detections, gt_keys,
-                         gt_starts, gt_counts, dt_keys, dt_starts, dt_counts)
-  category_index = {c: k for k, c in enumerate(params.catIds)}
-  image_index = {i: k for k, i in enumerate(params.imgIds)}
-  empty = []
-  ious = [[empty] * len(params.catIds) for _ in params.imgIds]
-  for (image, category), values in pair_ious.items():
-    ious[image_index[image]][category_index[category]] = values
+  images, categories = np.array(params.imgIds), np.array(params.catIds)
+  groundtruth = _sorted(groundtruth, images, categories)
+  names = list(detections)
+  detections = _sorted(detections, images, categories, by_score=True)
+  # Only the first maxDets[-1] of an (image, category) are evaluated.
+  within = detections['rank'] < params.maxDets[-1]
+  if not within.all():
+    detections = _sorted(
+        _take({name: detections[name] for name in names},
+              np.flatnonzero(within)), images, categories, by_score=True)
+  gt_ignore = (groundtruth['iscrowd'].astype(bool)[:, None] |
+               _outside(groundtruth['area'], params.areaRng))
+  matched, ignored = _match(params, iou_type, groundtruth, detections,
+                            gt_ignore)
   coco_eval._paramsEval = params  # pylint: disable=protected-access
-  coco_eval.eval = faster_eval_api_cpp.COCOevalEvaluateAccumulate(
-      params, ious, _dataset(gt_keys, gt_starts, gt_counts, gt_dicts),
-      _dataset(dt_keys, dt_starts, dt_counts, dt_dicts), params.imgIds,
-      params.catIds, True)
+  coco_eval.eval = _accumulate(params, groundtruth, detections, gt_ignore,
+                               matched, ignored)
   return coco_eval
-
-
-def _sorted(groundtruth, detections):
-  """The columns ordered by (image, category), detections then by falling
-  score (stable, as COCOeval's mergesort) and cut to the first 100 of each
-  (image, category); 1-based ids in the order given (as loadRes numbers
-  them) added."""
-  groundtruth = dict(groundtruth, id=np.arange(
-      1, len(groundtruth['image_id']) + 1))
-  detections = dict(detections, id=np.arange(
-      1, len(detections['image_id']) + 1))
-  gt_order = np.lexsort((groundtruth['category_id'], groundtruth['image_id']))
-  dt_order = np.lexsort((-np.asarray(detections['score'], np.float64),
-                         detections['category_id'], detections['image_id']))
-  keys = np.stack([detections['image_id'][dt_order],
-                   detections['category_id'][dt_order]], 1)
-  starts, counts = _groups(keys)
-  rank = np.arange(len(keys)) - np.repeat(starts, counts)
-  dt_order = dt_order[rank < _MAX_DETECTIONS]
-  return (_take(groundtruth, gt_order), _take(detections, dt_order))
-
-
-def _take(columns, order):
-  taken = {}
-  for name, values in columns.items():
-    if isinstance(values, list):
-      taken[name] = [values[i] for i in order.tolist()]
-    else:
-      taken[name] = np.asarray(values)[order]
-  return taken

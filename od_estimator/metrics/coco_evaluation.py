@@ -42,7 +42,8 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
       categories: list of {'id': int (1-based), 'name': str}.
       include_metrics_per_category: also report per-category mAP.
       all_metrics_per_category: report all 12 metrics per category.
-      backend: 'faster' (faster-coco-eval) or 'pycocotools'.
+      backend: 'faster' (coco_arrays: pycocotools' evaluation redone on
+        numpy arrays, the same numbers) or 'pycocotools' (run on dicts).
       skip_predictions_for_unlabeled_class: drop an image's detections of
         classes its groundtruth_labeled_classes does not list.
       super_categories: optional {super-category: [category names]}: also
@@ -211,7 +212,7 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
         include_metrics_per_category=self._include_per_category,
         all_metrics_per_category=self._all_per_category,
         super_categories=self._super_categories)
-    if self._backend != 'faster' or not coco_arrays.available():
+    if self._backend != 'faster':
       return coco_tools.compute_metrics(
           self.groundtruth_dict(), self.detections_list(), iou_type=iou_type,
           backend=self._backend, **options)
@@ -275,7 +276,8 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
       include_metrics_per_category: also report
         'DetectionMasks_PerformanceByCategory/mAP/<name>'.
       all_metrics_per_category: report all 12 metrics per category.
-      backend: 'faster' (faster-coco-eval) or 'pycocotools'.
+      backend: 'faster' (coco_arrays: pycocotools' evaluation redone on
+        numpy arrays, the same numbers) or 'pycocotools' (run on dicts).
     """
     super().__init__(categories, include_metrics_per_category,
                      all_metrics_per_category, backend)

@@ -123,7 +123,9 @@ def test_perfect_detections_score_one_and_empty_detections_zero():
   evaluator.add_single_detected_image_info('a', {
       _DET.detection_boxes: gt, _DET.detection_scores: np.array([.9]),
       _DET.detection_classes: np.array([3])})
-  assert evaluator.evaluate()['DetectionBoxes_Precision/mAP'] == 1.0
+  # pycocotools' precision 1 / (1 + eps) of a single true positive.
+  assert evaluator.evaluate()['DetectionBoxes_Precision/mAP'] == (
+      1 / (1 + np.spacing(1)))
   evaluator.clear()
   evaluator.add_single_ground_truth_image_info('a', {
       _IN.groundtruth_boxes: gt, _IN.groundtruth_classes: np.array([3])})
