@@ -1,0 +1,113 @@
+"""graph_rewriter_builder: the quantization rewrite of graph_rewriter configs,
+on a tiny SSD built from the demo config."""
+import re
+
+import pytest
+import tensorflow as tf
+from google.protobuf import text_format
+
+from od_estimator import errors
+from od_estimator.builders import graph_rewriter_builder
+from od_estimator.builders import model_builder
+from od_estimator.protos import graph_rewriter_pb2
+from tests import tiny_ssd
+
+
+def _config(text):
+  return text_format.Parse(text, graph_rewriter_pb2.GraphRewriter())
+
+
+def _tiny_ssd_graph(is_training, feature_extractor='ssd_mobilenet_v2'):
+  config = tiny_ssd.model_config()
+  config.ssd.feature_extractor.type = feature_extractor
+  graph = tf.Graph()
+  with graph.as_default():
+    model = model_builder.build(config, is_training=is_training)
+    images = tf.compat.v1.placeholder(tf.float32, [2, 64, 64, 3])
+    model.predict(*model.preprocess(images))
+  return graph
+
+
+def _variable_names(graph):
+  with graph.as_default():
+    return {v.op.name for v in tf.compat.v1.global_variables()}
+
+
+def test_training_rewrite_of_tiny_ssd_mobilenet_v2():
+  is_training = True
+  graph = _tiny_ssd_graph(is_training)
+  before = _variable_names(graph)
+  rewrite_fn = graph_rewriter_builder.build(
+      _config('quantization { delay: 10 weight_bits: 8 activation_bits: 8 }'),
+      is_training=is_training)
+  with graph.as_default():
+    rewrite_fn()
+  added = _variable_names(graph) - before
+  ranges = {name for name in added if name.endswith(('/min', '/max'))}
+  layers = {name.rsplit('/', 1)[0] for name in ranges}
+  # Names as the original's quantized checkpoints of SSD MobileNet v2.
+  prefix = 'FeatureExtractor/MobilenetV2/'
+  for name in (prefix + 'Conv/weights_quant', prefix + 'Conv/act_quant',
+               prefix + 'expanded_conv_1/expand/act_quant',
+               prefix + 'expanded_conv_1/depthwise/weights_quant',
+               prefix + 'expanded_conv_1/project/act_quant',
+               prefix + 'expanded_conv_2/project/conv_quant',
+               prefix + 'expanded_conv_2/add_quant',
+               prefix + 'expanded_conv_2/act_quant',
+               prefix + 'layer_19_2_Conv2d_2_3x3_s2_128/act_quant',
+               'BoxPredictor_0/BoxEncodingPredictor/weights_quant',
+               'BoxPredictor_0/BoxEncodingPredictor/act_quant',
+               'BoxPredictor_0/ClassPredictor/act_quant'):
+    assert name in layers, name
+  assert not {n for n in layers if 'MobilenetV2/MobilenetV2' in n}
+  convs = [op for op in graph.get_operations()
+           if op.type in ('Conv2D', 'DepthwiseConv2dNative')
+           and op.name.endswith('_Fold')]
+  # Each reads its weights through weights_quant (behind the delay's cond).
+  assert convs and all(op.inputs[1].name.startswith(
+      op.name.rsplit('/', 1)[0] + '/weights_quant/') for op in convs)
+  # quant_delay counts the original's step variable; EMAs are debiased.
+  others = added - ranges
+  assert 'fake_quantization_step' in others
+  assert all(n.endswith(('/biased', '/local_step'))
+             for n in others - {'fake_quantization_step'})
+
+
+def test_eval_rewrite_of_tiny_ssd_mobilenet_v1():
+  graph = _tiny_ssd_graph(False, 'ssd_mobilenet_v1')
+  before = _variable_names(graph)
+  rewrite_fn = graph_rewriter_builder.build(
+      _config('quantization { delay: 10 }'), is_training=False)
+  with graph.as_default():
+    rewrite_fn()
+  added = _variable_names(graph) - before
+  # The backbone's ops sit in a doubled MobilenetV1 name scope, hence the
+  # original's names; the SSD extra layers are one level up.
+  prefix = 'FeatureExtractor/MobilenetV1/'
+  for name in (prefix + 'MobilenetV1/Conv2d_0/weights_quant/min',
+               prefix + 'MobilenetV1/Conv2d_0/act_quant/max',
+               prefix + 'MobilenetV1/Conv2d_1_depthwise/weights_quant/max',
+               prefix + 'MobilenetV1/Conv2d_13_pointwise/act_quant/min',
+               'BoxPredictor_5/ClassPredictor/act_quant/max'):
+    assert name in added, name
+  extra = re.compile(prefix + r'Conv2d_13_pointwise_2_Conv2d_2_3x3_s2_\d+/'
+                     r'(weights|act)_quant/(min|max)$')
+  assert len([name for name in added if extra.match(name)]) == 4
+  # Evaluation only reads ranges: no step, no moving-average variables.
+  assert all(name.endswith(('/min', '/max')) for name in added)
+  assert not [op for op in graph.get_operations()
+              if 'AssignMinEma' in op.name or 'AssignMaxLast' in op.name]
+
+
+@pytest.mark.parametrize('field', ['weight_bits', 'activation_bits'])
+def test_bits_other_than_8_refused(field):
+  with pytest.raises(errors.UserInputError,
+                     match='graph_rewriter.quantization.%s: 16' % field):
+    graph_rewriter_builder.build(
+        _config('quantization { %s: 16 }' % field), is_training=True)
+
+
+def test_symmetric_refused():
+  with pytest.raises(errors.UserInputError, match='symmetric'):
+    graph_rewriter_builder.build(
+        _config('quantization { symmetric: true }'), is_training=False)

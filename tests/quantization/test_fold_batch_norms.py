@@ -1,0 +1,66 @@
+"""fold_batch_norms: folded conv / depthwise + batch norm equal the layer."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator.quantization import fold_batch_norms
+from tests.quantization import tiny_graphs
+
+
+def _layer_graph(is_training, depthwise):
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.constant(tiny_graphs.IMAGE)
+    output = tiny_graphs.conv_bn(images, 4, is_training, 'Layer',
+                                 depthwise=depthwise, seed=7)
+    loss = tf.reduce_sum(tf.square(output))
+  return graph, output, loss
+
+
+@pytest.mark.parametrize('depthwise', [False, True])
+@pytest.mark.parametrize('is_training', [True, False])
+def test_folded_layer_equals_batch_norm(is_training, depthwise):
+  graph, output, loss = _layer_graph(is_training, depthwise)
+  with graph.as_default():
+    grads = tf.compat.v1.gradients(loss, tf.compat.v1.trainable_variables())
+  expected, expected_grads = tiny_graphs.run(graph, [output, grads])
+
+  graph, output, loss = _layer_graph(is_training, depthwise)
+  assert fold_batch_norms.fold_batch_norms(graph, is_training) == 1
+  with graph.as_default():
+    grads = tf.compat.v1.gradients(loss, tf.compat.v1.trainable_variables())
+  folded, folded_grads = tiny_graphs.run(graph, [output, grads])
+
+  names = [op.name for op in graph.get_operations()]
+  layer = 'Layer/depthwise' if depthwise else 'Layer/Conv2D'
+  assert layer + '_Fold' in names
+  assert 'Layer/mul_fold' in names and 'Layer/add_fold' in names
+  assert 'Layer/BatchNorm_Fold/bias' in names
+  assert ('Layer/post_conv_mul' in names) == is_training
+  # The relu6 reads the fold; batch statistics in training, moving in eval.
+  assert output.op.inputs[0].op.name == 'Layer/add_fold'
+  assert np.abs(expected).max() > 0.1
+  np.testing.assert_allclose(folded, expected, rtol=1e-4, atol=1e-4)
+  for want, got in zip(expected_grads, folded_grads):
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_training_fold_keeps_moving_average_updates():
+  graph, output, _ = _layer_graph(True, False)
+  fold_batch_norms.fold_batch_norms(graph, True)
+  with graph.as_default():
+    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    moving_mean = [v for v in tf.compat.v1.global_variables()
+                   if v.op.name == 'Layer/BatchNorm/moving_mean'][0]
+    with tf.control_dependencies(updates):
+      step = tf.identity(output)
+    read = moving_mean.read_value()
+  before = tiny_graphs.run(graph, read)
+  after = tiny_graphs.run(graph, [step, read], steps=2)[1]
+  assert updates and not np.allclose(before, after)
+
+
+def test_freeze_bn_delay_other_than_none_refused():
+  graph, _, _ = _layer_graph(True, False)
+  with pytest.raises(ValueError, match='freeze_batch_norm_delay'):
+    fold_batch_norms.fold_batch_norms(graph, True, freeze_batch_norm_delay=5)
