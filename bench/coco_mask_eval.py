@@ -6,23 +6,25 @@ tenth of them crowd; detections shifted copies of groundtruth masks or
 random ellipses) go through
   ours        CocoMaskEvaluator (add per image: check and RLE-encode the
               masks; then evaluate(), the faster-coco-eval backend), and
-  reference   pycocotools: mask.encode per image, COCO / loadRes /
-              COCOeval('segm') evaluate, accumulate, summarize,
-timed side by side on the same inputs (mask drawing is not timed); the 12
-summary numbers are compared (identical, and the largest difference).
+  pycocotools mask.encode per image, COCO / loadRes / COCOeval('segm')
+              evaluate, accumulate, summarize, and
+  faster-coco-eval  the same with its own mask.encode, COCO and
+              COCOeval_faster alone (its own speed, so our overhead or gain
+              over it shows),
+timed side by side on the same inputs (mask drawing is not timed; wall
+clock and process CPU time); the 12 summary numbers are compared with
+pycocotools' (identical, and the largest difference). --repeats as
+bench/coco_eval.py.
 
-  .venv/bin/python bench/coco_mask_eval.py [--num_images=300]
+  .venv/bin/python bench/coco_mask_eval.py [--num_images=200] [--repeats=1]
 """
 import contextlib
 import io
 import os
 import sys
-import time
 
 import numpy as np
 from pycocotools import mask as mask_utils
-from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import coco_eval  # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -92,10 +94,10 @@ def draw(spec):
 
 def ours(specs, categories):
   evaluator = coco_evaluation.CocoMaskEvaluator(categories)
-  seconds = 0.0
+  clock = coco_eval.Clock()
   for image_id, spec in enumerate(specs):
     gt, det = draw(spec)
-    start = time.perf_counter()
+    clock.start()
     evaluator.add_single_ground_truth_image_info(image_id, {
         fields.InputDataFields.groundtruth_boxes: spec['gt_boxes'],
         fields.InputDataFields.groundtruth_classes: spec['gt_classes'],
@@ -105,24 +107,31 @@ def ours(specs, categories):
         fields.DetectionResultFields.detection_scores: spec['scores'],
         fields.DetectionResultFields.detection_classes: spec['det_classes'],
         fields.DetectionResultFields.detection_masks: det})
-    seconds += time.perf_counter() - start
-  start = time.perf_counter()
+    clock.stop()
+  clock.start()
   metrics = evaluator.evaluate()
-  seconds += time.perf_counter() - start
-  return seconds, [metrics[coco_evaluation.MASK_PREFIX + name]
+  clock.stop()
+  return clock, [metrics[coco_evaluation.MASK_PREFIX + name]
                    for name, _ in coco_tools.COCO_METRIC_NAMES_AND_INDEX]
 
 
-def _encode(masks):
-  return mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0)))
+def reference(specs, categories, library='pycocotools'):
+  """pycocotools (or faster-coco-eval, library='faster_coco_eval') run
+  directly: masks encoded per image, then COCO-format dicts evaluated."""
+  coco_class, eval_class = coco_eval._library(library)  # pylint: disable=protected-access
+  encode = mask_utils.encode
+  if library == 'faster_coco_eval':
+    from faster_coco_eval.core import mask as faster_mask  # pylint: disable=g-import-not-at-top
+    encode = faster_mask.encode
 
+  def _encode(masks):
+    return encode(np.asfortranarray(masks.transpose(1, 2, 0)))
 
-def reference(specs, categories):
   annotations, detections = [], []
-  seconds = 0.0
+  clock = coco_eval.Clock()
   for image_id, spec in enumerate(specs, start=1):
     gt, det = draw(spec)
-    start = time.perf_counter()
+    clock.start()
     for box, rle, label, crowd in zip(
         spec['gt_boxes'], _encode(gt), spec['gt_classes'], spec['crowd']):
       ymin, xmin, ymax, xmax = box
@@ -136,41 +145,35 @@ def reference(specs, categories):
                                  spec['det_classes']):
       detections.append({'image_id': image_id, 'category_id': int(label),
                          'segmentation': rle, 'score': float(score)})
-    seconds += time.perf_counter() - start
-  start = time.perf_counter()
+    clock.stop()
+  clock.start()
   with contextlib.redirect_stdout(io.StringIO()):
-    groundtruth = COCO()
+    groundtruth = coco_class()
     groundtruth.dataset = {
         'images': [{'id': i, 'height': HEIGHT, 'width': WIDTH}
                    for i in range(1, len(specs) + 1)],
         'annotations': annotations, 'categories': categories}
     groundtruth.createIndex()
-    coco_eval = COCOeval(groundtruth, groundtruth.loadRes(detections),
-                         'segm')
-    coco_eval.evaluate()
-    coco_eval.accumulate()
-    coco_eval.summarize()
-  seconds += time.perf_counter() - start
-  return seconds, [float(v) for v in coco_eval.stats]
+    evaluation = eval_class(groundtruth, groundtruth.loadRes(detections),
+                            'segm')
+    evaluation.evaluate()
+    evaluation.accumulate()
+    evaluation.summarize()
+  clock.stop()
+  return clock, [float(v) for v in evaluation.stats]
 
 
 def main(argv=None):
   args, categories = coco_eval.parse_args(argv, __doc__.split('\n')[0], 200)
   specs = make_specs(args.num_images, args.num_detections, args.num_classes)
-  ours_seconds, ours_stats = ours(specs, categories)
-  reference_seconds, reference_stats = reference(specs, categories)
+  report = coco_eval.compare(
+      lambda: ours(specs, categories),
+      lambda library: reference(specs, categories, library), args.repeats)
   print('COCO mask evaluation of %d images (%dx%d) x %d detections, %d '
         'classes:' % (args.num_images, HEIGHT, WIDTH, args.num_detections,
                       args.num_classes))
-  common.report({
-      'ours_s': ours_seconds, 'pycocotools_s': reference_seconds,
-      'speedup': reference_seconds / ours_seconds,
-      'identical': ours_stats == reference_stats,
-      'max_abs_difference': float(np.max(np.abs(
-          np.subtract(ours_stats, reference_stats)))),
-      'mAP': ours_stats[0]}, args.json)
-  return 0 if np.allclose(ours_stats, reference_stats, rtol=0,
-                          atol=1e-12) else 1
+  common.report(report, args.json)
+  return 0 if report['identical'] else 1
 
 
 if __name__ == '__main__':

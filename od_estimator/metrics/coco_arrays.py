@@ -192,33 +192,57 @@ def _accumulate(params, groundtruth, detections, gt_ignore, matched,
   category = detections['category'][order]
   bounds = np.searchsorted(category, np.arange(num_k + 1))
   recall_thresholds = np.asarray(params.recThrs)
+  iou_index = np.arange(num_t)[:, None]
   for k in np.flatnonzero(valid_gt.max(axis=1) > 0):
     rows = order[bounds[k]:bounds[k + 1]]
+    areas = np.flatnonzero(valid_gt[k] > 0)
+    reaching = {a: _counts_reaching(recall_thresholds, valid_gt[k, a])
+                for a in areas}
     for m, max_detections in enumerate(params.maxDets):
       kept = rows[detections['rank'][rows] < max_detections]
       count = len(kept)
+      if not count:
+        recall[:, k, areas, m] = 0
+        precision[:, :, k, areas, m] = scores[:, :, k, areas, m] = 0
+        continue
       score = detections['score'][kept]
       counted = ~ignored[kept]
       tp = np.cumsum(matched[kept] & counted, axis=0).astype(float)
       fp = np.cumsum(~matched[kept] & counted, axis=0).astype(float)
-      for a in np.flatnonzero(valid_gt[k] > 0):
-        rc = tp[:, :, a] / valid_gt[k, a]
-        pr = tp[:, :, a] / (fp[:, :, a] + tp[:, :, a] + np.spacing(1))
-        # Each precision the best at its recall or beyond.
-        pr = np.maximum.accumulate(pr[::-1], axis=0)[::-1]
-        recall[:, k, a, m] = rc[-1] if count else 0
-        for t in range(num_t):
-          at = np.searchsorted(rc[:, t], recall_thresholds, side='left')
-          inside = at < count
-          at = np.minimum(at, max(count - 1, 0))
-          if count:
-            precision[t, :, k, a, m] = np.where(inside, pr[at, t], 0)
-            scores[t, :, k, a, m] = np.where(inside, score[at], 0)
-          else:
-            precision[t, :, k, a, m] = 0
-            scores[t, :, k, a, m] = 0
+      with np.errstate(divide='ignore', invalid='ignore'):
+        recall[:, k, areas, m] = (tp[-1] / valid_gt[k])[:, areas]
+      pr = tp / (fp + tp + np.spacing(1))
+      # Each precision the best at its recall or beyond.
+      pr = np.maximum.accumulate(pr[::-1], axis=0)[::-1]
+      for a in areas:
+        # Where the recall tp / npig first reaches each threshold.
+        at = _first_reaching(tp[:, :, a], reaching[a])
+        inside = at < count
+        at = np.minimum(at, count - 1)
+        precision[:, :, k, a, m] = np.where(inside, pr[at, iou_index, a], 0)
+        scores[:, :, k, a, m] = np.where(inside, score[at], 0)
   return {'params': params, 'counts': [num_t, num_r, num_k, num_a, num_m],
           'precision': precision, 'recall': recall, 'scores': scores}
+
+
+def _counts_reaching(thresholds, total):
+  """Per threshold, the least integer c with c / total >= it (in float64,
+  as accumulate's recall tp / npig)."""
+  counts = np.ceil(thresholds * total)
+  counts = np.where((counts - 1) / total >= thresholds, counts - 1, counts)
+  return np.where(counts / total < thresholds, counts + 1, counts)
+
+
+def _first_reaching(tp, counts):
+  """[T, R]: per column of the running counts tp [N, T], the first row
+  reaching each of counts [R] (N if none): accumulate's searchsorted of
+  the recall, on the integer counts, for every column in one call."""
+  num = len(tp)
+  offsets = (num + 1) * np.arange(tp.shape[1])
+  keys = (tp + offsets).T.reshape(-1)
+  queries = np.minimum(counts, num + 1)[None, :] + offsets[:, None]
+  return (np.searchsorted(keys, queries.reshape(-1), side='left').reshape(
+      queries.shape) - num * np.arange(tp.shape[1])[:, None])
 
 
 def evaluate(image_ids, category_ids, groundtruth, detections,

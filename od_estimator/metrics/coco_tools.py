@@ -57,39 +57,57 @@ def mask_areas(rles):
   return mask_utils.area(rles).astype(np.float64)
 
 
-def _column_major_runs(mask, top, bottom, first, last):
-  """COCO RLE counts of a [H, W] 0/1 mask whose pixels outside rows
-  top..bottom and columns first..last (inclusive) are 0: runs alternate 0s
+def _column_major_runs(masks, height, width, tops, bottoms, firsts, lasts):
+  """COCO RLE counts of N [H, W] 0/1 masks, each 0 outside rows
+  tops..bottoms and columns firsts..lasts (inclusive): runs alternate 0s
   and 1s, 0s first, down each column, column after column.
 
-  Only the occupied rectangle is read: within it, one zero after each
-  column's part stands for the `gap` zeros below and above it.
+  Only the occupied rectangles are read, one after the other, transposed
+  into one vector V; a run starts where the column-major sequence changes,
+  found on V (inside a rectangle's column) or at the rectangle columns'
+  ends (from and to the zeros around them).
   """
-  height, width = mask.shape
-  part = mask[top:bottom + 1, first:last + 1].T  # [columns, rows]
-  gap = height - part.shape[1]
-  weights = np.ones(part.shape, np.int64)
-  if gap:
-    part = np.concatenate([part, np.zeros([len(part), 1], part.dtype)], 1)
-    weights = np.concatenate(
-        [weights, np.full([len(part), 1], gap, np.int64)], 1)
-  # Without the gap after the last column: it belongs to `after`.
-  values = part.reshape(-1)[:part.size - (1 if gap else 0)]
-  weights = weights.reshape(-1)[:len(values)]
-  starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) +
-                           1])
-  runs = np.add.reduceat(weights, starts).tolist()
-  before = first * height + top
-  after = (width - 1 - last) * height + (height - 1 - bottom)
-  if values[0]:
-    runs.insert(0, before)
-  else:
-    runs[0] += before
-  if not values[-1]:
-    runs[-1] += after
-  elif after:
-    runs.append(after)
-  return runs
+  heights, widths = bottoms - tops + 1, lasts - firsts + 1
+  values = np.concatenate([
+      mask[top:bottom + 1, first:last + 1].T.reshape(-1)
+      for mask, top, bottom, first, last in zip(masks, tops, bottoms, firsts,
+                                                lasts)])
+  # One entry per rectangle column: its mask, index, length, start in V and
+  # position in its mask's column-major sequence.
+  column_mask = np.repeat(np.arange(len(widths)), widths)
+  column = np.arange(len(column_mask)) - np.repeat(
+      np.cumsum(widths) - widths, widths)
+  length = heights[column_mask]
+  start = np.cumsum(length) - length
+  position = (firsts[column_mask] + column) * height + tops[column_mask]
+  # Columns touching end to end (full height): the sequence runs from one
+  # column's last value straight into the next one's first.
+  adjacent = ((tops == 0) & (bottoms == height - 1))[column_mask]
+  # Changes inside a column.
+  inner = np.flatnonzero(values[1:] != values[:-1]) + 1
+  owner = np.searchsorted(start, inner, side='right') - 1
+  inner, owner = inner[inner != start[owner]], owner[inner != start[owner]]
+  # A column's first value after a 0 above it (or after the previous
+  # column's last value when adjacent), and its last value 1 before a 0.
+  before = np.where(adjacent & (column > 0), values[np.maximum(start - 1, 0)],
+                    0)
+  opens = values[start] != before
+  end = start + length - 1
+  closes = (values[end] == 1) & ~(adjacent & (column < widths[column_mask] - 1))
+  closes &= position + length < height * width
+  changes = np.concatenate([position[owner] + inner - start[owner],
+                            position[opens], (position + length)[closes]])
+  owners = np.concatenate([column_mask[owner], column_mask[opens],
+                           column_mask[closes]])
+  order = np.lexsort((changes, owners))
+  changes, owners = changes[order], owners[order]
+  bounds = np.searchsorted(owners, np.arange(len(widths) + 1))
+  runs = np.diff(changes, prepend=0)
+  runs[bounds[:-1][bounds[:-1] < len(runs)]] = changes[
+      bounds[:-1][bounds[:-1] < len(runs)]]
+  runs, last = runs.tolist(), changes.tolist()
+  return [runs[lo:hi] + [height * width - (last[hi - 1] if hi > lo else 0)]
+          for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def encode_masks(masks, name='masks'):
@@ -109,18 +127,25 @@ def encode_masks(masks, name='masks'):
   if not len(masks):
     return []
   height, width = masks.shape[1:3]
-  # max: numpy's fastest reduction of uint8 (any converts to bool first).
-  column_max = masks.max(axis=1)
-  if column_max.max() > 1:
+  # max: numpy's fastest reduction of uint8 (any converts to bool first);
+  # the one pass over every value, also their check.
+  row_max = masks.max(axis=2)
+  if row_max.max() > 1:
     raise overlaps.not_binary(name, masks)
-  uncompressed = []
-  for mask, rows, columns in zip(masks, masks.max(axis=2), column_max):
-    rows, columns = np.flatnonzero(rows), np.flatnonzero(columns)
-    counts = (_column_major_runs(mask, rows[0], rows[-1], columns[0],
-                                 columns[-1])
-              if len(columns) else [height * width])
-    uncompressed.append({'counts': counts, 'size': [height, width]})
-  rles = mask_utils.frPyObjects(uncompressed, height, width)
+  occupied = np.flatnonzero(row_max.any(axis=1))
+  extents = np.zeros([4, len(occupied)], np.int64)
+  for index, i in enumerate(occupied.tolist()):
+    rows = np.flatnonzero(row_max[i])
+    columns = np.flatnonzero(masks[i, rows[0]:rows[-1] + 1].max(axis=0))
+    extents[:, index] = rows[0], rows[-1], columns[0], columns[-1]
+  counts = [[height * width] for _ in range(len(masks))]
+  if len(occupied):
+    for i, runs in zip(occupied.tolist(),
+                       _column_major_runs([masks[i] for i in occupied],
+                                          height, width, *extents)):
+      counts[i] = runs
+  rles = mask_utils.frPyObjects(
+      [{'counts': c, 'size': [height, width]} for c in counts], height, width)
   for rle in rles:
     rle['counts'] = rle['counts'].decode('ascii')
   return rles
