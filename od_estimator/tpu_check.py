@@ -60,11 +60,17 @@ _OP_HINTS = {
     'NonMaxSuppressionV2': _NMS_HINT,
     'NonMaxSuppressionV3': _NMS_HINT,
     'NonMaxSuppressionV5': _NMS_HINT,
-    'Where': 'tf.where keeps a data-dependent number of elements; in '
-             "Faster R-CNN's training step it drops the anchors crossing "
-             'the image border (set model.faster_rcnn.clip_anchors_to_image: '
-             'true) and selects sampled proposals (set '
-             'model.faster_rcnn.use_static_shapes: true)',
+    'Where': 'tf.where keeps a data-dependent number of elements; the '
+             'hard example miner sums the losses of the anchors it keeps '
+             '(model.ssd.loss.hard_example_miner, '
+             'model.faster_rcnn.hard_example_miner: see the hint on '
+             "non-max suppression), and Faster R-CNN's training step drops "
+             'the anchors crossing the image border (set '
+             'model.faster_rcnn.clip_anchors_to_image: true) and selects '
+             'sampled proposals (set model.faster_rcnn.use_static_shapes: '
+             'true)',
+    # The hard example miner's batched non-max suppression.
+    'RaggedRange': _NMS_HINT,
     'HistogramSummary': 'train_config.summarize_gradients adds these; set it '
                         'to false for a TPU',
     'EagerPyFunc': 'Python code (tf.py_function) cannot run on a TPU core',

@@ -1,9 +1,14 @@
 """Online hard example mining over per-anchor losses.
 
+The non-max suppression runs over the whole batch at once
+(batch_greedy_suppression), selecting what the original's per-image
+tf.image.non_max_suppression selects, in the same order.
 The original defines HardExampleMiner in core/losses.py;
 od_estimator.core.losses re-exports it under that name.
 """
 import tensorflow as tf
+
+from od_estimator.core import batch_greedy_suppression
 
 
 class HardExampleMiner:
@@ -72,59 +77,60 @@ class HardExampleMiner:
       ValueError: if the losses and box lists disagree on the number of
         images, or match_list is not a list of that length.
     """
-    location_losses = tf.unstack(location_losses)
-    cls_losses = tf.unstack(cls_losses)
     num_images = len(decoded_boxlist_list)
     if not match_list:
       match_list = [None] * num_images
-    if not len(location_losses) == num_images == len(cls_losses):
+    if not (location_losses.shape[0] == num_images == cls_losses.shape[0]):
       raise ValueError(
-          'location_losses (%d images), cls_losses (%d) and '
+          'location_losses (%s images), cls_losses (%s) and '
           'decoded_boxlist_list (%d) do not have compatible shapes.' %
-          (len(location_losses), len(cls_losses), num_images))
+          (location_losses.shape[0], cls_losses.shape[0], num_images))
     if not isinstance(match_list, list):
       raise ValueError('match_list must be a list.')
     if len(match_list) != num_images:
       raise ValueError('match_list must be None or have '
                        'len(decoded_boxlist_list)=%d entries, got %d.' %
                        (num_images, len(match_list)))
+    with_matches = [match is not None for match in match_list]
+    if any(with_matches) and not all(with_matches):
+      raise ValueError('match_list must have a Match for every image or '
+                       'for none.')
 
+    # indices[b][selected[b]]: image b's selection, in selection order.
+    indices, selected = batch_greedy_suppression.batch_greedy_suppression(
+        tf.stack([boxlist.get() for boxlist in decoded_boxlist_list]),
+        self._ranking_losses(location_losses, cls_losses),
+        self._iou_threshold)
+    if self._num_hard_examples is not None:
+      selected &= tf.cumsum(tf.cast(selected, tf.int32),
+                            axis=1) <= self._num_hard_examples
+    if self._max_negatives_per_positive is not None and all(with_matches):
+      selected, num_positives, num_negatives = (
+          self._subsample_selection_to_desired_neg_pos_ratio(
+              indices, selected, match_list))
+      self._num_positives_list = tf.unstack(num_positives)
+      self._num_negatives_list = tf.unstack(num_negatives)
+    # Summed image by image over the selected anchors in selection order,
+    # as the per-image gathers of the original: the same float sums.
     mined_location_losses = []
     mined_cls_losses = []
-    num_positives_list = []
-    num_negatives_list = []
-    for image_index, boxlist in enumerate(decoded_boxlist_list):
-      match = match_list[image_index]
-      if self._loss_type == 'loc':
-        ranking_losses = location_losses[image_index]
-      elif self._loss_type == 'both':
-        ranking_losses = (cls_losses[image_index] * self._cls_loss_weight +
-                          location_losses[image_index] * self._loc_loss_weight)
-      else:
-        ranking_losses = cls_losses[image_index]
-      max_selected = self._num_hard_examples
-      if max_selected is None:
-        max_selected = boxlist.num_boxes_static()
-        if max_selected is None:
-          max_selected = boxlist.num_boxes()
-      selected = tf.image.non_max_suppression(
-          boxlist.get(), ranking_losses, max_selected, self._iou_threshold)
-      if self._max_negatives_per_positive is not None and match is not None:
-        selected, num_positives, num_negatives = (
-            self._subsample_selection_to_desired_neg_pos_ratio(
-                selected, match, self._max_negatives_per_positive,
-                self._min_negatives_per_image))
-        num_positives_list.append(num_positives)
-        num_negatives_list.append(num_negatives)
-      mined_location_losses.append(
-          tf.reduce_sum(tf.gather(location_losses[image_index], selected)))
-      mined_cls_losses.append(
-          tf.reduce_sum(tf.gather(cls_losses[image_index], selected)))
-    if num_positives_list:
-      self._num_positives_list = num_positives_list
-      self._num_negatives_list = num_negatives_list
+    for image_indices, image_selected, location, cls in zip(
+        tf.unstack(indices), tf.unstack(selected),
+        tf.unstack(location_losses), tf.unstack(cls_losses)):
+      kept = tf.boolean_mask(image_indices, image_selected)
+      mined_location_losses.append(tf.reduce_sum(tf.gather(location, kept)))
+      mined_cls_losses.append(tf.reduce_sum(tf.gather(cls, kept)))
     return (tf.reduce_sum(tf.stack(mined_location_losses)),
             tf.reduce_sum(tf.stack(mined_cls_losses)))
+
+  def _ranking_losses(self, location_losses, cls_losses):
+    """The losses that order the anchors, by loss_type."""
+    if self._loss_type == 'loc':
+      return location_losses
+    if self._loss_type == 'both':
+      return (cls_losses * self._cls_loss_weight +
+              location_losses * self._loc_loss_weight)
+    return cls_losses
 
   def summarize(self):
     """Adds scalar summaries of the mean mined positives and negatives."""
@@ -136,38 +142,43 @@ class HardExampleMiner:
           'HardExampleMiner/NumNegatives',
           tf.reduce_mean(tf.cast(self._num_negatives_list, tf.float32)))
 
-  def _subsample_selection_to_desired_neg_pos_ratio(
-      self, indices, match, max_negatives_per_positive,
-      min_negatives_per_image=0):
+  def _subsample_selection_to_desired_neg_pos_ratio(self, indices, selected,
+                                                    match_list):
     """Keeps all selected positives and the first K selected negatives.
 
     K = max(min_negatives_per_image,
-            floor(max_negatives_per_positive * num_positives)).
+            floor(max_negatives_per_positive * num_positives)), per image.
     As in the original, an ignored anchor (neither matched nor unmatched) is
     kept when it comes before the K-th negative in selection order, and is
     counted with the negatives.
 
     Args:
-      indices: [M] int32 selected anchor indices, in selection order.
-      match: Match object with matched_column_indicator() and
-        unmatched_column_indicator() over all anchors.
-      max_negatives_per_positive: float.
-      min_negatives_per_image: int.
+      indices: [num_images, num_anchors] int32 anchor indices, in an order
+        where the selected ones come in selection order.
+      selected: [num_images, num_anchors] bool, over `indices`.
+      match_list: num_images Match objects over all anchors.
 
     Returns:
-      selected_indices: [M'] int32, M' <= M, order preserved.
-      num_positives: int32 scalar.
-      num_negatives: int32 scalar.
+      selected: [num_images, num_anchors] bool over `indices`, a subset.
+      num_positives: [num_images] int32.
+      num_negatives: [num_images] int32.
     """
-    positives = tf.gather(match.matched_column_indicator(), indices)
-    negatives = tf.gather(match.unmatched_column_indicator(), indices)
-    num_positives = tf.reduce_sum(tf.cast(positives, tf.int32))
+    def in_order(indicators):
+      return tf.gather(tf.stack(indicators), indices, batch_dims=1)
+
+    positives = selected & in_order(
+        [match.matched_column_indicator() for match in match_list])
+    negatives = selected & in_order(
+        [match.unmatched_column_indicator() for match in match_list])
+    num_positives = tf.reduce_sum(tf.cast(positives, tf.int32), axis=1)
     max_negatives = tf.maximum(
-        min_negatives_per_image,
-        tf.cast(max_negatives_per_positive *
+        self._min_negatives_per_image,
+        tf.cast(self._max_negatives_per_positive *
                 tf.cast(num_positives, tf.float32), tf.int32))
-    within_cap = tf.less_equal(tf.cumsum(tf.cast(negatives, tf.int32)),
-                               max_negatives)
-    keep = tf.reshape(tf.where(tf.logical_or(positives, within_cap)), [-1])
-    num_negatives = tf.size(keep) - num_positives
-    return tf.gather(indices, keep), num_positives, num_negatives
+    within_cap = tf.less_equal(
+        tf.cumsum(tf.cast(negatives, tf.int32), axis=1),
+        max_negatives[:, tf.newaxis])
+    keep = positives | (selected & within_cap)
+    num_negatives = (tf.reduce_sum(tf.cast(keep, tf.int32), axis=1) -
+                     num_positives)
+    return keep, num_positives, num_negatives
