@@ -219,8 +219,9 @@ class FasterRCNNMetaArch(model.DetectionModel):
       max_num_proposals, 4] absolute, proposal_boxes_normalized (same,
       normalized) and box_classifier_features. With 3 stages also
       mask_predictions [num_rois, num_masks, mask_h, mask_w] logits (rois:
-      the proposals in training, the detections at inference) and, at
-      inference, postprocess()'s detections with detection_masks.
+      the proposals in training, zeros for those without mask loss when
+      the mask head's ROIs are independent; the detections at inference)
+      and, at inference, postprocess()'s detections with detection_masks.
     """
     image_shape = tf.shape(preprocessed_inputs)
 
@@ -247,8 +248,7 @@ class FasterRCNNMetaArch(model.DetectionModel):
     """Mask logits; at inference first the detections they belong to."""
     if self._is_training:
       return {'mask_predictions': self._in_batch_norm_mode(
-          lambda: self._mask_branch.predict(
-              prediction_dict['box_classifier_features']))}
+          lambda: self._training_mask_logits(prediction_dict))}
     detections = self.postprocess(prediction_dict, true_image_shapes)
     # Detections are normalized to the true image; features are cropped
     # from the whole preprocessed (possibly padded) image.
@@ -275,6 +275,27 @@ class FasterRCNNMetaArch(model.DetectionModel):
             mask_logits,
             detections[fields.DetectionResultFields.detection_classes]))
     return detections
+
+  def _training_mask_logits(self, prediction_dict):
+    """Mask logits of the sampled proposals (built in batch norm mode).
+
+    With ROI-independent mask logits and dynamic shapes, the mask head runs
+    on the proposals the mask loss weighs only (the positives) and the
+    others get zeros: the same loss and gradients for a fraction of the
+    head's work (MaskBranch.predict_weighted_rows).
+    """
+    features = prediction_dict['box_classifier_features']
+    branch = self._mask_branch
+    if self._params.use_static_shapes or not branch.rois_are_independent():
+      return branch.predict(features)
+    image_shapes = _image_batch_shape_2d(prediction_dict['image_shape'],
+                                         prediction_dict['rpn_box_encodings'])
+    groundtruth = self._format_groundtruth(image_shapes)
+    _, weights, _ = branch.loss_weights(
+        prediction_dict['proposal_boxes'], prediction_dict['num_proposals'],
+        groundtruth['boxlists'], groundtruth['classes'],
+        groundtruth['weights'])
+    return branch.predict_weighted_rows(features, weights)
 
   def _predict_second_stage(self, prediction_dict, image_shapes):
     """Proposals (sampled in training), ROI features and box predictions."""

@@ -66,6 +66,46 @@ class MaskBranch:
     return tf.cast(tf.squeeze(predictions[box_predictor.MASK_PREDICTIONS],
                               axis=1), tf.float32)
 
+  def rois_are_independent(self):
+    """Whether each ROI's mask logits depend on that ROI alone.
+
+    True when the mask head has no batch norm computing batch statistics
+    (under the arg scopes in force where this is called); then the logits
+    of a subset of the ROIs equal theirs among all ROIs.
+    """
+    head = getattr(self._box_predictor, 'third_stage_head', None)
+    mask_head = head and head(box_predictor.MASK_PREDICTIONS)
+    return hasattr(mask_head, 'mixes_rois') and not mask_head.mixes_rois()
+
+  def predict_weighted_rows(self, box_classifier_features, row_weights):
+    """predict() on the rows the mask loss weighs, zeros on the others.
+
+    The mask loss multiplies each ROI's loss by its weight (zero for all
+    but the positive proposals), so with ROI-independent logits
+    (rois_are_independent) the loss and its gradients are those of
+    predict() on every row, for the mask head's work on the weighted rows
+    only (at most a quarter of the sampled proposals with the balanced
+    sampler's default positive fraction).
+
+    Args:
+      box_classifier_features: [num_rois, h, w, depth] float32.
+      row_weights: [..., ] float32 mask loss weights, num_rois in all
+        (loss_weights()).
+
+    Returns:
+      [num_rois, num_masks, mask_height, mask_width] float32 logits.
+    """
+    rows = tf.where(tf.not_equal(tf.reshape(row_weights, [-1]), 0.0))
+    logits = self.predict(tf.gather_nd(box_classifier_features, rows))
+    num_rois = shape_utils.combined_static_and_dynamic_shape(
+        box_classifier_features)[0]
+    all_logits = tf.scatter_nd(
+        rows, logits, tf.concat([[tf.cast(num_rois, tf.int64)],
+                                 tf.shape(logits, out_type=tf.int64)[1:]], 0))
+    all_logits.set_shape(box_classifier_features.shape[:1].concatenate(
+        logits.shape[1:]))
+    return all_logits
+
   def detection_masks(self, mask_logits, detection_classes):
     """Each detection's mask probabilities.
 
@@ -114,6 +154,36 @@ class MaskBranch:
       targets.append(crops[:, 0, :, :, 0])
     return tf.stop_gradient(tf.stack(targets))
 
+  def loss_weights(self, proposal_boxes, num_proposals, groundtruth_boxlists,
+                   groundtruth_classes_list, groundtruth_weights_list):
+    """What the mask loss weighs: the matched, real proposals.
+
+    Args:
+      proposal_boxes: [batch, max_proposals, 4] float32 absolute boxes.
+      num_proposals: [batch] int32 (or float) count of real boxes.
+      groundtruth_boxlists, groundtruth_classes_list,
+        groundtruth_weights_list: as BoxClassifier.loss takes them.
+
+    Returns:
+      cls_targets [batch, max_proposals, num_classes + 1], weights [batch,
+      max_proposals] float32 (the groundtruth weight of a positive real
+      proposal, else 0) and matches [batch, max_proposals] int32.
+    """
+    max_proposals = shape_utils.combined_static_and_dynamic_shape(
+        proposal_boxes)[1]
+    (cls_targets, _, _, positive_weights,
+     matches) = target_assigner_lib.batch_assign_targets(
+         self._target_assigner,
+         [box_list.BoxList(boxes) for boxes in tf.unstack(proposal_boxes)],
+         groundtruth_boxlists, groundtruth_classes_list,
+         unmatched_class_label=box_classifier.background_class_label(
+             self._num_classes),
+         gt_weights_batch=groundtruth_weights_list)
+    weights = positive_weights * tf.cast(
+        box_classifier.padded_proposals_indicator(
+            tf.cast(num_proposals, tf.int32), max_proposals), tf.float32)
+    return cls_targets, weights, matches
+
   def loss(self, mask_logits, proposal_boxes, num_proposals, image_shapes,
            groundtruth_boxlists, groundtruth_classes_list,
            groundtruth_weights_list, groundtruth_masks_list,
@@ -144,14 +214,9 @@ class MaskBranch:
       batch_size, max_proposals = (
           shape_utils.combined_static_and_dynamic_shape(proposal_boxes)[:2])
       _, num_masks, height, width = mask_logits.shape.as_list()
-      (cls_targets, _, _, positive_weights,
-       matches) = target_assigner_lib.batch_assign_targets(
-           self._target_assigner,
-           [box_list.BoxList(boxes) for boxes in tf.unstack(proposal_boxes)],
-           groundtruth_boxlists, groundtruth_classes_list,
-           unmatched_class_label=box_classifier.background_class_label(
-               self._num_classes),
-           gt_weights_batch=groundtruth_weights_list)
+      cls_targets, weights, matches = self.loss_weights(
+          proposal_boxes, num_proposals, groundtruth_boxlists,
+          groundtruth_classes_list, groundtruth_weights_list)
       targets = self.targets(
           rpn.normalize_boxes(proposal_boxes, image_shapes), matches,
           groundtruth_masks_list, [height, width])
@@ -165,9 +230,6 @@ class MaskBranch:
         logits = tf.reduce_sum(logits * one_hot[..., tf.newaxis], axis=2)
       else:
         logits = logits[:, :, 0]
-      weights = positive_weights * tf.cast(
-          box_classifier.padded_proposals_indicator(
-              tf.cast(num_proposals, tf.int32), max_proposals), tf.float32)
       mask_losses = self._loss(
           logits, tf.reshape(targets, [batch_size, max_proposals, -1]),
           weights=weights[..., tf.newaxis], losses_mask=losses_mask)

@@ -62,6 +62,10 @@ class MaskRCNNBoxPredictor(box_predictor.BoxPredictor):
     """Output names of the third stage, sorted (empty without such heads)."""
     return sorted(self._third_stage_heads)
 
+  def third_stage_head(self, name):
+    """The third-stage head giving output `name` (e.g. MASK_PREDICTIONS)."""
+    return self._third_stage_heads[name]
+
   def _predict(self, image_features, num_predictions_per_location,
                prediction_stage=2):
     """Runs the heads of one stage.

@@ -95,3 +95,23 @@ def test_last_layer_is_linear_and_resizes_first(execute):
   output = execute(graph_fn)
   assert output.shape == (1, 1, 1, 5, 5)
   assert output[0, 0, 0, 2, 2] == pytest.approx(-18.0)
+
+
+@pytest.mark.parametrize('normalizer,batch_norm_training,mixes', [
+    (None, None, False),
+    (slim.group_norm, None, False),
+    (slim.batch_norm, False, False),   # moving statistics: per ROI
+    (slim.batch_norm, True, True),     # batch statistics mix the ROIs
+    (tf.identity, None, True),         # unknown: assumed to mix
+])
+def test_mixes_rois_only_with_batch_statistics(normalizer, batch_norm_training,
+                                               mixes):
+  def hyperparams():
+    with slim.arg_scope([slim.batch_norm],
+                        is_training=bool(batch_norm_training)):
+      with slim.arg_scope([slim.conv2d], normalizer_fn=normalizer) as scope:
+        return scope
+
+  head = mask_head.MaskRCNNMaskHead(num_classes=3,
+                                    conv_hyperparams_fn=hyperparams)
+  assert head.mixes_rois() is mixes

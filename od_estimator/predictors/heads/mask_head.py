@@ -13,6 +13,7 @@ import math
 
 import tensorflow as tf
 import tf_slim as slim
+from tf_slim.ops import arg_scope as arg_scope_lib
 
 from od_estimator.utils import ops
 
@@ -74,6 +75,25 @@ class MaskRCNNMaskHead:
   @property
   def num_masks(self):
     return self._num_masks
+
+  def mixes_rois(self):
+    """Whether a ROI's logits may depend on the other ROIs of the batch.
+
+    True with batch norm computing batch statistics (training mode, under
+    the arg scopes in force where this is called) or a normalizer not known
+    to be per-ROI; False when every ROI's logits are its own (no
+    normalizer, group norm, or batch norm with moving statistics).
+    """
+    with slim.arg_scope(self._conv_hyperparams_fn()):
+      scope = arg_scope_lib.current_arg_scope()
+    normalizer = scope.get(arg_scope_lib.arg_scope_func_key(slim.conv2d),
+                           {}).get('normalizer_fn')
+    if normalizer is None or normalizer is slim.group_norm:
+      return False
+    if normalizer is slim.batch_norm:
+      return scope.get(arg_scope_lib.arg_scope_func_key(slim.batch_norm),
+                       {}).get('is_training', True)
+    return True
 
   def predict(self, features, num_predictions_per_location=1):
     """Predicts mask logits for every ROI.
