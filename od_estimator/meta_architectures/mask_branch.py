@@ -96,7 +96,13 @@ class MaskBranch:
       [num_rois, num_masks, mask_height, mask_width] float32 logits.
     """
     rows = tf.where(tf.not_equal(tf.reshape(row_weights, [-1]), 0.0))
-    logits = self.predict(tf.gather_nd(box_classifier_features, rows))
+    num_rows = tf.shape(rows)[0]
+    # Convolutions of an empty batch fail on CPU (oneDNN): without weighted
+    # rows the head runs on row 0, whose logits are dropped.
+    head_rows = tf.concat([rows, tf.zeros([1, 1], tf.int64)], 0)[
+        :tf.maximum(num_rows, 1)]
+    logits = self.predict(tf.gather_nd(box_classifier_features, head_rows))[
+        :num_rows]
     num_rois = shape_utils.combined_static_and_dynamic_shape(
         box_classifier_features)[0]
     all_logits = tf.scatter_nd(

@@ -163,3 +163,33 @@ def test_detection_masks_take_each_detections_class(execute):
   assert masks.shape == (2, 2, 3, 3)
   np.testing.assert_allclose(
       masks.reshape(4, 3, 3), sigmoid[[0, 1, 2, 3], [1, 0, 0, 1]], rtol=1e-5)
+
+
+@pytest.mark.parametrize('weights', [[[0.0, 2.0, 0.0], [1.0, 0.0, 0.0]],
+                                     [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+def test_predict_weighted_rows_equals_predict_on_those_rows(weights):
+  """Logits of the rows with weight, zeros elsewhere; also without any."""
+  weights = np.asarray(weights, np.float32)
+  features = np.random.default_rng(0).normal(
+      size=[6, 3, 3, 8]).astype(np.float32)
+  with tf.Graph().as_default():
+    branch = _branch()
+    assert branch.rois_are_independent()
+    every_row = branch.predict(tf.constant(features))
+    with tf.compat.v1.variable_scope(tf.compat.v1.get_variable_scope(),
+                                     reuse=True):
+      weighted = branch.predict_weighted_rows(tf.constant(features),
+                                              tf.constant(weights))
+    gradients = tf.gradients(tf.reduce_sum(weighted),
+                             tf.compat.v1.trainable_variables())
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      every_row, weighted, gradients = sess.run(
+          [every_row, weighted, gradients])
+  assert weighted.shape == every_row.shape
+  rows = weights.reshape(-1) != 0
+  np.testing.assert_allclose(weighted[rows], every_row[rows], rtol=1e-5)
+  assert not weighted[~rows].any()
+  assert all(np.isfinite(gradient).all() for gradient in gradients)
+  if not rows.any():
+    assert not any(gradient.any() for gradient in gradients)
