@@ -1,5 +1,8 @@
 """Folds fused batch norms into the preceding Conv2D / depthwise conv.
 
+Also folded beyond the original: a batch norm reached from the layer through
+one Identity.
+
 The folded layer computes `conv(x, w * gamma / sigma) + (beta - mu * gamma /
 sigma)` (ops `<scope>/mul_fold`, `<scope>/<Layer>_Fold`, `<scope>/add_fold`,
 `<scope>/BatchNorm_Fold/bias`, as the original named them), and the batch
@@ -60,6 +63,12 @@ def find_batch_norms(graph):
     if bn_op.type not in _BATCH_NORM_TYPES or graph_edit.is_skipped(bn_op):
       continue
     layer_op = bn_op.inputs[0].op
+    if layer_op.type == 'Identity':
+      # conv -> Identity (slim normalizer_fn=tf.identity) -> batch norm, as
+      # in the weight-shared box predictor's tower; the original left these
+      # unfolded (and unquantized), which a fully quantized TFLite model
+      # cannot afford.
+      layer_op = layer_op.inputs[0].op
     batch_to_space_op = None
     if layer_op.type == 'BatchToSpaceND':
       batch_to_space_op, layer_op = layer_op, layer_op.inputs[0].op

@@ -33,16 +33,23 @@ LayerMatch = collections.namedtuple('LayerMatch', [
     'post_activation_bypass_op', 'bias_add_op'])
 
 
+def _reads_variable(tensor):
+  """A variable's value, read directly or through Identity ops."""
+  op = tensor.op
+  while op.type == 'Identity' and op.inputs:
+    op = op.inputs[0].op
+  return op.type in _WEIGHT_SOURCES
+
+
 def _weight_tensor(layer_op):
   """The layer's weights input: a variable read or folded weights."""
-  for tensor in layer_op.inputs[1:2] if layer_op.type != 'MatMul' else (
-      layer_op.inputs[1], layer_op.inputs[0]):
-    op = tensor.op
-    if op.type == 'ReadVariableOp' or (op.type == 'Mul' and
-                                       op.name.endswith('/mul_fold')):
+  candidates = layer_op.inputs[1:2]
+  if layer_op.type == 'MatMul':
+    candidates = (layer_op.inputs[1], layer_op.inputs[0])
+  for tensor in candidates:
+    if tensor.op.type == 'Mul' and tensor.op.name.endswith('/mul_fold'):
       return tensor
-    if op.type == 'Identity' and op.inputs and (
-        op.inputs[0].op.type in _WEIGHT_SOURCES + ('Identity', 'ConcatV2')):
+    if _reads_variable(tensor):
       return tensor
   return None
 
@@ -116,12 +123,30 @@ def match_layer(layer_op):
                     bias_add_for_bypass)
 
 
+def _order_key(match, position):
+  """The original's match order: by the pattern that matched the layer
+  (post-activation bypass, activation, final bias add, separable conv), then
+  by the graph position of the op the pattern ends at. It decides which of
+  two quantizers with the same name gets the `_1` suffix."""
+  if match.post_activation_bypass_op is not None:
+    return (0, position[match.post_activation_bypass_op])
+  if match.activation_op is match.layer_op:
+    consumer = _first_consumer(match.layer_op.outputs[0], QUANTIZABLE_TYPES)
+    return (3, position[consumer])
+  if match.activation_op.type in ACTIVATION_TYPES:
+    return (1, position[match.activation_op])
+  return (2, position[match.activation_op])
+
+
 def find_layers(graph):
-  """LayerMatches of every quantizable layer of `graph`, in graph order."""
+  """LayerMatches of every quantizable layer of `graph`, in the order the
+  original quantized them."""
+  operations = graph.get_operations()
+  position = {op: index for index, op in enumerate(operations)}
   matches = []
-  for op in graph.get_operations():
+  for op in operations:
     if op.type in QUANTIZABLE_TYPES and not graph_edit.is_skipped(op):
       match = match_layer(op)
       if match is not None:
         matches.append(match)
-  return matches
+  return sorted(matches, key=lambda match: _order_key(match, position))

@@ -64,3 +64,29 @@ def test_freeze_bn_delay_other_than_none_refused():
   graph, _, _ = _layer_graph(True, False)
   with pytest.raises(ValueError, match='freeze_batch_norm_delay'):
     fold_batch_norms.fold_batch_norms(graph, True, freeze_batch_norm_delay=5)
+
+
+def test_batch_norm_after_an_identity_is_folded():
+  # The weight-shared box predictor's tower: conv (normalizer_fn=tf.identity)
+  # then a batch norm per feature map.
+  def build():
+    graph = tf.Graph()
+    with graph.as_default():
+      conv = tf.compat.v1.layers.conv2d(
+          tf.constant(tiny_graphs.IMAGE), 4, 3, padding='same',
+          use_bias=False, name='Tower/conv2d_0',
+          kernel_initializer=tf.compat.v1.constant_initializer(0.3))
+      bn = tf.compat.v1.layers.batch_normalization(
+          tf.identity(conv), training=False, fused=True,
+          moving_mean_initializer=tf.compat.v1.constant_initializer(0.2),
+          moving_variance_initializer=tf.compat.v1.constant_initializer(2.0),
+          name='Tower/conv2d_0/BatchNorm/feature_0')
+      output = tf.nn.relu6(bn)
+    return graph, output
+  graph, output = build()
+  expected = tiny_graphs.run(graph, output)
+  graph, output = build()
+  assert fold_batch_norms.fold_batch_norms(graph, False) == 1
+  assert output.op.inputs[0].op.name == 'Tower/conv2d_0/add_fold'
+  np.testing.assert_allclose(tiny_graphs.run(graph, output), expected,
+                             rtol=1e-5, atol=1e-5)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator import tpu_check
 from od_estimator.quantization import rewrite
 from tests.quantization import tiny_graphs
 
@@ -181,3 +182,24 @@ def test_bits_other_than_8_refused(field):
     rewrite.create_training_graph(graph, **{field: 4})
   assert collections.Counter(op.type for op in graph.get_operations())[
       'FakeQuantWithMinMaxVars'] == 0
+
+
+@pytest.mark.parametrize('quant_delay', [0, 5])
+def test_training_step_compiles_with_xla(quant_delay):
+  # The TPU check's conversion of a training step to XLA HLO (CPU backend).
+  graph, images, features, predictions = _graph()
+  with graph.as_default():
+    loss = tf.reduce_mean(tf.square(predictions)) + tf.reduce_mean(features)
+  rewrite.create_training_graph(graph, quant_delay=quant_delay)
+  with graph.as_default():
+    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(updates):
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+          loss)
+    with tf.control_dependencies([train_op]):
+      output = tf.identity(loss)
+  step = tpu_check._Step(graph=graph, feeds=[images], output=output,
+                         scaffold_fn=None, model=None)
+  ops = tpu_check._step_ops(output)
+  assert any(op.type == 'FakeQuantWithMinMaxVars' for op in ops)
+  assert tpu_check._xla_error(step, ops) is None
