@@ -203,3 +203,36 @@ def test_training_step_compiles_with_xla(quant_delay):
   ops = tpu_check._step_ops(output)
   assert any(op.type == 'FakeQuantWithMinMaxVars' for op in ops)
   assert tpu_check._xla_error(step, ops) is None
+
+
+def test_eval_graph_restores_what_training_learned(tmp_path):
+  graph, images, _, predictions = _graph()
+  with graph.as_default():
+    loss = tf.reduce_mean(tf.square(predictions))
+  rewrite.create_training_graph(graph)
+  with graph.as_default():
+    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(updates):
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+          loss)
+    saver = tf.compat.v1.train.Saver()
+    act_max = _variables(graph)['Net/Conv2d_0/act_quant/max'].read_value()
+  with tf.compat.v1.Session(graph=graph) as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    for _ in range(3):
+      sess.run(train_op, {images: tiny_graphs.IMAGE})
+    learned = sess.run(act_max)
+    path = saver.save(sess, str(tmp_path / 'model.ckpt'))
+
+  eval_graph, eval_images, _, eval_predictions = _graph(is_training=False)
+  rewrite.create_eval_graph(eval_graph)
+  with eval_graph.as_default():
+    # Every variable of the evaluation graph is in the training checkpoint.
+    restore = tf.compat.v1.train.Saver()
+    read = _variables(eval_graph)['Net/Conv2d_0/act_quant/max'].read_value()
+  with tf.compat.v1.Session(graph=eval_graph) as sess:
+    restore.restore(sess, path)
+    out, restored = sess.run([eval_predictions, read],
+                             {eval_images: tiny_graphs.IMAGE})
+  assert restored == learned != 6.0
+  assert np.isfinite(out).all()
