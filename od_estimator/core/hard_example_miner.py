@@ -101,7 +101,10 @@ class HardExampleMiner:
         tf.stack([boxlist.get() for boxlist in decoded_boxlist_list]),
         self._ranking_losses(location_losses, cls_losses),
         self._iou_threshold)
-    if self._num_hard_examples is not None:
+    # The cap on the selection cannot bind when it is above the anchors.
+    num_anchors = location_losses.shape[1]
+    if self._num_hard_examples is not None and not (
+        num_anchors is not None and self._num_hard_examples >= num_anchors):
       selected &= tf.cumsum(tf.cast(selected, tf.int32),
                             axis=1) <= self._num_hard_examples
     if self._max_negatives_per_positive is not None and all(with_matches):
