@@ -22,7 +22,7 @@ $(PROTOS_BUILT): $(PROTOS) $(VENV)/.installed
 protos: $(PROTOS_BUILT)
 
 test: install
-	$(PY) -m pytest -q -n 2 --dist loadscope tests
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder tests
 
 DEMO_CONFIG := samples/configs/ssd_mobilenet_v2_shapes.config
 DEMO_DIR := demo_out

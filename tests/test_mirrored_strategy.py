@@ -70,7 +70,7 @@ def _train_one_step(config, model_dir, **run_config_kwargs):
                                       **run_config_kwargs)
   parts = model_lib.create_estimator_and_inputs(
       run_config=run_config,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES),
       pipeline_config_path=config, train_steps=1)
   parts['estimator'].train(parts['train_input_fn'], max_steps=1)
 
