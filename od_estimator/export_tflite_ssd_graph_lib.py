@@ -16,6 +16,10 @@ detection boxes [1, max_detections, 4] (ymin, xmin, ymax, xmax), classes
 [1, max_detections] (0-based), scores [1, max_detections] and the number of
 detections [1]. The graph itself cannot run in TensorFlow then, only after
 conversion with allow_custom_ops.
+
+With a graph_rewriter (quantization-aware training) the graph is rewritten
+for evaluation before freezing: batch norms folded, FakeQuant ops holding
+the learned ranges, from which the converter makes a uint8 model.
 """
 import os
 import tempfile
@@ -28,6 +32,8 @@ from tensorflow.core.framework import types_pb2
 
 from od_estimator import errors
 from od_estimator import exporter
+from od_estimator import nn_resize_rewrite
+from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.core import box_list
@@ -138,10 +144,6 @@ def _check_config(pipeline_config):
     raise errors.UserInputError(
         'model.ssd.image_resizer: only fixed_shape_resizer is '
         'supported with tflite, found %s.' % resizer)
-  if pipeline_config.HasField('graph_rewriter'):
-    raise errors.UserInputError(
-        'graph_rewriter (quantization-aware graphs) is not '
-        'supported by the tflite exporter.')
   fixed = ssd.image_resizer.fixed_shape_resizer
   channels = 1 if fixed.convert_to_grayscale else 3
   return [1, fixed.height, fixed.width, channels]
@@ -167,6 +169,14 @@ def _build_raw_outputs(pipeline_config, input_shape):
   get_const_center_size_encoded_anchors(predictions['anchors'])
   # Restored with the weights so the graph records the trained step.
   tf.compat.v1.train.get_or_create_global_step()
+  # As the original: the evaluation rewrite (folded batch norms, FakeQuant
+  # ops with the learned ranges), then FPN upsamplings as one TFLite op.
+  is_quantized = pipeline_config.HasField('graph_rewriter')
+  if is_quantized:
+    graph_rewriter_builder.build(pipeline_config.graph_rewriter,
+                                 is_training=False)()
+  if pipeline_config.model.ssd.feature_extractor.HasField('fpn'):
+    nn_resize_rewrite.rewrite_nn_resize_op(is_quantized)
 
 
 def _freeze(graph, use_moving_averages, checkpoint_prefix):
@@ -218,8 +228,8 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
     txt_graph_name: file name of the text GraphDef.
 
   Raises:
-    ValueError: for a non-SSD model, another resizer or box coder, a graph
-      rewriter, or a missing or mismatched checkpoint.
+    ValueError: for a non-SSD model, another resizer or box coder, an
+      unsupported graph_rewriter, or a missing or mismatched checkpoint.
   """
   input_shape = _check_config(pipeline_config)
   checkpoint = exporter._resolve_checkpoint(  # pylint: disable=protected-access

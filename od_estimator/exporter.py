@@ -24,6 +24,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import export_inputs
 from od_estimator import model_lib
+from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.protos import pipeline_pb2
@@ -460,10 +461,11 @@ def export_inference_graph(input_type, pipeline_config,
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
   checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
+  graph_rewriter_fn = None
   if pipeline_config.HasField('graph_rewriter'):
-    raise errors.UserInputError(
-        'graph_rewriter (quantization-aware graphs) is not '
-        'supported by the exporter.')
+    # The evaluation rewrite, as the original: FakeQuant ops before freezing.
+    graph_rewriter_fn = graph_rewriter_builder.build(
+        pipeline_config.graph_rewriter, is_training=False)
   with tf.Graph().as_default():
     detection_model = model_builder.build(pipeline_config.model,
                                           is_training=False,
@@ -474,6 +476,7 @@ def export_inference_graph(input_type, pipeline_config,
         additional_output_tensor_names=additional_output_tensor_names,
         input_shape=input_shape,
         output_collection_name=output_collection_name,
+        graph_hook_fn=graph_rewriter_fn,
         write_inference_graph=write_inference_graph,
         use_side_inputs=use_side_inputs, side_input_shapes=side_input_shapes,
         side_input_names=side_input_names, side_input_types=side_input_types)

@@ -22,6 +22,7 @@ from od_estimator import fine_tune
 from od_estimator import inputs
 from od_estimator import resume_check
 from od_estimator import training_graph
+from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import config_util
@@ -150,6 +151,13 @@ def _without_fine_tune_checkpoint(configs):
   return dict(configs, train_config=train_config)
 
 
+def _rewrite_graph(graph_rewriter_config, is_training):
+  """Applies a graph_rewriter (quantization) to the default graph, if any."""
+  if graph_rewriter_config is not None:
+    graph_rewriter_builder.build(graph_rewriter_config,
+                                 is_training=is_training)()
+
+
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                     postprocess_on_cpu=False, optimizer_wrapper=None):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
@@ -168,10 +176,10 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   eval_config = configs['eval_config']
   eval_input_config = configs['eval_input_configs'][0] if configs[
       'eval_input_configs'] else configs['train_input_config']
-  if configs.get('graph_rewriter_config') is not None:
-    raise errors.UserInputError(
-        'graph_rewriter (quantization-aware training) is not '
-        'supported; remove the graph_rewriter block.')
+  graph_rewriter_config = configs.get('graph_rewriter_config')
+  if graph_rewriter_config is not None:
+    # Bad bit widths are refused here, before any graph is built.
+    graph_rewriter_builder.build(graph_rewriter_config, is_training=True)
   load_pretrained = _load_pretrained(hparams)
 
   def build_spec(features, labels, mode, params):
@@ -203,6 +211,9 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
           training_graph.scalar_summary(name, loss)
       scaffold_fn = fine_tune.build_scaffold_fn(model, train_config,
                                                 use_tpu, load_pretrained)
+      # As the original: after the loss, before the optimizer (so gradients
+      # flow through the FakeQuant ops); fine-tune restores float weights.
+      _rewrite_graph(graph_rewriter_config, is_training=True)
       # TPU training loops cannot run the Assert; TPUEstimator (also off
       # TPU) keeps only its NanTensorHook.
       train_op = training_graph.build_train_op(
@@ -227,6 +238,9 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       detections = postprocess(prediction_dict)
 
     if mode == _ModeKeys.PREDICT:
+      # Also for the Servo export (the original rewrote only TRAIN and
+      # EVAL), so it serves the same quantized graph as the exporter.
+      _rewrite_graph(graph_rewriter_config, is_training=False)
       predictions, export_outputs = _build_export_outputs(detections)
       # The weights evaluation and exporter use, so all three agree.
       averages = eval_config.use_moving_averages
@@ -240,6 +254,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
 
     losses, total_loss = eval_graph.build_eval_losses(model, prediction_dict, features,
                                             configs)
+    _rewrite_graph(graph_rewriter_config, is_training=False)
     eval_dict = eval_graph.build_eval_dict(labels, features, detections,
                                  eval_input_config, reframe_masks=not tpu_spec)
     if tpu_spec:

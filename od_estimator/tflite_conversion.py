@@ -3,11 +3,11 @@
 Three kinds of model, chosen by the pipeline config and one flag:
 
   float            a float model: a float32 `.tflite`.
-  uint8            a quantization-aware model (a `graph_rewriter` with
-                   `quantization`): the graph's fake-quant ranges make a
-                   fully quantized uint8 model whose input is uint8 pixels
-                   with mean 128 and std 128 (the original's documented
-                   converter command).
+  uint8            a quantization-aware model (a `graph_rewriter` block):
+                   the graph's fake-quant ranges make a fully quantized
+                   uint8 model whose input is uint8 pixels with mean 128
+                   and std 128 (the original's documented converter
+                   command).
   post-training    a float model calibrated on a representative dataset
                    drawn from the config's eval TFRecords: full-integer
                    (uint8 input, int8 inside); the TFLite_Detection_PostProcess
@@ -36,9 +36,8 @@ QUANTIZED_INPUT_STATS = (128.0, 128.0)
 
 
 def is_quantization_aware(pipeline_config):
-  """Whether the config's graph_rewriter quantizes the graph."""
-  return (pipeline_config.HasField('graph_rewriter') and
-          pipeline_config.graph_rewriter.HasField('quantization'))
+  """Whether the config has a graph_rewriter (it always quantizes)."""
+  return pipeline_config.HasField('graph_rewriter')
 
 
 def output_arrays(add_postprocessing_op):

@@ -20,10 +20,12 @@ import sys
 import tensorflow as tf
 
 from od_estimator import config_notes
+from od_estimator import errors
 from od_estimator import eval_util
 from od_estimator import inputs
 from od_estimator import tpu_check
 from od_estimator.builders import decoder_builder
+from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.builders import preprocessor_builder
@@ -243,11 +245,24 @@ def _check_learning_rate(optimizer_config, report):
 
 
 def _check_graph_rewriter(configs, report):
-  if configs.get('graph_rewriter_config') is not None:
-    report.error('graph_rewriter', 'quantization-aware training is not '
-                 'supported yet: training would refuse this config',
-                 hint='remove the graph_rewriter block to train a float '
-                 'model')
+  """Reports what the quantization rewrite will do, or why it cannot."""
+  graph_rewriter = configs.get('graph_rewriter_config')
+  if graph_rewriter is None:
+    return
+  try:
+    graph_rewriter_builder.build(graph_rewriter, is_training=True)
+  except errors.UserInputError as error:
+    report.error(None, str(error))  # the message names the field
+    return
+  quantization = graph_rewriter.quantization
+  report.note(
+      'graph_rewriter: quantization-aware training, batch norms folded into '
+      'the convolutions, weights and activations fake-quantized to %d/%d '
+      'bits (ranges learned from step 0, applied from step %d: '
+      'quantization.delay); evaluation and exports use the learned ranges, '
+      'export_tflite_ssd_graph --convert writes a uint8 .tflite.' % (
+          quantization.weight_bits, quantization.activation_bits,
+          quantization.delay))
 
 
 def _check_train_config(train_config, report):

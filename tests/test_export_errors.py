@@ -71,12 +71,13 @@ def test_unknown_input_type(capsys, tmp_path, fake_checkpoint):
   assert 'image_tensor' in line
 
 
-def test_unsupported_graph_rewriter(capsys, tmp_path, fake_checkpoint):
+def test_unsupported_graph_rewriter_bits(capsys, tmp_path, fake_checkpoint):
   line = _one_error_line(capsys, export_inference_graph.main,
                          _inference_graph_flags(
                              tmp_path,
                              trained_checkpoint_prefix=fake_checkpoint,
                              config_override='graph_rewriter { quantization '
-                             '{ delay: 10 } }'))
-  assert 'graph_rewriter' in line and 'not supported' in line
+                             '{ delay: 10 weight_bits: 16 } }'))
+  assert 'graph_rewriter.quantization.weight_bits: 16' in line
+  assert 'only 8-bit' in line
 

@@ -31,8 +31,6 @@ INPUT = tflite_runs.INPUT
 POSTPROCESS = tflite_runs.POSTPROCESS
 POSTPROCESS_OUTPUTS = tflite_runs.POSTPROCESS_OUTPUTS
 RAW_OUTPUTS = ['raw_outputs/box_encodings', 'raw_outputs/class_predictions']
-BIAS_STDDEV = 0.1  # of the random biases
-PREDICTOR_SCALE = 0.25  # of the box and class predictors' random weights
 
 
 def _pipeline_config(data_dir=None):
@@ -49,34 +47,6 @@ def _pipeline_config(data_dir=None):
   return pipeline_config
 
 
-def _spread_out_weights():
-  """Ops giving the convolutions He-scaled random weights.
-
-  The config's initializer (stddev 0.03) makes the activations vanish over
-  the tiny backbone's layers, leaving every anchor of a layer with the same
-  score; variance-preserving weights give distinct scores and boxes.
-  """
-  rng = np.random.RandomState(0)
-  ops = []
-  for var in tf.compat.v1.trainable_variables():
-    shape = var.shape.as_list()
-    if var.op.name.endswith('depthwise_weights'):
-      fan_in = shape[0] * shape[1]
-    elif var.op.name.endswith('weights'):
-      fan_in = int(np.prod(shape[:-1]))
-    elif var.op.name.endswith('biases'):
-      ops.append(var.assign(rng.normal(0.0, BIAS_STDDEV, shape)))
-      continue
-    else:
-      continue
-    stddev = np.sqrt(2.0 / fan_in)
-    if 'Predictor/' in var.op.name:
-      # Keeps logits and box codes moderate: unsaturated, distinct scores.
-      stddev *= PREDICTOR_SCALE
-    ops.append(var.assign(rng.normal(0.0, stddev, shape)))
-  return ops
-
-
 def _write_checkpoint_and_reference(pipeline_config, prefix, image):
   """Saves a fresh model's weights; returns its outputs on `image`."""
   with tf.Graph().as_default() as graph:
@@ -86,7 +56,7 @@ def _write_checkpoint_and_reference(pipeline_config, prefix, image):
     predictions = model.predict(images, true_image_shapes=None)
     detections = model.postprocess(predictions, true_image_shapes=None)
     tf.compat.v1.train.get_or_create_global_step()
-    spread = _spread_out_weights()
+    spread = tflite_runs.spread_out_weights()
     with tf.compat.v1.Session(graph=graph) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       sess.run(spread)

@@ -42,6 +42,18 @@ def test_good_config_passes(data_dir, capsys):
   assert out.strip().endswith('%s: OK' % path)
 
 
+def test_quantization_aware_config_passes_with_what_it_does(data_dir,
+                                                             capsys):
+  text = _good_config(data_dir) + (
+      'graph_rewriter { quantization { delay: 48000 } }\n')
+  code, out, path = _run(data_dir, text, capsys, name='quantized.config')
+  assert code == 0, out
+  assert out.strip().endswith('%s: OK' % path)
+  note = [line for line in out.splitlines() if 'graph_rewriter' in line]
+  assert len(note) == 1 and note[0].startswith('note: ')
+  assert '8/8 bits' in note[0] and 'from step 48000' in note[0]
+
+
 def _break(old, new):
   def broken(text):
     assert old in text, old  # the demo config changed: update the case
@@ -137,10 +149,11 @@ BAD_CASES = {
     'context_features_eval': (
         _break('num_readers: 1', 'num_readers: 1 load_context_features: true'),
         ['eval_input_reader[0].load_context_features', 'Context R-CNN']),
-    'graph_rewriter': (
-        lambda t: t + 'graph_rewriter { quantization { delay: 10 } }\n',
-        ['`graph_rewriter`',
-         'quantization-aware training is not supported yet']),
+    'graph_rewriter_bits': (
+        lambda t: t + 'graph_rewriter { quantization { activation_bits: 4 } '
+        '}\n',
+        ['graph_rewriter.quantization.activation_bits: 4 is not supported',
+         'only 8-bit']),
     'zero_learning_rate_base': (
         _break('learning_rate_base: 0.002', 'learning_rate_base: 0.0'),
         ['adam_optimizer.learning_rate.cosine_decay_learning_rate.'

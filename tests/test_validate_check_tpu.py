@@ -81,6 +81,9 @@ def _errors(out):
   return [line for line in out.splitlines() if line.startswith('error: ')]
 
 
+ALLOW = ('--allow_local_paths',)
+
+
 def test_demo_config_passes_with_local_paths_allowed(demo_text, tmp_path,
                                                      capsys):
   code, out = _run(tmp_path, capsys, demo_text, '--allow_local_paths')
@@ -89,6 +92,15 @@ def test_demo_config_passes_with_local_paths_allowed(demo_text, tmp_path,
   assert 'XLA compiles the step' in out
   assert '--allow_local_paths: accepted 4 path(s)' in out
   assert out.strip().endswith(': OK')
+
+
+def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys):
+  """The graph_rewriter's FakeQuant ops and delay conds compile with XLA."""
+  code, out = _run(tmp_path, capsys, demo_text + (
+      'graph_rewriter { quantization { delay: 2 } }\n'), *ALLOW)
+  assert code == 0, out
+  assert 'note: graph_rewriter: quantization-aware training' in out
+  assert 'XLA compiles the step' in out
 
 
 def _write_checkpoint(directory, name, shape):
@@ -103,7 +115,6 @@ def _write_checkpoint(directory, name, shape):
   return prefix
 
 
-ALLOW = ('--allow_local_paths',)
 # Reason -> (edits of the fake-model config, flags, words one error line
 # must contain, words every error line contains: the config has no other
 # problem). '{tmp}' is the test's directory, '{checkpoint}' a checkpoint

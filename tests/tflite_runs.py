@@ -6,6 +6,36 @@ INPUT = 'normalized_input_image_tensor'
 POSTPROCESS = 'TFLite_Detection_PostProcess'
 POSTPROCESS_OUTPUTS = [POSTPROCESS] + [POSTPROCESS + ':%d' % i
                                        for i in (1, 2, 3)]
+_BIAS_STDDEV = 0.1  # of the random biases
+_PREDICTOR_SCALE = 0.25  # of the box and class predictors' random weights
+
+
+def spread_out_weights():
+  """Ops giving the convolutions He-scaled random weights.
+
+  The config's initializer (stddev 0.03) makes the activations vanish over
+  the tiny backbone's layers, leaving every anchor of a layer with the same
+  score; variance-preserving weights give distinct scores and boxes.
+  """
+  rng = np.random.RandomState(0)
+  ops = []
+  for var in tf.compat.v1.trainable_variables():
+    shape = var.shape.as_list()
+    if var.op.name.endswith('depthwise_weights'):
+      fan_in = shape[0] * shape[1]
+    elif var.op.name.endswith('weights'):
+      fan_in = int(np.prod(shape[:-1]))
+    elif var.op.name.endswith('biases'):
+      ops.append(var.assign(rng.normal(0.0, _BIAS_STDDEV, shape)))
+      continue
+    else:
+      continue
+    stddev = np.sqrt(2.0 / fan_in)
+    if 'Predictor/' in var.op.name:
+      # Keeps logits and box codes moderate: unsaturated, distinct scores.
+      stddev *= _PREDICTOR_SCALE
+    ops.append(var.assign(rng.normal(0.0, stddev, shape)))
+  return ops
 
 
 def convert_float(graph_path, output_arrays, size):
