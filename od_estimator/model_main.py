@@ -33,6 +33,7 @@ from od_estimator import errors
 from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
+from od_estimator import xla
 from od_estimator.utils import config_util
 
 # An evaluator task polls for new checkpoints this often by default.
@@ -82,6 +83,10 @@ flags.DEFINE_integer('eval_throttle_secs', None, 'Least seconds between two '
 flags.DEFINE_integer('num_gpus', 0, 'Train with tf.distribute.'
                      'MirroredStrategy on this many GPUs of this machine; '
                      'train_config.batch_size is split across them.')
+flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
+                     'the element-wise, reduction and shape ops; see '
+                     'od_estimator/xla.py). Slower on CPU as measured in '
+                     'bench/NOTES.md: for accelerators and comparisons.')
 FLAGS = flags.FLAGS
 
 
@@ -91,6 +96,9 @@ def _run_config():
     kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
   if FLAGS.num_gpus:
     kwargs.update(model_lib.mirrored_run_config_kwargs(FLAGS.num_gpus))
+  if FLAGS.xla:
+    kwargs['session_config'] = xla.jit_session_config(
+        kwargs.get('session_config'))
   return tf.estimator.RunConfig(**kwargs)
 
 
