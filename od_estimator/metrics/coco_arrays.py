@@ -191,35 +191,46 @@ def _accumulate(params, groundtruth, detections, gt_ignore, matched,
                       -detections['score'], detections['category']))
   category = detections['category'][order]
   bounds = np.searchsorted(category, np.arange(num_k + 1))
+  # True and false positives (neither when ignored), in that order, as
+  # [areas, IoU thresholds, detections]: runs along the last axis.
+  true_positive = np.ascontiguousarray(
+      (matched & ~ignored)[order].transpose(2, 1, 0))
+  false_positive = np.ascontiguousarray(
+      (~matched & ~ignored)[order].transpose(2, 1, 0))
+  rank, all_scores = detections['rank'][order], detections['score'][order]
   recall_thresholds = np.asarray(params.recThrs)
   iou_index = np.arange(num_t)[:, None]
   for k in np.flatnonzero(valid_gt.max(axis=1) > 0):
-    rows = order[bounds[k]:bounds[k + 1]]
+    rows = slice(bounds[k], bounds[k + 1])
     areas = np.flatnonzero(valid_gt[k] > 0)
     reaching = {a: _counts_reaching(recall_thresholds, valid_gt[k, a])
                 for a in areas}
     for m, max_detections in enumerate(params.maxDets):
-      kept = rows[detections['rank'][rows] < max_detections]
-      count = len(kept)
+      kept = rank[rows] < max_detections
+      count = int(np.count_nonzero(kept))
       if not count:
         recall[:, k, areas, m] = 0
         precision[:, :, k, areas, m] = scores[:, :, k, areas, m] = 0
         continue
-      score = detections['score'][kept]
-      counted = ~ignored[kept]
-      tp = np.cumsum(matched[kept] & counted, axis=0).astype(float)
-      fp = np.cumsum(~matched[kept] & counted, axis=0).astype(float)
+      every = count == len(kept)
+      score = all_scores[rows] if every else all_scores[rows][kept]
+      # Integer counts: their quotients are accumulate's float ones.
+      tp = np.cumsum(true_positive[:, :, rows] if every else
+                     true_positive[:, :, rows][:, :, kept], axis=2)
+      fp = np.cumsum(false_positive[:, :, rows] if every else
+                     false_positive[:, :, rows][:, :, kept], axis=2)
       with np.errstate(divide='ignore', invalid='ignore'):
-        recall[:, k, areas, m] = (tp[-1] / valid_gt[k])[:, areas]
+        recall[:, k, areas, m] = (tp[:, :, -1] /
+                                  valid_gt[k][:, None]).T[:, areas]
       pr = tp / (fp + tp + np.spacing(1))
       # Each precision the best at its recall or beyond.
-      pr = np.maximum.accumulate(pr[::-1], axis=0)[::-1]
+      pr = np.maximum.accumulate(pr[:, :, ::-1], axis=2)[:, :, ::-1]
       for a in areas:
         # Where the recall tp / npig first reaches each threshold.
-        at = _first_reaching(tp[:, :, a], reaching[a])
+        at = _first_reaching(tp[a], reaching[a])
         inside = at < count
         at = np.minimum(at, count - 1)
-        precision[:, :, k, a, m] = np.where(inside, pr[at, iou_index, a], 0)
+        precision[:, :, k, a, m] = np.where(inside, pr[a][iou_index, at], 0)
         scores[:, :, k, a, m] = np.where(inside, score[at], 0)
   return {'params': params, 'counts': [num_t, num_r, num_k, num_a, num_m],
           'precision': precision, 'recall': recall, 'scores': scores}
@@ -234,15 +245,15 @@ def _counts_reaching(thresholds, total):
 
 
 def _first_reaching(tp, counts):
-  """[T, R]: per column of the running counts tp [N, T], the first row
+  """[T, R]: per row of the running counts tp [T, N], the first index
   reaching each of counts [R] (N if none): accumulate's searchsorted of
-  the recall, on the integer counts, for every column in one call."""
-  num = len(tp)
-  offsets = (num + 1) * np.arange(tp.shape[1])
-  keys = (tp + offsets).T.reshape(-1)
-  queries = np.minimum(counts, num + 1)[None, :] + offsets[:, None]
-  return (np.searchsorted(keys, queries.reshape(-1), side='left').reshape(
-      queries.shape) - num * np.arange(tp.shape[1])[:, None])
+  the recall, on the integer counts, for every row in one call."""
+  rows, num = tp.shape
+  offsets = (num + 1) * np.arange(rows)[:, None]
+  queries = np.minimum(counts, num + 1)[None, :] + offsets
+  return (np.searchsorted((tp + offsets).reshape(-1), queries.reshape(-1),
+                          side='left').reshape(queries.shape) -
+          num * np.arange(rows)[:, None])
 
 
 def evaluate(image_ids, category_ids, groundtruth, detections,
