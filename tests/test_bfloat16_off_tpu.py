@@ -14,7 +14,7 @@ from tests import tiny_ssd
 
 def test_use_bfloat16_trains_on_cpu_with_one_note(tmp_path):
   config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES)
+  hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
   hparams['use_bfloat16'] = True
   run_config = tf.estimator.RunConfig(
       model_dir=str(tmp_path / 'train'), save_checkpoints_secs=None,

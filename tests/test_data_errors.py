@@ -28,7 +28,7 @@ def _run(config, model_dir, steps):
                     '--model_dir=%s' % model_dir,
                     '--num_train_steps=%d' % steps,
                     '--sample_1_of_n_eval_examples=8',
-                    '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES],
+                    '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
       capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
       check=False)
 
@@ -55,7 +55,7 @@ def trained(tmp_path_factory):
   model_dir = str(root / 'model')
   parts = model_lib.create_estimator_and_inputs(
       tf.estimator.RunConfig(model_dir=model_dir),
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES),
       pipeline_config_path=config, train_steps=1, save_final_config=True)
   parts['estimator'].train(parts['train_input_fn'], max_steps=1)
   train_record = sorted(tf.io.gfile.glob(str(root / 'data' /

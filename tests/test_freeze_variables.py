@@ -17,7 +17,7 @@ from od_estimator.protos import train_pb2
 from od_estimator.utils import config_util
 from tests import tiny_ssd
 
-FEATURE = 'FeatureExtractor/MobilenetV2/Conv/weights'
+FEATURE = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'
 BOX = 'BoxPredictor_0/BoxEncodingPredictor/weights'
 CLASS = 'BoxPredictor_0/ClassPredictor/weights'
 
@@ -30,7 +30,7 @@ def config(tmp_path_factory):
 
 def _changed(config, model_dir, train_config_text):
   """Trains 2 steps; returns {variable: whether its value changed}."""
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES)
+  hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
   run_config = tf.estimator.RunConfig(model_dir=str(model_dir),
                                       save_summary_steps=None,
                                       log_step_count_steps=None)

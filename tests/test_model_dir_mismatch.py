@@ -66,7 +66,7 @@ def trained(tmp_path_factory):
                                       log_step_count_steps=None)
   parts = model_lib.create_estimator_and_inputs(
       run_config, pipeline_config_path=config, save_final_config=True,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
   parts['estimator'].train(parts['train_input_fn'], max_steps=1)
   return root, model_dir
 
@@ -83,7 +83,7 @@ def test_model_main_stops_before_touching_the_model_dir(trained):
       [sys.executable, '-m', 'od_estimator.model_main',
        '--pipeline_config_path=%s' % five_classes,
        '--model_dir=%s' % model_dir, '--num_train_steps=2',
-       '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES],
+       '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
       capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
       check=False)
   assert result.returncode == 1, result.stderr[-3000:]

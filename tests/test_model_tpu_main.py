@@ -12,7 +12,7 @@ MODEL_TPU_MAIN = [sys.executable, '-m', 'od_estimator.model_tpu_main']
 TRAIN_STEPS = 2
 # The tiny overrides minus batch_size, which --train_batch_size sets instead
 # (an hparams batch_size would win over it).
-OVERRIDES = ','.join(item for item in tiny_ssd.TINY_OVERRIDES.split(',')
+OVERRIDES = ','.join(item for item in tiny_ssd.LIGHT_OVERRIDES.split(',')
                      if not item.startswith('batch_size='))
 
 

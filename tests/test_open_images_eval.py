@@ -95,7 +95,7 @@ def test_tiny_ssd_evaluation_reports_the_originals_open_images_names(
     config_path, tmp_path):
   parts = model_lib.create_estimator_and_inputs(
       tf.estimator.RunConfig(model_dir=str(tmp_path / 'model')),
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES),
       pipeline_config_path=config_path)
   checkpoint = _initial_checkpoint(parts['configs']['model'],
                                    str(tmp_path / 'init'))
