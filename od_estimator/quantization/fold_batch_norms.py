@@ -16,16 +16,17 @@ As in the original, the weights are first scaled by
 `correction_scale = sigma_batch / sigma_moving`, so the weights that get
 quantized are folded with the slowly-changing moving statistics, and the
 layer output is scaled back by `1 / correction_scale` (`post_conv_mul`); the
-result equals batch normalization with batch statistics. The original froze
-the statistics after `freeze_bn_delay` steps only through its experimental
-API; its `create_training_graph` (and the object-detection builder) used
-None, the one setting supported here.
+result equals batch normalization with batch statistics. With
+`freeze_batch_norm_delay` (the original's experimental API; its
+create_training_graph and the object-detection builder used None) training
+switches to the moving statistics, frozen, after that many steps.
 """
 import collections
 
 import tensorflow as tf
 
 from od_estimator.quantization import graph_edit
+from od_estimator.quantization import quant_ops
 
 _BATCH_NORM_TYPES = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
 _FOLDABLE_TYPES = ('Conv2D', 'DepthwiseConv2dNative')
@@ -85,16 +86,30 @@ def find_batch_norms(graph):
 
 
 def _moving_statistic(bn_op, output_index):
-  """The moving mean (1) or variance (2) that a training batch norm updates.
+  """The moving mean (1) or variance (2) a training batch norm updates, and
+  the `1 - decay` factor of that update.
 
-  Found through its moving-average update `Sub(moving, batch_statistic)`.
+  Found through its moving-average update `Mul(Sub(moving, batch), 1-decay)`.
   """
   batch_stat = bn_op.outputs[output_index]
-  for op in batch_stat.consumers():
-    if op.type == 'Sub' and op.inputs[1] is batch_stat:
-      return op.inputs[0]
+  for sub in batch_stat.consumers():
+    if sub.type == 'Sub' and sub.inputs[1] is batch_stat:
+      for mul in sub.outputs[0].consumers():
+        if mul.type == 'Mul':
+          return sub.inputs[0], mul.inputs[1]
   raise ValueError('Folding batch norm %s in training: no moving-average '
                    'update of its output %d found' % (bn_op.name, output_index))
+
+
+def _freeze_moving_averages(bn_op, use_moving_average):
+  """Stops the batch norm's moving-average updates once statistics freeze."""
+  for index, name in ((1, 'freeze_moving_mean'), (2, 'freeze_moving_var')):
+    _, decay = _moving_statistic(bn_op, index)
+    consumers = graph_edit.consumer_ops(decay)
+    frozen = tf.compat.v1.cond(use_moving_average,
+                               lambda: tf.zeros_like(decay),
+                               lambda: decay, name=name)
+    graph_edit.reroute(frozen, decay, consumers)
 
 
 def _clone_layer(match, weights):
@@ -121,7 +136,44 @@ def _depthwise_shape(match, tensor, name):
   return tf.reshape(tensor, shape, name=name)
 
 
-def _fold(match, is_training):
+def _corrections(match, mean, variance, freeze_batch_norm_delay):
+  """(correction_scale, correction_recip, correction_offset) of training.
+
+  Before the statistics freeze: sigma_b / sigma_mv, its reciprocal, 0 (batch
+  statistics). After `freeze_batch_norm_delay` steps of the quantization
+  step: sigma_b / sigma_mv, 1, gamma * (mu_b / sigma_b - mu_mv / sigma_mv)
+  (moving statistics, whose updates stop).
+  """
+  bn_op = match.bn_op
+  moving_mean, _ = _moving_statistic(bn_op, 1)
+  moving_variance, _ = _moving_statistic(bn_op, 2)
+  recip_sigma_mv = tf.math.rsqrt(moving_variance + match.epsilon)
+  recip_sigma = tf.math.rsqrt(variance + match.epsilon)
+  correction_scale = tf.identity(
+      tf.divide(recip_sigma_mv, recip_sigma, name='scale_compute'),
+      name='correction_scale')
+  correction_recip = tf.math.reciprocal(correction_scale,
+                                        name='reciprocal_compute')
+  correction_offset = tf.multiply(
+      match.gamma, mean * recip_sigma - moving_mean * recip_sigma_mv,
+      name='offset_compute')
+  if freeze_batch_norm_delay is None:
+    return (correction_scale, correction_recip,
+            tf.zeros_like(correction_offset, name='correction_offset'))
+  use_moving_average = tf.greater_equal(
+      quant_ops.quantization_step(), freeze_batch_norm_delay,
+      name='use_moving_average')
+  _freeze_moving_averages(bn_op, use_moving_average)
+  correction_recip = tf.compat.v1.cond(
+      use_moving_average, lambda: tf.ones_like(correction_recip),
+      lambda: correction_recip, name='correction_recip')
+  correction_offset = tf.compat.v1.cond(
+      use_moving_average, lambda: correction_offset,
+      lambda: tf.zeros_like(correction_offset), name='correction_offset')
+  return correction_scale, correction_recip, correction_offset
+
+
+def _fold(match, is_training, freeze_batch_norm_delay):
   graph = match.bn_op.graph
   bn_op = match.bn_op
   scope = graph_edit.context_of(match.layer_op.name)
@@ -146,18 +198,8 @@ def _fold(match, is_training):
       correction_scale = correction_recip = correction_offset = None
       if train_form:
         with graph.name_scope('batch_norm_correction'):
-          moving_mean = _moving_statistic(bn_op, 1)
-          moving_variance = _moving_statistic(bn_op, 2)
-          recip_sigma_mv = tf.math.rsqrt(moving_variance + match.epsilon)
-          recip_sigma = tf.math.rsqrt(variance + match.epsilon)
-          correction_scale = tf.identity(
-              tf.divide(recip_sigma_mv, recip_sigma, name='scale_compute'),
-              name='correction_scale')
-          correction_recip = tf.math.reciprocal(
-              correction_scale, name='reciprocal_compute')
-          # Non-zero only once statistics are frozen (freeze_bn_delay).
-          correction_offset = tf.zeros_like(correction_scale,
-                                            name='correction_offset')
+          correction_scale, correction_recip, correction_offset = (
+              _corrections(match, mean, variance, freeze_batch_norm_delay))
       if match.layer_op.type == 'DepthwiseConv2dNative':
         multiplier = _depthwise_shape(match, multiplier, 'scale_reshape')
         if correction_scale is not None:
@@ -184,19 +226,16 @@ def fold_batch_norms(graph, is_training, freeze_batch_norm_delay=None):
     graph: the tf.Graph, edited in place.
     is_training: training rewrite (batch statistics with the correction
       terms) or evaluation rewrite (moving statistics).
-    freeze_batch_norm_delay: must be None, as in the original's
-      create_training_graph.
+    freeze_batch_norm_delay: None (batch statistics throughout training, as
+      the original's create_training_graph and the object-detection builder)
+      or the value of `fake_quantization_step` from which training uses the
+      moving statistics and stops updating them (its experimental API).
 
   Returns:
     The number of batch norms folded.
   """
-  if freeze_batch_norm_delay is not None:
-    raise ValueError('freeze_batch_norm_delay=%r is not supported; only None '
-                     '(batch statistics throughout training, as the '
-                     'original\'s create_training_graph)'
-                     % (freeze_batch_norm_delay,))
   matches = find_batch_norms(graph)
   with graph.as_default():
     for match in matches:
-      _fold(match, is_training)
+      _fold(match, is_training, freeze_batch_norm_delay)
   return len(matches)

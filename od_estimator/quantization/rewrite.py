@@ -39,8 +39,9 @@ def create_training_graph(graph=None, quant_delay=0, weight_bits=8,
     quant_delay: steps (of `fake_quantization_step`) trained in float before
       the FakeQuant ops take effect; ranges are learned from the start.
     weight_bits, activation_bits: 8 (the only supported value).
-    freeze_bn_delay: None (the only supported value, as the original's
-      create_training_graph used).
+    freeze_bn_delay: None (batch statistics throughout, as the original's
+      create_training_graph and the object-detection builder), or the step
+      from which batch norms use their moving statistics, frozen.
 
   Returns:
     The number of FakeQuant insertions.

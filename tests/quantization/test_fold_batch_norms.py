@@ -60,10 +60,39 @@ def test_training_fold_keeps_moving_average_updates():
   assert updates and not np.allclose(before, after)
 
 
-def test_freeze_bn_delay_other_than_none_refused():
-  graph, _, _ = _layer_graph(True, False)
-  with pytest.raises(ValueError, match='freeze_batch_norm_delay'):
-    fold_batch_norms.fold_batch_norms(graph, True, freeze_batch_norm_delay=5)
+def test_freeze_bn_delay_switches_to_frozen_moving_statistics():
+  graph, output, _ = _layer_graph(True, False)
+  fold_batch_norms.fold_batch_norms(graph, True, freeze_batch_norm_delay=2)
+  with graph.as_default():
+    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
+    with tf.control_dependencies(updates):
+      step = tf.identity(output)
+    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+    reads = {name: variables['Layer/BatchNorm/' + name].read_value()
+             for name in ('gamma', 'beta', 'moving_mean', 'moving_variance')}
+    conv = graph.get_tensor_by_name('Layer/Conv2D:0')
+  with tf.compat.v1.Session(graph=graph) as sess:
+    sess.run(tf.compat.v1.global_variables_initializer())
+    runs = []
+    for _ in range(3):
+      before = sess.run(reads)
+      runs.append((before, sess.run([step, conv])))
+  def batch_norm(x, mean, variance, params):
+    y = (x - mean) / np.sqrt(variance + 0.001) * params['gamma']
+    return np.clip(y + params['beta'], 0, 6)
+  (params1, (out1, conv1)), _, (params3, (out3, conv3)) = runs
+  # Step 1 (before the delay): batch statistics.
+  np.testing.assert_allclose(
+      out1, batch_norm(conv1, conv1.mean((0, 1, 2)), conv1.var((0, 1, 2)),
+                       params1), rtol=1e-4, atol=1e-4)
+  # Step 3: the moving statistics, no longer updated.
+  np.testing.assert_allclose(
+      out3, batch_norm(conv3, params3['moving_mean'],
+                       params3['moving_variance'], params3),
+      rtol=1e-4, atol=1e-4)
+  assert not np.allclose(runs[0][0]['moving_mean'], runs[1][0]['moving_mean'])
+  np.testing.assert_array_equal(runs[1][0]['moving_mean'],
+                                runs[2][0]['moving_mean'])
 
 
 def test_batch_norm_after_an_identity_is_folded():
