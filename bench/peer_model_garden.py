@@ -22,11 +22,16 @@ synthetic records, same size, batch and classes, it times:
                     8's with the original's mask head), on the records'
                     masks (item 9).
 
+Both sides report images per second and per CPU second (the process's CPU
+time over the timed steps, which other load on the machine disturbs less);
+--rounds=N alternates the two N times and reports medians.
+
   .venv/bin/python bench/peer_model_garden.py --data_dir=bench/out/data256
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -73,6 +78,19 @@ def ensure_peer_env():
         ' '.join(PEER_PACKAGES), install.stderr.strip()[-500:]))
 
 
+def _round(args, experiment, shape):
+  """One peer run, then one of ours: their rates and peak memory."""
+  peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
+                  '--experiment=' + experiment,
+                  '--steps=%d' % args.steps] + shape)
+  ours = _result([sys.executable, os.path.join(BENCH, 'train_step.py'),
+                  '--json', '--arch=' + args.arch, '--mode=estimator',
+                  '--warmup=2', '--steps=%d' % args.steps] + shape)
+  return {'%s_%s' % (side, key): figures[key]
+          for side, figures in (('peer', peer), ('ours', ours))
+          for key in ('images_per_s', 'images_per_cpu_s', 'peak_rss_mb')}
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--data_dir', required=True)
@@ -80,6 +98,9 @@ def main(argv=None):
   parser.add_argument('--size', type=int, default=256)
   parser.add_argument('--batch', type=int, default=8)
   parser.add_argument('--steps', type=int, default=5)
+  parser.add_argument('--rounds', type=int, default=1,
+                      help='Peer then ours, this many times in turn: the '
+                           'ratios are medians over the rounds.')
   parser.add_argument('--json', action='store_true')
   args = parser.parse_args(argv)
   common.write_records(args.data_dir, args.size)
@@ -89,20 +110,22 @@ def main(argv=None):
   result = {}
   try:
     ensure_peer_env()
-    peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
-                    '--experiment=' + experiment,
-                    '--steps=%d' % args.steps] + shape)
-    ours = _result([sys.executable, os.path.join(BENCH, 'train_step.py'),
-                    '--json', '--arch=' + args.arch, '--mode=estimator',
-                    '--warmup=2', '--steps=%d' % args.steps] + shape)
-    result = {'peer_images_per_s': peer['images_per_s'],
-              'ours_images_per_s': ours['images_per_s'],
-              'ratio': ours['images_per_s'] / peer['images_per_s'],
-              'peer_peak_rss_mb': peer['peak_rss_mb'],
-              'ours_peak_rss_mb': ours['peak_rss_mb']}
-    result['summary'] = ('ours %.3g vs Model Garden %.3g images/s: %.2fx' %
-                         (result['ours_images_per_s'],
-                          result['peer_images_per_s'], result['ratio']))
+    rounds = [_round(args, experiment, shape) for _ in range(args.rounds)]
+    result = {key: statistics.median(r[key] for r in rounds)
+              for key in rounds[0]}
+    result['ratio'] = statistics.median(
+        r['ours_images_per_s'] / r['peer_images_per_s'] for r in rounds)
+    result['cpu_ratio'] = statistics.median(
+        r['ours_images_per_cpu_s'] / r['peer_images_per_cpu_s']
+        for r in rounds)
+    if args.rounds > 1:
+      result['round_ratios'] = [
+          round(r['ours_images_per_s'] / r['peer_images_per_s'], 3)
+          for r in rounds]
+    result['summary'] = (
+        'ours %.3g vs Model Garden %.3g images/s: %.2fx (per CPU second '
+        '%.2fx)' % (result['ours_images_per_s'], result['peer_images_per_s'],
+                     result['ratio'], result['cpu_ratio']))
   except (RuntimeError, subprocess.CalledProcessError, OSError) as error:
     result = {'summary': 'could not run here: %s' % error}
   print('peer (%s, %dx%d, batch %d):' % (what, args.size, args.size,

@@ -43,13 +43,20 @@ def _estimator(args, model_dir):
       pipeline_config_path=common.ssd_config_path(args, model_dir))
 
 
-def estimator_rate(args):
+def estimator_rates(args):
+  """Images per second and per CPU second (all the process's threads)."""
   with tempfile.TemporaryDirectory() as model_dir:
     parts = _estimator(args, model_dir)
     timer = common.StepTimer(args.warmup)
     parts['estimator'].train(parts['train_input_fn'], hooks=[timer],
                              max_steps=args.warmup + args.steps)
-  return timer.timed_steps * args.batch / timer.seconds
+  images = timer.timed_steps * args.batch
+  return {'images_per_s': images / timer.seconds,
+          'images_per_cpu_s': images / timer.cpu_seconds}
+
+
+def estimator_rate(args):
+  return estimator_rates(args)['images_per_s']
 
 
 def _mobilenet_v2_body_loss(args, images):
@@ -135,7 +142,7 @@ def eval_rate(args):
   return args.eval_images / seconds
 
 
-MODES = {'estimator': estimator_rate, 'ceiling': ceiling_rate,
+MODES = {'estimator': estimator_rates, 'ceiling': ceiling_rate,
          'eval': eval_rate}
 
 
@@ -150,10 +157,10 @@ def main(argv=None):
   args = parser.parse_args(argv)
   common.quiet()
   rate = MODES[args.mode](args)
+  result = rate if isinstance(rate, dict) else {'images_per_s': rate}
   print('%s, %s depth %g, %dx%d, batch %d:' % (
       args.mode, args.arch, args.depth, args.size, args.size, args.batch))
-  common.report({'images_per_s': rate, 'peak_rss_mb': common.peak_rss_mb()},
-                args.json)
+  common.report(dict(result, peak_rss_mb=common.peak_rss_mb()), args.json)
   return 0
 
 
