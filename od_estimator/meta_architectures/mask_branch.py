@@ -4,7 +4,9 @@ The second-stage box predictor's third-stage head (the mask head,
 SecondStageBoxPredictor/Conv, Conv_1, ...) predicts mask logits per ROI:
 
 - in training, on the box classifier features of the sampled proposals (the
-  same features the box and class heads see);
+  same features the box and class heads see), computed only for those the
+  mask loss weighs when the head's logits are per ROI
+  (predict_weighted_rows);
 - at inference, on the post-processed detections: their features are
   cropped and run through the second-stage feature extractor again, and
   each detection keeps the sigmoid of its class's mask (or of the one
