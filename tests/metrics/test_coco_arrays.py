@@ -162,3 +162,30 @@ def test_mask_evaluator_with_crowds_equals_pycocotools():
     expected = np.mean(precision[precision > -1])
     assert metrics['DetectionMasks_PerformanceByCategory/mAP/' +
                    category['name']] == expected
+
+
+def _edge_cases(evaluator):
+  """Metrics after each step: no image, groundtruth alone, then detections
+  of a class without groundtruth and of an id outside the label map."""
+  results = [evaluator.evaluate()]
+  evaluator.add_single_ground_truth_image_info('x', {
+      _IN.groundtruth_boxes: np.array([[0, 0, 10, 10.]]),
+      _IN.groundtruth_classes: np.array([1])})
+  results.append(evaluator.evaluate())
+  evaluator.add_single_ground_truth_image_info('y', {
+      _IN.groundtruth_boxes: np.zeros([0, 4]),
+      _IN.groundtruth_classes: np.zeros([0])})
+  evaluator.add_single_detected_image_info('y', {
+      _DET.detection_boxes: np.array([[0, 0, 10, 10.], [1, 1, 9, 9]]),
+      _DET.detection_scores: np.array([.5, .7]),
+      _DET.detection_classes: np.array([2, 9])})
+  results.append(evaluator.evaluate())
+  return results
+
+
+def test_edge_cases_equal_the_pycocotools_backend():
+  assert _edge_cases(coco_evaluation.CocoDetectionEvaluator(
+      CATEGORIES, all_metrics_per_category=True)) == _edge_cases(
+          coco_evaluation.CocoDetectionEvaluator(
+              CATEGORIES, all_metrics_per_category=True,
+              backend='pycocotools'))
