@@ -78,6 +78,8 @@ setup(
     ],
     extras_require={
         'test': ['pytest', 'pytest-xdist', 'grpcio-tools>=1.62,<1.63'],
+        # make bench: bench/scaling.py draws its plot with it.
+        'bench': ['matplotlib>=3.8,<3.10'],
     },
     entry_points={
         'console_scripts': [
