@@ -84,6 +84,13 @@ def measure(args):
   r['coco_masks'] = run('coco_mask_eval.py')
   r['export'] = run('export_inference.py', '--data_dir=' + data,
                     '--size=300', '--depth=1.0')
+  # Goal 5: the small config's step with --xla (item 1b without it); XLA
+  # compiling its clusters is most of this item's minutes.
+  r['xla_small'] = run('xla_step.py', '--mode=estimator', '--steps=5',
+                       *small)
+  # Goal 6: bench/scaling.png (training by batch, evaluation by images).
+  r['scaling'] = run('scaling.py', '--data_dir=' + data, '--size=300',
+                     '--depth=1.0')
   r['eval'] = run('train_step.py', '--mode=eval', *large)
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
@@ -181,6 +188,26 @@ def write_results(r, seconds, command):
            _fmt(export.get('estimator_predict_images_per_s'), 1),
            _fmt(export.get('ratio'))),
        '>= 1.0', _verdict(export.get('ratio'), 1.0)),
+      ('4b. Same, %s images at a time' % export.get('batch', 8),
+       '%s / %s images/s = %s' % (
+           _fmt(export.get('batched_saved_model_images_per_s'), 1),
+           _fmt(export.get('batched_estimator_predict_images_per_s'), 1),
+           _fmt(export.get('batched_ratio'))),
+       '>= 1.0', _verdict(export.get('batched_ratio'), 1.0)),
+      ('4c. Training step with model_main --xla / without (item 1b\'s '
+       'small config)', '%s / %s images/s = %s' % (
+           _fmt(r['xla_small'].get('images_per_s')),
+           _fmt(r['train_small'].get('images_per_s')),
+           _fmt(_ratio(r['xla_small'], r['train_small']))),
+       'kept where > 1', 'reported' if 'images_per_s' in r['xla_small']
+       else 'n/a'),
+      ('4d. How cost grows: training images/s by batch; COCO evaluation CPU '
+       's by images (`bench/scaling.png`)', '%s; %s' % (
+           ', '.join('b%s: %s' % (k, _fmt(v)) for k, v in r['scaling'].get(
+               'train_images_per_s_by_batch', {}).items()),
+           ', '.join('%s: %s s' % (k, _fmt(v, 1)) for k, v in r[
+               'scaling'].get('eval_cpu_seconds_by_images', {}).items())),
+       'plotted', 'reported' if 'plot' in r['scaling'] else 'n/a'),
       ('5. Peak RSS: training (batch 8, 300x300) / evaluation',
        '%s MiB / %s MiB' % (_fmt(r['train'].get('peak_rss_mb'), 0),
                             _fmt(r['eval'].get('peak_rss_mb'), 0)),
