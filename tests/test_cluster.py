@@ -157,7 +157,7 @@ def cluster_run(tmp_path_factory):
             '--model_dir=%s' % model_dir,
             '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
             '--eval_throttle_secs=2',
-            '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES]
+            '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
     logs = {task: str(root / ('%s.log' % task))
             for task in ('ps',) + FINISHING_TASKS}
     processes = {task: _launch(task, cluster, args, logs[task])
