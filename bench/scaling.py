@@ -1,7 +1,8 @@
 r"""How cost grows: training images/s by batch size, evaluation time by images.
 
   train  the SSD MobileNet v2 training step of bench/train_step.py
-         (--mode=estimator) at batch sizes 1, 2, 4, 8, 16: images/s.
+         (--mode=estimator) at batch sizes 1, 2, 4, 8, 16: images/s, and
+         images per CPU second (steadier under load).
   coco   our COCO box evaluation (bench/coco_eval.py's data: 100 detections
          an image, 80 classes) of 100 to 5,000 images: seconds (wall, and
          the process's CPU time, which the plot shows: steadier under
@@ -28,14 +29,17 @@ PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 def train_rates(args):
-  """{batch: images/s} of the SSD training step."""
-  rates = {}
+  """{batch: images/s} and {batch: images per CPU second} of the SSD
+  training step (the latter steadier on a shared machine)."""
+  rates, cpu_rates = {}, {}
   for batch in args.batches:
     args.batch = batch
-    rate = train_step.estimator_rate(args)
-    rates[batch] = rate['images_per_s'] if isinstance(rate, dict) else rate
-    print('  batch %2d: %.2f images/s' % (batch, rates[batch]), flush=True)
-  return rates
+    rate = train_step.estimator_rates(args)
+    rates[batch] = rate['images_per_s']
+    cpu_rates[batch] = rate['images_per_cpu_s']
+    print('  batch %2d: %.2f images/s, %.2f per CPU s' % (
+        batch, rates[batch], cpu_rates[batch]), flush=True)
+  return rates, cpu_rates
 
 
 def eval_seconds(args, categories):
@@ -54,19 +58,24 @@ def eval_seconds(args, categories):
   return wall, cpu
 
 
-def plot(args, rates, seconds, path):
-  """Two panels: images/s by batch, and evaluation seconds by images."""
+def plot(args, rates, cpu_rates, seconds, path):
+  """Two panels: images/s (wall and per CPU second) by batch, and
+  evaluation CPU seconds by images."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
   from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
   figure, (left, right) = pyplot.subplots(1, 2, figsize=(11, 4.2))
   batches = sorted(rates)
-  left.plot(batches, [rates[b] for b in batches], 'o-')
+  left.plot(batches, [rates[b] for b in batches], 'o-',
+            label='images / s (wall clock)')
+  left.plot(batches, [cpu_rates[b] for b in batches], 's--',
+            label='images / CPU second (all threads)')
+  left.legend()
   left.set_xscale('log', base=2)
   left.set_xticks(batches, [str(b) for b in batches])
   left.set_ylim(bottom=0)
   left.set_xlabel('batch size')
-  left.set_ylabel('training images / s')
+  left.set_ylabel('training images')
   left.set_title('SSD MobileNet v2 (depth %g, %dx%d) training step' % (
       args.depth, args.size, args.size))
   left.grid(alpha=0.3)
@@ -91,7 +100,7 @@ def main(argv=None):
   parser.add_argument('--batches', type=int, nargs='+',
                       default=[1, 2, 4, 8, 16])
   parser.add_argument('--warmup', type=int, default=2)
-  parser.add_argument('--steps', type=int, default=3)
+  parser.add_argument('--steps', type=int, default=2)
   parser.add_argument('--eval_images', type=int, nargs='+',
                       default=[100, 300, 1000, 3000, 5000])
   parser.add_argument('--num_detections', type=int, default=100)
@@ -106,11 +115,13 @@ def main(argv=None):
   print('COCO evaluation time by images:')
   seconds, cpu_seconds = eval_seconds(args, categories)
   print('training step images/s by batch size:')
-  rates = train_rates(args)
-  plot(args, rates, cpu_seconds, args.plot)
+  rates, cpu_rates = train_rates(args)
+  plot(args, rates, cpu_rates, cpu_seconds, args.plot)
   print('plot: %s' % args.plot)
   common.report({
       'train_images_per_s_by_batch': {str(b): r for b, r in rates.items()},
+      'train_images_per_cpu_s_by_batch': {
+          str(b): r for b, r in cpu_rates.items()},
       'eval_seconds_by_images': {str(c): s for c, s in seconds.items()},
       'eval_cpu_seconds_by_images': {
           str(c): s for c, s in cpu_seconds.items()},
