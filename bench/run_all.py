@@ -92,6 +92,8 @@ def measure(args):
   r['scaling'] = run('scaling.py', '--data_dir=' + data, '--size=300',
                      '--depth=1.0')
   r['eval'] = run('train_step.py', '--mode=eval', *large)
+  # Quantization-aware training step vs float; uint8 vs float .tflite.
+  r['quantized'] = run('quantized_step.py', *small)
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
@@ -212,6 +214,14 @@ def write_results(r, seconds, command):
        '%s MiB / %s MiB' % (_fmt(r['train'].get('peak_rss_mb'), 0),
                             _fmt(r['eval'].get('peak_rss_mb'), 0)),
        'reported', 'reported' if 'peak_rss_mb' in r['eval'] else 'n/a'),
+      ('5b. Quantization-aware training step cost / float (item 1b\'s '
+       'small config, CPU s); .tflite uint8 / float: size, CPU latency',
+       '%s x; %s / %s KiB, %s / %s ms' % tuple(
+           _fmt(r['quantized'].get(key)) for key in (
+               'step_cost_ratio', 'uint8_tflite_kib', 'float_tflite_kib',
+               'uint8_latency_ms', 'float_latency_ms')),
+       'reported', 'reported' if 'step_cost_ratio' in r['quantized']
+       else 'n/a'),
       ('6. `make demo` wall time and mAP@.5',
        '%s s, mAP@.5 %s' % (_fmt(demo.get('wall_s'), 0),
                             _fmt(demo.get('mAP@.5'), 3)),
