@@ -1,6 +1,6 @@
 """Exports reproduce the Estimator's detections (tiny real SSD, end to end).
 
-The tiny MobileNet v2 SSD of tests/tiny_ssd.py trains two steps through
+The tiny SSD of tests/tiny_ssd.py (MobileNet v1) trains two steps through
 model_lib's Estimator, so a real training checkpoint (with the optimizer's
 moving averages) exists. It is exported with exporter for each input type
 (the CLI for tf_example) and with Estimator.export_saved_model and the Servo
@@ -74,7 +74,7 @@ def trained(root):
   model_dir = str(root / 'model')
   parts = model_lib.create_estimator_and_inputs(
       tf.estimator.RunConfig(model_dir=model_dir),
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES),
       pipeline_config_path=tiny_ssd.write_config(root, root / 'data'),
       config_override=OPTIMIZER,
       save_final_config=True)

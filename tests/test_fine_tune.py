@@ -111,7 +111,11 @@ def source(root, config):
 
 
 def _fine_tune(root, config, name, checkpoint, kind, **overrides):
-  """Fine-tunes one step; returns (variables at step 0, log)."""
+  """Fine-tunes one step; returns (variables at step 0, log).
+
+  Runs whose tests ignore the moving averages turn them off: a quarter
+  fewer ops to build.
+  """
   overrides.update({'train_config.fine_tune_checkpoint': checkpoint,
                     'train_config.fine_tune_checkpoint_type': kind})
   return _train(config, str(root / name), overrides, save=False)
@@ -127,7 +131,8 @@ def detection_all_vars(root, config, source):
   """load_all_detection_checkpoint_vars with one more class."""
   return _fine_tune(
       root, config, 'detection_all', source[0], 'detection', num_classes=4,
-      **{'train_config.load_all_detection_checkpoint_vars': True})
+      **{'train_config.load_all_detection_checkpoint_vars': True,
+         'train_config.optimizer.use_moving_average': False})
 
 
 @pytest.fixture(scope='module')
@@ -150,7 +155,8 @@ def classification_checkpoint(root):
 @pytest.fixture(scope='module')
 def classification(root, config, classification_checkpoint):
   return _fine_tune(root, config, 'classification',
-                    classification_checkpoint, 'classification')
+                    classification_checkpoint, 'classification',
+                    **{'train_config.optimizer.use_moving_average': False})
 
 
 def test_detection_restores_the_feature_extractor_only(source, detection):

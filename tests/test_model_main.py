@@ -44,13 +44,17 @@ EVAL_IMAGE_TAGS = ['Detections_Left_Groundtruth_Right/%d/0' % i
 
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
-  """Trains 6 steps with checkpoints every 3; returns (model_dir, config)."""
+  """Trains 6 steps; returns (model_dir, config, log).
+
+  One checkpoint after step 0, so one evaluation (each builds the eval
+  graph again) and the export.
+  """
   root = tmp_path_factory.mktemp('model_main')
   config = tiny_ssd.write_config(root, root / 'data')
   model_dir = str(root / 'model')
   result = _run(['--pipeline_config_path=%s' % config,
                  '--model_dir=%s' % model_dir, '--num_train_steps=6',
-                 '--save_checkpoints_steps=3', '--log_every_n_steps=2',
+                 '--save_checkpoints_steps=6', '--log_every_n_steps=2',
                  '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir, config, result.stderr

@@ -86,7 +86,7 @@ def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
       tpu_config=tpu_config.TPUConfig(iterations_per_loop=1, num_shards=1))
   parts = model_lib.create_estimator_and_inputs(
       run_config, pipeline_config_path=config, use_tpu_estimator=True,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
   preemption = training_hooks.PreemptionHook(model_dir)
   previous = signal.getsignal(signal.SIGINT)
   with pytest.raises(training_hooks.TrainingPreempted) as stopped:
@@ -145,7 +145,7 @@ def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
              '--pipeline_config_path=%s' % config,
              '--model_dir=%s' % model_dir, '--num_train_steps=100000',
              '--log_every_n_steps=1',
-             '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES]
+             '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
 
   first = _Training(command, str(tmp_path / 'first.log'))
   assert first.signal_after_step(signal.SIGTERM, 1) == 0, (

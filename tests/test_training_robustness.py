@@ -155,7 +155,7 @@ def exploding(root, config):
   later). Yields the background run and its model_dir.
   """
   model_dir = str(root / 'exploding')
-  overrides = '%s,learning_rate=%g' % (tiny_ssd.TINY_OVERRIDES,
+  overrides = '%s,learning_rate=%g' % (tiny_ssd.LIGHT_OVERRIDES,
                                        EXPLODING_RATE)
   with _started(_train_command(config, model_dir, overrides),
                 str(root / 'exploding')) as run:
@@ -310,7 +310,7 @@ def test_non_finite_loss_stops_with_the_last_good_checkpoint(exploding):
 
 def test_continuous_eval_timeout_without_checkpoints_says_so(config,
                                                              tmp_path):
-  parts = _eval_parts(config, tiny_ssd.TINY_OVERRIDES, str(tmp_path / 'eval'))
+  parts = _eval_parts(config, tiny_ssd.LIGHT_OVERRIDES, str(tmp_path / 'eval'))
   empty = str(tmp_path / 'train')
   os.makedirs(empty)
   with log_capture.absl_messages() as messages:

@@ -42,7 +42,7 @@ def write_legacy_config(root, **train_fields):
   path = tiny_ssd.write_config(root, root / 'data')
   configs = config_util.merge_external_params_with_configs(
       config_util.get_configs_from_pipeline_file(path),
-      config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES))
+      config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
   train_config = configs['train_config']
   train_config.num_steps = NUM_STEPS
   for name, value in train_fields.items():
