@@ -66,6 +66,17 @@ def run_model(model, image):
           for detail in interpreter.get_output_details()}
 
 
+def conv_dtypes(interpreter):
+  """{'weights': dtypes, 'outputs': dtypes} of a model's convolutions."""
+  tensors = {t['index']: t['dtype'] for t in interpreter.get_tensor_details()}
+  ops = interpreter._get_ops_details()  # pylint: disable=protected-access
+  convs = [op for op in ops if op['op_name'] in ('CONV_2D',
+                                                 'DEPTHWISE_CONV_2D')]
+  assert convs
+  return {'weights': {tensors[op['inputs'][1]] for op in convs},
+          'outputs': {tensors[op['outputs'][0]] for op in convs}}
+
+
 def detections(outputs):
   """(boxes [n, 4], classes [n] int, scores [n]) of the postprocessing op."""
   count = int(outputs[POSTPROCESS + ':3'][0])
