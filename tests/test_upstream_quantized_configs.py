@@ -1,11 +1,13 @@
-"""Every sample config with a graph_rewriter builds its quantized training graph.
+"""Every sample config with a graph_rewriter builds its quantized graph.
 
 For each of the original's configs carrying `graph_rewriter { quantization
-}` (MobileNet v1/v2, FPN-lite, MobileNet EdgeTPU, ...): the training model
-at the configured size predicts, then the config's rewrite runs as model_lib
-runs it. Graph building only, nothing is executed. Every convolution that
-the predictions depend on then reads fake-quantized weights and its output
-is fake-quantized.
+}` (MobileNet v1/v2, FPN-lite, MobileNet EdgeTPU, ...): the model predicts
+at a reduced input size, then the config's rewrite runs as model_lib runs
+it: the evaluation / export rewrite for every config, the training rewrite
+(range updates, quant_delay switch; ~10x the ops, so ~10x the build time)
+for the first one with residual blocks. Graph building only, nothing is
+executed. Every convolution that the predictions depend on then reads
+fake-quantized weights and its output is fake-quantized.
 """
 import pytest
 import tensorflow as tf
@@ -25,11 +27,21 @@ _SKIPPED_BY_THE_ORIGINAL = '/PredictionTower/'
 # Ops between a layer and its quantizer: bias, folding, batch-to-space,
 # activations, residual adds and the quant-delay switch.
 _MAX_HOPS = 6
+_REDUCED_SIZE = 128  # the ranges and layers do not depend on it
 
 
 def _has_graph_rewriter(path):
   return 'graph_rewriter_config' in config_util.get_configs_from_pipeline_file(
       path)
+
+
+QUANTIZED_CONFIGS = [path for path in upstream_folder.paths()
+                     if _has_graph_rewriter(path)]
+# Its training rewrite is checked too (residual adds in its blocks).
+_TRAINING_CHECKED = next(
+    (path for path in QUANTIZED_CONFIGS
+     if config_util.get_configs_from_pipeline_file(path)[
+         'model'].ssd.feature_extractor.type == 'ssd_mobilenet_v2'), None)
 
 
 def _upstream_layers(tensors):
@@ -65,23 +77,25 @@ def _consumers(op):
 
 
 def test_the_folder_has_the_quantized_sample_configs(upstream_configs):
-  assert len([p for p in upstream_folder.paths()
-              if _has_graph_rewriter(p)]) >= 9, upstream_configs
+  assert len(QUANTIZED_CONFIGS) >= 9, upstream_configs
+  assert _TRAINING_CHECKED, 'no quantized ssd_mobilenet_v2 config'
 
 
 @pytest.mark.parametrize('path',
                          upstream_folder.params(keep=_has_graph_rewriter))
-def test_quantized_config_builds_its_rewritten_training_graph(path):
+def test_quantized_config_builds_its_rewritten_graph(path):
+  is_training = path == _TRAINING_CHECKED
   configs = config_util.get_configs_from_pipeline_file(path)
   model_config = configs['model']
   resizer = model_config.ssd.image_resizer.fixed_shape_resizer
+  resizer.height = resizer.width = _REDUCED_SIZE
   with tf.Graph().as_default():
-    model = model_builder.build(model_config, is_training=True)
+    model = model_builder.build(model_config, is_training=is_training)
     images = tf.compat.v1.placeholder(
-        tf.float32, [1, resizer.height, resizer.width, 3])
+        tf.float32, [1, _REDUCED_SIZE, _REDUCED_SIZE, 3])
     predictions = model.predict(*model.preprocess(images))
     graph_rewriter_builder.build(configs['graph_rewriter_config'],
-                                 is_training=True)()
+                                 is_training=is_training)()
     outputs = [predictions[box_predictor.BOX_ENCODINGS],
                predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]]
     # Training-time folding keeps each batch-norm'd convolution unfolded
@@ -91,6 +105,8 @@ def test_quantized_config_builds_its_rewritten_training_graph(path):
                          for c in _consumers(op)) and
               _SKIPPED_BY_THE_ORIGINAL not in op.name]
     names = {var.op.name for var in tf.compat.v1.global_variables()}
+    delayed = [op for op in tf.compat.v1.get_default_graph().get_operations()
+               if op.name.endswith('/delayed_quant')]
   assert len(layers) > 20
   unquantized_weights = [op.name for op in layers if not _reaches_fake_quant(
       [op.inputs[1].op], _producers)]
@@ -100,3 +116,8 @@ def test_quantized_config_builds_its_rewritten_training_graph(path):
   assert not unquantized_outputs
   assert [n for n in names if n.endswith('/act_quant/min')]
   assert [n for n in names if n.endswith('/weights_quant/max')]
+  if is_training:  # moving-average ranges, zero-debiased as the original's
+    assert [n for n in names if 'act_quant/' in n and n.endswith('/biased')]
+    # Float until fake_quantization_step reaches the config's delay.
+    assert bool(delayed) == (
+        configs['graph_rewriter_config'].quantization.delay > 0)
