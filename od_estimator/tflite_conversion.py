@@ -30,8 +30,9 @@ TFLITE_NAME = 'detect.tflite'  # the original's documented output file
 INPUT_NAME = 'normalized_input_image_tensor'
 POSTPROCESS_OP = 'TFLite_Detection_PostProcess'
 RAW_OUTPUTS = ('raw_outputs/box_encodings', 'raw_outputs/class_predictions')
-# mean and std of the uint8 input: pixel / 128 - 1 as the MobileNets'
-# preprocessing, which every quantized sample config uses.
+# mean and std of the uint8 input, as the original's documented command: the
+# model sees (pixel - 128) / 128, within 1/128 of the MobileNets' training
+# preprocessing (2 / 255) * pixel - 1, which every quantized config uses.
 QUANTIZED_INPUT_STATS = (128.0, 128.0)
 
 
