@@ -87,11 +87,17 @@ flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
                      'the element-wise, reduction and shape ops; see '
                      'od_estimator/xla.py). Slower on CPU as measured in '
                      'bench/NOTES.md: for accelerators and comparisons.')
+flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
+                     '(RunConfig.tf_random_seed): weight initialization, '
+                     'samplers, shuffling and augmentations repeat from run '
+                     'to run. Default: unseeded, as the original.')
 FLAGS = flags.FLAGS
 
 
 def _run_config():
   kwargs = {'model_dir': FLAGS.model_dir}
+  if FLAGS.random_seed is not None:
+    kwargs['tf_random_seed'] = FLAGS.random_seed
   if FLAGS.save_checkpoints_steps:
     kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
   if FLAGS.num_gpus:

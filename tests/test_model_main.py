@@ -158,3 +158,13 @@ def test_metrics_printout_shows_every_scalar_of_every_family(capsys):
   assert printed == pytest.approx(
       {name: float(value) for name, value in scalars.items()}, abs=1e-4)
   assert [line.split()[0] for line in lines[1:]] == sorted(scalars)
+
+
+@pytest.mark.parametrize('argv, seed', [(['--random_seed=7'], 7), ([], None)])
+def test_random_seed_is_the_run_configs_graph_seed(tmp_path, argv, seed):
+  flags = model_main.FLAGS
+  flags(['model_main', '--model_dir=%s' % tmp_path] + argv)
+  try:
+    assert model_main._run_config().tf_random_seed == seed
+  finally:
+    flags.unparse_flags()
