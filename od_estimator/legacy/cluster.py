@@ -95,7 +95,41 @@ class SyncReplicas:
       spec = inner_model_fn(features, labels, mode, params)
       if mode != _TRAIN:
         return spec
-      hook = self._optimizer.make_session_run_hook(config.is_chief)
+      hook = _UnjoinedQueueRunnerHook(
+          self._optimizer.make_session_run_hook(config.is_chief))
       return spec._replace(
           training_hooks=list(spec.training_hooks) + [hook])
     return model_fn
+
+
+class _UnjoinedCoordinator:
+  """A Coordinator whose registered threads are not waited for at close."""
+
+  def __init__(self, coord):
+    self._coord = coord
+
+  def register_thread(self, unused_thread):
+    pass
+
+  def __getattr__(self, name):
+    return getattr(self._coord, name)
+
+
+class _UnjoinedQueueRunnerHook(tf.compat.v1.train.SessionRunHook):
+  """The SyncReplicasOptimizer's hook, its chief queue runner not joined.
+
+  The chief's queue runner op waits for replicas_to_aggregate gradients,
+  which stopping the coordinator does not cancel: a joined thread held the
+  end of every training for the session's 120 s stop grace period. Unjoined,
+  the op is cancelled when the session closes; errors still reach the
+  coordinator and stop training.
+  """
+
+  def __init__(self, hook):
+    self._hook = hook
+
+  def begin(self):
+    self._hook.begin()
+
+  def after_create_session(self, session, coord):
+    self._hook.after_create_session(session, _UnjoinedCoordinator(coord))
