@@ -157,6 +157,8 @@ def cluster_run(tmp_path_factory):
             '--model_dir=%s' % model_dir,
             '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
             '--eval_throttle_secs=2',
+            # Each evaluation on 1 of the 8 validation images.
+            '--sample_1_of_n_eval_examples=8',
             '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
     logs = {task: str(root / ('%s.log' % task))
             for task in ('ps',) + FINISHING_TASKS}

@@ -58,7 +58,7 @@ def test_eval_evaluates_the_final_checkpoint_and_stops(trained):
                  '--pipeline_config_path=%s' % config,
                  '--model_dir=%s' % model_dir,
                  '--num_train_steps=%d' % TRAIN_STEPS,
-                 '--sample_1_of_n_eval_examples=4', '--eval_timeout_secs=60',
+                 '--sample_1_of_n_eval_examples=8', '--eval_timeout_secs=60',
                  '--hparams_overrides=%s' % OVERRIDES])
   assert result.returncode == 0, result.stderr[-3000:]
   tags = event_tags.scalar_tags(

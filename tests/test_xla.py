@@ -29,6 +29,8 @@ def test_model_main_trains_two_steps_with_xla(tmp_path):
       [sys.executable, '-m', 'od_estimator.model_main', '--xla',
        '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
        '--num_train_steps=2', '--save_checkpoints_steps=2',
+       # The final evaluation on 1 of the 8 validation images.
+       '--sample_1_of_n_eval_examples=8',
        '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
       capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='0'), check=False)
