@@ -1,10 +1,11 @@
 """`validate --check_tpu`: a passing config, and a failing one per reason.
 
 The passing case is the demo config with its real MobileNet v2 (at 64x64).
-The failing cases that need the training step use the tiny fake feature
-extractor (tests/fakes.py) to stay fast; the TPU problems they carry are in
-the config's other parts, which are real.
+The failing cases that need the training step, and the quantization-aware
+one, use the tiny fake feature extractor (tests/fakes.py) to stay fast; the
+TPU problems they carry are in the config's other parts, which are real.
 """
+import functools
 import re
 
 import pytest
@@ -53,6 +54,9 @@ def fake_extractors(monkeypatch):
                       fakes.FakeSSDFeatureExtractor)
   monkeypatch.setitem(registry.SSD_FEATURE_EXTRACTORS, 'fake_python_op',
                       PythonOpFeatureExtractor)
+  monkeypatch.setitem(registry.SSD_FEATURE_EXTRACTORS, 'fake_batch_norm',
+                      functools.partial(fakes.FakeSSDFeatureExtractor,
+                                        use_batch_norm=True))
 
 
 def _substitute(text, patterns):
@@ -94,13 +98,37 @@ def test_demo_config_passes_with_local_paths_allowed(demo_text, tmp_path,
   assert out.strip().endswith(': OK')
 
 
-def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys):
-  """The graph_rewriter's FakeQuant ops and delay conds compile with XLA."""
-  code, out = _run(tmp_path, capsys, demo_text + (
+def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys,
+                                            monkeypatch):
+  """The graph_rewriter's FakeQuant ops and delay conds compile with XLA.
+
+  On the fake backbone with a batch-norm'd convolution: the rewrite folds it
+  (batch statistics in training) and quantizes it and the box predictor's
+  layers, the op types a MobileNet's rewrite has, in a far smaller step.
+  """
+  recorded = []
+  step_ops = tpu_check._step_ops  # pylint: disable=protected-access
+
+  def recording_step_ops(output):
+    recorded.extend(step_ops(output))
+    return recorded
+  monkeypatch.setattr(tpu_check, '_step_ops', recording_step_ops)
+  text = _edit(_substitute(demo_text, FAKE_MODEL),
+               (('type: "fake"', 'type: "fake_batch_norm"'),))
+  code, out = _run(tmp_path, capsys, text + (
       'graph_rewriter { quantization { delay: 2 } }\n'), *ALLOW)
   assert code == 0, out
   assert 'note: graph_rewriter: quantization-aware training' in out
   assert 'XLA compiles the step' in out
+  # The step XLA converted holds the rewrite: fake quantization with its
+  # gradient, the quant_delay switch and the folded batch norm's statistics.
+  step_op_types = {op.type for op in recorded}
+  assert [op for op in recorded if op.type == 'Conv2D' and
+          op.name.endswith('_Fold')]
+  for op_type in ('FakeQuantWithMinMaxVars',
+                  'FakeQuantWithMinMaxVarsGradient', 'FusedBatchNormV3'):
+    assert op_type in step_op_types, op_type
+  assert {'If', 'StatelessIf', 'Switch'} & step_op_types
 
 
 def _write_checkpoint(directory, name, shape):
