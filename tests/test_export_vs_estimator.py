@@ -73,7 +73,7 @@ def trained(root):
   """
   model_dir = str(root / 'model')
   parts = model_lib.create_estimator_and_inputs(
-      tf.estimator.RunConfig(model_dir=model_dir),
+      tiny_ssd.run_config(model_dir),
       hparams=config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES),
       pipeline_config_path=tiny_ssd.write_config(root, root / 'data'),
       config_override=OPTIMIZER,

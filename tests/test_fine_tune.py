@@ -1,9 +1,12 @@
 """Fine-tuning and moving averages, end to end on the tiny SSD.
 
-A short run with use_moving_average writes the source checkpoint; new runs
-start from it (or from a classification-only MobileNet v2 checkpoint) via
-train_config.fine_tune_checkpoint. Each new run's variables, read as soon
-as its session is initialized (step 0), show what was restored.
+The tiny SSD with MobileNet v1 (tiny_ssd.V1_OVERRIDES: the restore maps
+are the feature extractors' shared code, and test_checkpoint_compat checks
+MobileNet v2's names). A short run with use_moving_average writes the
+source checkpoint; new runs start from it (or from a classification-only
+MobileNet v1 checkpoint) via train_config.fine_tune_checkpoint. Each new
+run's variables, read as soon as its session is initialized (step 0), show
+what was restored; the run then stops before its first step.
 """
 import os
 import re
@@ -15,7 +18,7 @@ import tf_slim as slim
 
 from od_estimator import fine_tune
 from od_estimator import model_lib
-from od_estimator.nets import mobilenet_v2
+from od_estimator.nets import mobilenet_v1
 from od_estimator.protos import train_pb2
 from od_estimator.utils import config_util
 from tests import log_capture
@@ -30,9 +33,9 @@ NOT_MODEL = re.compile(r'/(Momentum|Adam|Adam_1|RMSProp|RMSProp_1|'
 
 def _parts(config, model_dir, overrides, save=True):
   """Estimator and inputs; without `save`, no checkpoints or summaries."""
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.TINY_OVERRIDES)
+  hparams = config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES)
   hparams.update(overrides)
-  run_config = tf.estimator.RunConfig(model_dir=model_dir)
+  run_config = tiny_ssd.run_config(model_dir)
   if not save:
     # Saving writes the graph as text, the slowest part of a short run.
     run_config = run_config.replace(
@@ -43,26 +46,34 @@ def _parts(config, model_dir, overrides, save=True):
 
 
 class _ReadVariables(tf.compat.v1.train.SessionRunHook):
-  """Reads variables once the session has initialized or restored them."""
+  """Reads variables once the session has initialized or restored them.
 
-  def __init__(self, trainable_only=False):
+  With `stop`, the run then ends before its first step.
+  """
+
+  def __init__(self, trainable_only=False, stop=False):
     self._trainable_only = trainable_only
+    self._stop = stop
     self.values = {}
 
   def after_create_session(self, session, coord):
-    del coord  # Unused.
     variables = (tf.compat.v1.trainable_variables() if self._trainable_only
                  else tf.compat.v1.global_variables())
     for variable, value in zip(variables, session.run(variables)):
       self.values[variable.op.name] = value
+    if self._stop:
+      coord.request_stop()
 
 
-def _train(config, model_dir, overrides, steps=1, save=True):
-  """Trains in-process; returns (variables at step 0, absl log)."""
+def _train(config, model_dir, overrides, save=True):
+  """Trains one step in-process; returns (variables at step 0, absl log).
+
+  Without `save`, no step: the run stops once its variables are read.
+  """
   parts = _parts(config, model_dir, overrides, save)
-  reader = _ReadVariables()
+  reader = _ReadVariables(stop=not save)
   with log_capture.absl_messages() as messages:
-    parts['estimator'].train(parts['train_input_fn'], max_steps=steps,
+    parts['estimator'].train(parts['train_input_fn'], max_steps=1,
                              hooks=[reader])
   return reader.values, '\n'.join(messages)
 
@@ -111,7 +122,7 @@ def source(root, config):
 
 
 def _fine_tune(root, config, name, checkpoint, kind, **overrides):
-  """Fine-tunes one step; returns (variables at step 0, log).
+  """Starts a fine-tuning run; returns (variables at step 0, log).
 
   Runs whose tests ignore the moving averages turn them off: a quarter
   fewer ops to build.
@@ -137,13 +148,14 @@ def detection_all_vars(root, config, source):
 
 @pytest.fixture(scope='module')
 def classification_checkpoint(root):
-  """A MobileNet v2 classifier (backbone + logits) at the tiny SSD's depth."""
+  """A MobileNet v1 classifier (backbone + logits) at the tiny SSD's depth."""
   with tf.Graph().as_default():
     images = tf.zeros([1, 64, 64, 3])
-    with slim.arg_scope(mobilenet_v2.training_scope(is_training=False)):
-      net, _ = mobilenet_v2.mobilenet_base(images, depth_multiplier=0.25,
-                                           min_depth=8, scope='MobilenetV2')
-    with tf.compat.v1.variable_scope('MobilenetV2/Logits'):
+    with slim.arg_scope(mobilenet_v1.mobilenet_v1_arg_scope(
+        is_training=False)):
+      net, _ = mobilenet_v1.mobilenet_v1_base(
+          images, depth_multiplier=0.25, min_depth=8, scope='MobilenetV1')
+    with tf.compat.v1.variable_scope('MobilenetV1/Logits'):
       slim.conv2d(net, 1001, [1, 1], scope='Conv2d_1c_1x1')
     tf.compat.v1.train.get_or_create_global_step()
     with tf.compat.v1.Session() as session:
@@ -173,7 +185,7 @@ def test_detection_restores_the_feature_extractor_only(source, detection):
     assert not np.array_equal(restored[name], values[name]), name
   line = _line(log, 'Fine-tuning from %s (detection): restoring %d '
                'variables: ' % (checkpoint, len(extractor)))
-  assert 'FeatureExtractor/MobilenetV2/Conv/weights' in line
+  assert 'FeatureExtractor/MobilenetV1/Conv2d_0/weights' in line
   assert 'BoxPredictor' not in line and 'Fine-tuning: skipping' not in log
 
 
@@ -206,18 +218,19 @@ def test_classification_restores_the_backbone_without_scope(
   restored, log = classification
   values = _values(classification_checkpoint)
   backbone = [name for name in _model_variables(values)
-              if not name.startswith('MobilenetV2/Logits')]
+              if not name.startswith('MobilenetV1/Logits')]
   assert len(backbone) > 100
   for name in backbone:
     np.testing.assert_array_equal(restored['FeatureExtractor/' + name],
                                   values[name], err_msg=name)
   # The SSD layers on top of the backbone are not in a classifier.
   extra = [name[len('FeatureExtractor/'):] for name in
-           _model_variables(restored, 'FeatureExtractor/MobilenetV2/layer_')]
+           _model_variables(restored,
+                            'FeatureExtractor/MobilenetV1/Conv2d_13_pointwise_')]
   assert extra
   line = _line(log, 'Fine-tuning from %s (classification): restoring %d '
                'variables: ' % (classification_checkpoint, len(backbone)))
-  assert 'MobilenetV2/Conv/weights' in line
+  assert 'MobilenetV1/Conv2d_0/weights' in line
   missing = _line(log, 'Fine-tuning: skipping %d variables not in the '
                   'checkpoint: ' % len(extra))
   assert all(name in missing for name in extra)
@@ -226,14 +239,14 @@ def test_classification_restores_the_backbone_without_scope(
 def test_moving_average_run_writes_averages(source):
   _, values, initial = source
   averaged = [name[:-len(EMA)] for name in values if name.endswith(EMA)]
-  assert 'FeatureExtractor/MobilenetV2/Conv/weights' in averaged
+  assert 'FeatureExtractor/MobilenetV1/Conv2d_0/weights' in averaged
   assert any(name.startswith('BoxPredictor') for name in averaged)
   for name in averaged:
     # Decay 0.5 after one step: halfway between the initial and new weights.
     np.testing.assert_allclose(values[name + EMA],
                                0.5 * (initial[name] + values[name]),
                                rtol=1e-5, atol=1e-7, err_msg=name)
-  weights = 'FeatureExtractor/MobilenetV2/Conv/weights'
+  weights = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'
   assert not np.allclose(values[weights + EMA], values[weights])
 
 
@@ -253,7 +266,7 @@ def test_fine_tune_from_an_averaged_checkpoint_takes_the_raw_weights(
     source, detection):
   restored, _ = detection
   _, values, _ = source
-  weights = 'FeatureExtractor/MobilenetV2/Conv/weights'
+  weights = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'
   np.testing.assert_array_equal(restored[weights], values[weights])
   # The new run (moving averages are on by default) starts its averages at
   # the restored weights.

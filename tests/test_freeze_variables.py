@@ -31,9 +31,7 @@ def config(tmp_path_factory):
 def _changed(config, model_dir, train_config_text):
   """Trains 2 steps; returns {variable: whether its value changed}."""
   hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
-  run_config = tf.estimator.RunConfig(model_dir=str(model_dir),
-                                      save_summary_steps=None,
-                                      log_step_count_steps=None)
+  run_config = tiny_ssd.run_config(model_dir)
   parts = model_lib.create_estimator_and_inputs(
       run_config, hparams=hparams, pipeline_config_path=config,
       config_override='train_config { %s }' % train_config_text)
