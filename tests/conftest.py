@@ -103,3 +103,30 @@ def upstream_configs():
 def upstream_configs_tf2():
   """The folder of the original's TF2-era sample configs; skips if absent."""
   return upstream_folder.require(tf2=True)
+
+
+@pytest.fixture(scope='session')
+def one_step_tiny_ssd(tmp_path_factory):
+  """The light tiny SSD trained one step in-process, once per worker.
+
+  For tests of relaunches onto a trained model_dir (test_data_errors,
+  test_model_dir_mismatch), which must leave it as it is (copy it first if
+  the relaunch may write). Returns (root, config path, model_dir); the
+  records are in root/data.
+  """
+  from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+  from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+  from tests import tiny_ssd  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('one_step')
+  config = tiny_ssd.write_config(root, root / 'data')
+  model_dir = str(root / 'model')
+  # No graph.pbtxt or meta graph: the relaunches write their own.
+  run_config = tf.estimator.RunConfig(model_dir=model_dir,
+                                      checkpoint_save_graph_def=False,
+                                      save_summary_steps=None,
+                                      log_step_count_steps=None)
+  parts = model_lib.create_estimator_and_inputs(
+      run_config, pipeline_config_path=config, save_final_config=True,
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  return root, config, model_dir

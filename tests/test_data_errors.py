@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import model_lib
 from od_estimator import record_scanner
-from od_estimator.utils import config_util
 from tests import tiny_ssd
 
 MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
@@ -43,21 +41,15 @@ def _checkpoint_values(model_dir):
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
+def trained(one_step_tiny_ssd):
   """One training step; returns (root, config text, train record, model_dir).
 
-  In this process, through model_lib's Estimator as model_main builds it:
-  the relaunches, not this run, are what the tests check, and a model_main
-  run would also evaluate and export for nothing.
+  In this process, through model_lib's Estimator as model_main builds it
+  (conftest's one_step_tiny_ssd, shared with test_model_dir_mismatch): the
+  relaunches, not this run, are what the tests check, and a model_main run
+  would also evaluate and export for nothing.
   """
-  root = tmp_path_factory.mktemp('data_errors')
-  config = tiny_ssd.write_config(root, root / 'data')
-  model_dir = str(root / 'model')
-  parts = model_lib.create_estimator_and_inputs(
-      tf.estimator.RunConfig(model_dir=model_dir),
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES),
-      pipeline_config_path=config, train_steps=1, save_final_config=True)
-  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  root, config, model_dir = one_step_tiny_ssd
   train_record = sorted(tf.io.gfile.glob(str(root / 'data' /
                                              'shapes_train.record-*')))[0]
   with open(config) as f:

@@ -1,8 +1,9 @@
 """A --model_dir whose checkpoint belongs to another model (resume_check).
 
-The tiny SSD trains one step with 3 classes; model_main relaunched into the
-same model_dir with 5 classes must stop with one `error:` line naming the
-variables whose shapes differ, before it writes or changes any file there.
+The tiny SSD trains one step with 3 classes (conftest's one_step_tiny_ssd);
+model_main relaunched into the same model_dir with 5 classes must stop with
+one `error:` line naming the variables whose shapes differ, before it writes
+or changes any file there.
 """
 import os
 import re
@@ -13,9 +14,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator import model_lib
 from od_estimator import resume_check
-from od_estimator.utils import config_util
 from tests import tiny_ssd
 
 
@@ -56,18 +55,9 @@ def _snapshot(directory):
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
+def trained(one_step_tiny_ssd):
   """One step of the 3-class tiny SSD; returns (root, model_dir)."""
-  root = tmp_path_factory.mktemp('mismatch')
-  config = tiny_ssd.write_config(root, root / 'data')
-  model_dir = str(root / 'model')
-  run_config = tf.estimator.RunConfig(model_dir=model_dir,
-                                      save_summary_steps=None,
-                                      log_step_count_steps=None)
-  parts = model_lib.create_estimator_and_inputs(
-      run_config, pipeline_config_path=config, save_final_config=True,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
-  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  root, _, model_dir = one_step_tiny_ssd
   return root, model_dir
 
 
