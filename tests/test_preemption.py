@@ -83,6 +83,7 @@ def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
   model_dir = str(tmp_path / 'model')
   run_config = tpu_config.RunConfig(
       model_dir=model_dir, save_summary_steps=None, log_step_count_steps=None,
+      checkpoint_save_graph_def=False,  # Only the step is checked.
       tpu_config=tpu_config.TPUConfig(iterations_per_loop=1, num_shards=1))
   parts = model_lib.create_estimator_and_inputs(
       run_config, pipeline_config_path=config, use_tpu_estimator=True,
