@@ -38,6 +38,7 @@ from od_estimator.builders import model_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.core import box_list
 from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import graph_building
 
 _INPUT_NAME = 'normalized_input_image_tensor'
 _BOX_ENCODINGS = 'raw_outputs/box_encodings'
@@ -149,6 +150,7 @@ def _check_config(pipeline_config):
   return [1, fixed.height, fixed.width, channels]
 
 
+@graph_building.builds_graph
 def _build_raw_outputs(pipeline_config, input_shape):
   """Builds placeholder -> predict -> named raw outputs in the default graph."""
   image = tf.compat.v1.placeholder(tf.float32, shape=input_shape,

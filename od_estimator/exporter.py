@@ -29,6 +29,7 @@ from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
+from od_estimator.utils import graph_building
 
 _GLOBAL_STEP = 'global_step'
 _EMA_NAME = 'ExponentialMovingAverage'
@@ -466,7 +467,7 @@ def export_inference_graph(input_type, pipeline_config,
     # The evaluation rewrite, as the original: FakeQuant ops before freezing.
     graph_rewriter_fn = graph_rewriter_builder.build(
         pipeline_config.graph_rewriter, is_training=False)
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     detection_model = model_builder.build(pipeline_config.model,
                                           is_training=False,
                                           add_summaries=False)

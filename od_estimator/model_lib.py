@@ -26,6 +26,7 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import config_util
+from od_estimator.utils import graph_building
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -275,7 +276,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   # Under a distribution strategy the Estimator calls model_fn through
   # call_for_each_replica, whose AutoGraph conversion would rewrite (and
   # break on) the model's plain graph-building Python.
-  unconverted = tf.autograph.experimental.do_not_convert(build_spec)
+  unconverted = tf.autograph.experimental.do_not_convert(
+      graph_building.builds_graph(build_spec))
 
   def model_fn(features, labels, mode, params=None):
     return unconverted(features, labels, mode, params)

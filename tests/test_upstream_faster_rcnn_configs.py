@@ -19,6 +19,7 @@ from od_estimator.builders import model_builder
 from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
 from od_estimator.utils import config_util
+from od_estimator.utils import graph_building
 from tests import upstream_folder
 
 REDUCED_SIZE = 64
@@ -94,7 +95,7 @@ def test_the_upstream_folder_has_faster_rcnn_configs(upstream_configs):
 @pytest.mark.parametrize('path', upstream_folder.params(keep=_builds))
 @pytest.mark.parametrize('is_training', [True, False])
 def test_faster_rcnn_config_builds_its_model(path, is_training):
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(_model_config(path), is_training=is_training)
   assert model.num_classes == _model_config(path).faster_rcnn.num_classes
 
@@ -108,7 +109,7 @@ def test_faster_rcnn_graph_has_the_original_variables(path):
   # hundreds of classes: batch NMS builds one suppression per class.
   is_training = (GRAPH_CONFIGS.index(path) % 2 == 0 or
                  config.num_classes > _MAX_CLASSES_FOR_INFERENCE)
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=is_training)
     if is_training:
       model.provide_groundtruth(

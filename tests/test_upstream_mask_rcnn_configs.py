@@ -18,6 +18,7 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.predictors.heads import mask_head
+from od_estimator.utils import graph_building
 from tests import upstream_folder
 from tests.test_upstream_faster_rcnn_configs import _model_config
 from tests.test_upstream_faster_rcnn_configs import _shrunk
@@ -75,7 +76,7 @@ def test_mask_rcnn_predictor_has_the_original_mask_head(path):
   predictor_config = (
       config.second_stage_box_predictor.mask_rcnn_box_predictor)
   channels = _BOX_CLASSIFIER_DEPTH[config.feature_extractor.type]
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     predictor = box_predictor_builder.build(
         hyperparams_builder.build, config.second_stage_box_predictor, True,
         config.num_classes)
@@ -116,7 +117,7 @@ def test_mask_rcnn_training_graph(upstream_configs):
   path = next(path for path in MASK_CONFIGS if 'inception_v2' in path)
   model_config = _shrunk(path)
   config = model_config.faster_rcnn
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=True)
     model.provide_groundtruth(
         [tf.constant([[0.2, 0.2, 0.7, 0.7]])],

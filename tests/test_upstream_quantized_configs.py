@@ -16,6 +16,7 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.utils import config_util
+from od_estimator.utils import graph_building
 from tests import upstream_folder
 
 _LAYER_TYPES = ('Conv2D', 'DepthwiseConv2dNative', 'MatMul')
@@ -89,7 +90,7 @@ def test_quantized_config_builds_its_rewritten_graph(path):
   model_config = configs['model']
   resizer = model_config.ssd.image_resizer.fixed_shape_resizer
   resizer.height = resizer.width = _REDUCED_SIZE
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=is_training)
     images = tf.compat.v1.placeholder(
         tf.float32, [1, _REDUCED_SIZE, _REDUCED_SIZE, 3])

@@ -12,6 +12,7 @@ from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.utils import config_util
+from od_estimator.utils import graph_building
 from tests import upstream_folder
 
 
@@ -56,7 +57,7 @@ def test_ssd_config_builds_and_predicts(path):
   assert (extractor_type in
           ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
   is_training = index % 2 == 0
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=is_training)
     images = tf.random.uniform([1, size or REDUCED_SIZE,
                                 size or REDUCED_SIZE, 3], 0, 255)
