@@ -150,7 +150,7 @@ def _check_config(pipeline_config):
   return [1, fixed.height, fixed.width, channels]
 
 
-@graph_building.builds_graph
+@graph_building.identity_equality()
 def _build_raw_outputs(pipeline_config, input_shape):
   """Builds placeholder -> predict -> named raw outputs in the default graph."""
   image = tf.compat.v1.placeholder(tf.float32, shape=input_shape,

@@ -277,7 +277,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   # call_for_each_replica, whose AutoGraph conversion would rewrite (and
   # break on) the model's plain graph-building Python.
   unconverted = tf.autograph.experimental.do_not_convert(
-      graph_building.builds_graph(build_spec))
+      graph_building.identity_equality()(build_spec))
 
   def model_fn(features, labels, mode, params=None):
     return unconverted(features, labels, mode, params)

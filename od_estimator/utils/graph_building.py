@@ -13,7 +13,6 @@ would change `==` on eager tensors, so it is switched off only while a
 graph is built, and back on when the outermost such block ends.
 """
 import contextlib
-import functools
 import threading
 
 import tensorflow as tf
@@ -25,7 +24,7 @@ _was_enabled = False
 
 @contextlib.contextmanager
 def identity_equality():
-  """Context: tensors and variables hash and compare by identity.
+  """Context (or decorator): tensors and variables hash and compare by identity.
 
   Reentrant and thread-safe (a distribution strategy builds each replica's
   graph in its own thread).
@@ -43,12 +42,3 @@ def identity_equality():
       _depth -= 1
       if _depth == 0 and _was_enabled:
         tf.compat.v1.enable_tensor_equality()
-
-
-def builds_graph(fn):
-  """Decorator: runs `fn` under identity_equality()."""
-  @functools.wraps(fn)
-  def wrapper(*args, **kwargs):
-    with identity_equality():
-      return fn(*args, **kwargs)
-  return wrapper
