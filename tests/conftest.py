@@ -121,12 +121,9 @@ def one_step_tiny_ssd(tmp_path_factory):
   config = tiny_ssd.write_config(root, root / 'data')
   model_dir = str(root / 'model')
   # No graph.pbtxt or meta graph: the relaunches write their own.
-  run_config = tf.estimator.RunConfig(model_dir=model_dir,
-                                      checkpoint_save_graph_def=False,
-                                      save_summary_steps=None,
-                                      log_step_count_steps=None)
   parts = model_lib.create_estimator_and_inputs(
-      run_config, pipeline_config_path=config, save_final_config=True,
+      tiny_ssd.run_config(model_dir), pipeline_config_path=config,
+      save_final_config=True,
       hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
   parts['estimator'].train(parts['train_input_fn'], max_steps=1)
   return root, config, model_dir
