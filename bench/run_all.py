@@ -33,8 +33,8 @@ def run(script, *flags):
     print('  failed (exit %d): %s' % (result.returncode, ' | '.join(tail)))
     return {'error': ' | '.join(tail) or 'exit %d' % result.returncode}
   figures = json.loads(lines[-1][len('RESULT '):])
-  print('  %s  (%.0f s)' % (figures, time.perf_counter() - start),
-        flush=True)
+  figures['item_seconds'] = time.perf_counter() - start
+  print('  %s  (%.0f s)' % (figures, figures['item_seconds']), flush=True)
   return figures
 
 
@@ -253,6 +253,10 @@ def write_results(r, seconds, command):
           seconds, ' '.join('%.1f' % l for l in os.getloadavg())), '',
       '| item | measured | goal | status |', '|---|---|---|---|']
   lines += ['| %s | %s | %s | %s |' % row for row in rows]
+  lines += ['', 'Whole run: %.0f s, goal < 1500 s (25 minutes): %s. Seconds '
+            'per item: %s.' % (seconds, _verdict(1500 - seconds, 0), ', '.join(
+                '%s %.0f' % (name, figures['item_seconds'])
+                for name, figures in r.items() if 'item_seconds' in figures))]
   lines += ['', '## Raw figures', '', '```',
             json.dumps(r, indent=1, sort_keys=True), '```', '']
   notes = os.path.join(BENCH, 'NOTES.md')
@@ -261,7 +265,7 @@ def write_results(r, seconds, command):
       lines += ['', f.read()]
   with open(os.path.join(BENCH, 'RESULTS.md'), 'w') as f:
     f.write('\n'.join(lines))
-  print('\n'.join(lines[:len(rows) + 6]))
+  print('\n'.join(lines[:len(rows) + 8]))
 
 
 def main(argv=None):

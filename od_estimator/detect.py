@@ -41,7 +41,7 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from od_estimator.metrics import coco_tools
+from od_estimator.metrics import coco_masks
 from od_estimator.utils import label_map_util
 from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
@@ -375,7 +375,7 @@ def coco_segm_results(image_id, detections, image_masks):
   return [{'image_id': image_id, 'category_id': int(round(float(label))),
            'segmentation': rle, 'score': float(score)}
           for rle, score, label in zip(
-              coco_tools.encode_masks(image_masks),
+              coco_masks.encode_masks(image_masks),
               detections['detection_scores'],
               detections['detection_classes'])]
 

@@ -4,7 +4,8 @@ The evaluators keep each image's groundtruth and detections as columns.
 Here pycocotools' COCOeval.evaluate() and accumulate() are redone on whole
 arrays: detections grouped by (image, category) and sorted by score, IoUs
 as pycocotools computes them (box IoU in float64 with its operations, mask
-IoU with pycocotools.mask.iou), its greedy matching run for every group,
+IoU as its shared pixels over the union's, or a crowd's detection's, pixel
+count: the integers its runs give, divided as doubles), its greedy matching run for every group,
 IoU threshold and area range at once, one detection rank at a time, and
 its precision / recall accumulation per category with cumulative sums.
 The result is an accumulated pycocotools COCOeval (summarize() as usual):
@@ -13,9 +14,11 @@ index or a Python loop per image.
 
 Columns (numpy arrays of one length, in the order the images were added):
   groundtruth: image_id, category_id, bbox [G, 4] COCO x, y, width, height,
-    area, iscrowd; for 'segm' also segmentation (G RLE dicts).
-  detections: image_id, category_id, score, area; bbox [D, 4] for 'bbox',
-    segmentation (D RLE dicts) for 'segm'.
+    area, iscrowd; for 'segm' also mask_area (pixel counts).
+  detections: image_id, category_id, score, area (for 'segm' the mask's
+    pixel count); bbox [D, 4] for 'bbox'.
+and for 'segm' the mask overlaps: [3, P] int64 detection row, groundtruth
+row, shared pixels, of the pairs of one image and class sharing pixels.
 """
 import numpy as np
 
@@ -74,33 +77,54 @@ def _sorted(columns, image_ids, category_ids, by_score=False):
   return rows
 
 
-def _ious(iou_type, groundtruth, detections, gt_start, gt_count, dt_start,
-          dt_count):
+def _ious(pair_iou, gt_start, gt_count, dt_start, dt_count):
   """Flat IoUs of each (image, category) pair: a [detections, groundtruth]
   block per pair, row-major, one after the other; and the blocks' offsets.
+  pair_iou(detection rows, groundtruth rows) gives the IoUs of row pairs.
   """
   sizes = dt_count * gt_count
   offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-  if iou_type == 'bbox':
-    within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
-    columns = np.repeat(gt_count, sizes)
-    dt_rows = np.repeat(dt_start, sizes) + within // columns
-    gt_rows = np.repeat(gt_start, sizes) + within % columns
-    return box_iou(detections['bbox'][dt_rows], groundtruth['bbox'][gt_rows],
-                   groundtruth['iscrowd'][gt_rows]), offsets
-  from pycocotools import mask as mask_utils  # pylint: disable=g-import-not-at-top
-  dt_rles, gt_rles = detections['segmentation'], groundtruth['segmentation']
-  crowd = groundtruth['iscrowd'].astype(np.uint8).tolist()
-  blocks = [np.zeros(0)]
-  for d, nd, g, ng in zip(dt_start.tolist(), dt_count.tolist(),
-                          gt_start.tolist(), gt_count.tolist()):
-    blocks.append(np.asarray(mask_utils.iou(
-        dt_rles[d:d + nd], gt_rles[g:g + ng], crowd[g:g + ng]),
-                             np.float64).reshape(-1))
-  return np.concatenate(blocks), offsets
+  within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)
+  columns = np.repeat(gt_count, sizes)
+  dt_rows = np.repeat(dt_start, sizes) + within // columns
+  gt_rows = np.repeat(gt_start, sizes) + within % columns
+  return pair_iou(dt_rows, gt_rows), offsets
 
 
-def _match(params, iou_type, groundtruth, detections, gt_ignore):
+def mask_iou(detections, groundtruth, dt_rows, gt_rows, mask_overlaps):
+  """IoU of row pairs: pycocotools' rleIou, element by element.
+
+  Args:
+    detections: sorted detection columns with 'row' (the given order) and
+      'area' (pixel counts).
+    groundtruth: sorted groundtruth columns with 'row', 'mask_area' and
+      'iscrowd'.
+    dt_rows, gt_rows: [N] the pairs, as sorted rows.
+    mask_overlaps: [3, P] detection row, groundtruth row, shared pixels, in
+      the given order; pairs not listed share none.
+
+  Returns:
+    [N] float64: shared / union (shared / detection area for a crowd), 0
+    without shared pixels.
+  """
+  num_groundtruth = len(groundtruth['iscrowd'])
+  known = mask_overlaps[0] * num_groundtruth + mask_overlaps[1]
+  order = np.argsort(known)
+  known, counts = known[order], mask_overlaps[2][order]
+  keys = (detections['row'][dt_rows] * num_groundtruth +
+          groundtruth['row'][gt_rows])
+  found = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
+  shared = np.where(known[found] == keys, counts[found], 0) if len(
+      known) else np.zeros(len(keys), np.int64)
+  detection_area = np.asarray(detections['area'], np.float64)[dt_rows]
+  union = np.where(
+      groundtruth['iscrowd'][gt_rows].astype(bool), detection_area,
+      detection_area + groundtruth['mask_area'][gt_rows] - shared)
+  with np.errstate(divide='ignore', invalid='ignore'):
+    return np.where(shared > 0, shared / union, 0.0)
+
+
+def _match(params, pair_iou, groundtruth, detections, gt_ignore):
   """COCOeval.evaluateImg's greedy matching of every (image, category).
 
   Returns:
@@ -121,8 +145,8 @@ def _match(params, iou_type, groundtruth, detections, gt_ignore):
     gt_count = groundtruth['counts'][gt_pair][order]
     dt_start = detections['starts'][dt_pair][order]
     dt_count = detections['counts'][dt_pair][order]
-    ious, iou_offsets = _ious(iou_type, groundtruth, detections, gt_start,
-                              gt_count, dt_start, dt_count)
+    ious, iou_offsets = _ious(pair_iou, gt_start, gt_count, dt_start,
+                              dt_count)
     # One entry per (pair, groundtruth), pair after pair.
     entry_offsets = np.concatenate([[0], np.cumsum(gt_count)])
     entry_pair = np.repeat(np.arange(len(both)), gt_count)
@@ -257,7 +281,7 @@ def _first_reaching(tp, counts):
 
 
 def evaluate(image_ids, category_ids, groundtruth, detections,
-             iou_type='bbox'):
+             iou_type='bbox', mask_overlaps=None):
   """COCOeval.evaluate() and accumulate() of the columns.
 
   Args:
@@ -266,6 +290,7 @@ def evaluate(image_ids, category_ids, groundtruth, detections,
     groundtruth: the groundtruth columns (module docstring).
     detections: the detection columns.
     iou_type: 'bbox' or 'segm'.
+    mask_overlaps: for 'segm', the mask overlaps (module docstring).
 
   Returns:
     A pycocotools COCOeval whose eval holds precision, recall and scores;
@@ -277,7 +302,9 @@ def evaluate(image_ids, category_ids, groundtruth, detections,
   params.imgIds = sorted({int(i) for i in image_ids})
   params.catIds = sorted({int(c) for c in category_ids})
   images, categories = np.array(params.imgIds), np.array(params.catIds)
-  groundtruth = _sorted(groundtruth, images, categories)
+  groundtruth = _sorted(dict(groundtruth, row=np.arange(
+      len(groundtruth['category_id']))), images, categories)
+  detections = dict(detections, row=np.arange(len(detections['score'])))
   names = list(detections)
   detections = _sorted(detections, images, categories, by_score=True)
   # Only the first maxDets[-1] of an (image, category) are evaluated.
@@ -288,7 +315,15 @@ def evaluate(image_ids, category_ids, groundtruth, detections,
               np.flatnonzero(within)), images, categories, by_score=True)
   gt_ignore = (groundtruth['iscrowd'].astype(bool)[:, None] |
                _outside(groundtruth['area'], params.areaRng))
-  matched, ignored = _match(params, iou_type, groundtruth, detections,
+  if iou_type == 'bbox':
+    def pair_iou(dt_rows, gt_rows):
+      return box_iou(detections['bbox'][dt_rows], groundtruth['bbox'][gt_rows],
+                     groundtruth['iscrowd'][gt_rows])
+  else:
+    def pair_iou(dt_rows, gt_rows):
+      return mask_iou(detections, groundtruth, dt_rows, gt_rows,
+                      mask_overlaps)
+  matched, ignored = _match(params, pair_iou, groundtruth, detections,
                             gt_ignore)
   coco_eval._paramsEval = params  # pylint: disable=protected-access
   coco_eval.eval = _accumulate(params, groundtruth, detections, gt_ignore,

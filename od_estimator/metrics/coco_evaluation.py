@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_arrays
+from od_estimator.metrics import coco_masks
 from od_estimator.metrics import coco_tools
 from od_estimator.metrics import evaluator_base
 from od_estimator.metrics import overlaps
@@ -184,18 +185,25 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     """The per-image column dicts joined into one (coco_arrays columns)."""
     columns = {}
     for name in names:
-      values = [part[name] for part in parts]
+      values = [part[name] for part in parts if name in part]
       if name == 'segmentation':
-        columns[name] = [rle for rles in values for rle in rles]
+        columns[name] = [rle for part in parts
+                         for rle in part['masks'].rles()]
+      elif name == 'mask_area':
+        columns[name] = np.concatenate(
+            [[]] + [part['masks'].areas for part in parts]).astype(np.int64)
       elif values:
         columns[name] = np.concatenate(values)
       else:
         columns[name] = np.zeros([0, 4] if name == 'bbox' else [0])
     return columns
 
+  # COCO's annotation and result fields; then what the evaluation reads.
   _GROUNDTRUTH_COLUMNS = ('image_id', 'category_id', 'bbox', 'area',
                           'iscrowd')
   _DETECTION_COLUMNS = ('image_id', 'category_id', 'bbox', 'score', 'area')
+  _EVALUATED_GROUNDTRUTH_COLUMNS = _GROUNDTRUTH_COLUMNS
+  _EVALUATED_DETECTION_COLUMNS = _DETECTION_COLUMNS
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict."""
@@ -228,9 +236,14 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
           backend=self._backend, **options)
     coco_eval = coco_arrays.evaluate(
         self._images.values(), self._category_id_array,
-        self._columns(self._groundtruth, self._GROUNDTRUTH_COLUMNS),
-        self._columns(self._detections, self._DETECTION_COLUMNS), iou_type)
+        self._columns(self._groundtruth, self._EVALUATED_GROUNDTRUTH_COLUMNS),
+        self._columns(self._detections, self._EVALUATED_DETECTION_COLUMNS),
+        iou_type, self._mask_overlaps())
     return coco_tools.summarize(coco_eval, self._categories, **options)
+
+  def _mask_overlaps(self):
+    """Mask evaluators: coco_arrays.evaluate's mask_overlaps."""
+    return None
 
   def evaluate(self):
     """Returns {'DetectionBoxes_<metric>': float} for the images so far."""
@@ -261,7 +274,12 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
 
 
 class CocoMaskEvaluator(CocoDetectionEvaluator):
-  """COCO mask metrics ('segm' IoU of RLE-encoded masks).
+  """COCO mask metrics ('segm': mask IoU, pycocotools' numbers).
+
+  Each image's masks are read once when added (coco_masks.MaskCrops): their
+  pixel counts, the pixels shared by a detection and a groundtruth of one
+  class, and their occupied rectangles, kept bit-packed for the RLEs of
+  groundtruth_dict() and detections_list().
 
   Groundtruth needs groundtruth_instance_masks [N, H, W] and detections
   detection_masks [M, H, W], binary at the image's original size (see
@@ -292,10 +310,6 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     super().__init__(categories, include_metrics_per_category,
                      all_metrics_per_category, backend)
 
-  def clear(self):
-    super().clear()
-    self._mask_shapes = {}
-
   def add_single_ground_truth_image_info(self, image_id, groundtruth_dict):
     """Adds one image's groundtruth; a repeated image_id is ignored.
 
@@ -316,17 +330,15 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     name = _IN.groundtruth_instance_masks
     masks = overlaps.binary_masks(name, groundtruth_dict.get(name),
                                   'CocoMaskEvaluator', check_values=False)
-    classes = _classes(groundtruth_dict[_IN.groundtruth_classes])
-    kept = self._known(classes)
-    # Encoded (and checked) before the image is added.
-    rles = coco_tools.encode_masks(
+    kept = self._known(_classes(groundtruth_dict[_IN.groundtruth_classes]))
+    # Read (and checked) before the image is added.
+    crops = coco_masks.MaskCrops(
         masks[kept] if len(kept) < len(masks) else masks, name)
     super().add_single_ground_truth_image_info(image_id, {
         name: groundtruth_dict[name] for name in (
             _IN.groundtruth_boxes, _IN.groundtruth_classes,
             _IN.groundtruth_is_crowd) if name in groundtruth_dict})
-    self._mask_shapes[image_id] = masks.shape[1:3]
-    self._groundtruth[-1]['segmentation'] = rles
+    self._groundtruth[-1]['masks'] = crops.pack()
 
   def add_single_detected_image_info(self, image_id, detections_dict):
     """Adds one image's detections (after its groundtruth).
@@ -345,31 +357,56 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     masks = overlaps.binary_masks(
         _DET.detection_masks, detections_dict.get(_DET.detection_masks),
         'CocoMaskEvaluator', check_values=False)
-    if masks.shape[1:3] != self._mask_shapes[image_id]:
+    groundtruth = self._groundtruth[self._images[image_id] - 1]
+    if masks.shape[1:3] != groundtruth['masks'].shape:
       raise ValueError(
           'Spatial shape of groundtruth masks and detection masks are '
-          'incompatible: %s vs %s' % (self._mask_shapes[image_id],
+          'incompatible: %s vs %s' % (groundtruth['masks'].shape,
                                       masks.shape[1:3]))
     kept = self._kept_detections(image_id, detections_dict)
-    rles = coco_tools.encode_masks(
+    crops = coco_masks.MaskCrops(
         masks[kept] if len(kept) < len(masks) else masks,
         _DET.detection_masks)
-    # As loadRes: a detection's area is its mask's.
-    self._add_detections(image_id, detections_dict, kept, segmentation=rles,
-                         area=coco_tools.mask_areas(rles))
+    classes = _classes(detections_dict[_DET.detection_classes])[kept]
+    # As pycocotools: masks are compared only within a class, and a
+    # detection's area is its mask's (loadRes).
+    self._add_detections(
+        image_id, detections_dict, kept, masks=crops,
+        overlaps=(self._images[image_id] - 1,) + coco_masks.intersections(
+            crops, groundtruth['masks'],
+            classes[:, None] == groundtruth['category_id'][None, :]),
+        area=crops.areas.astype(np.float64))
+    crops.pack()
 
   _GROUNDTRUTH_COLUMNS = (
       CocoDetectionEvaluator._GROUNDTRUTH_COLUMNS + ('segmentation',))  # pylint: disable=protected-access
   _DETECTION_COLUMNS = ('image_id', 'category_id', 'segmentation', 'score',
                         'area')
+  # Masks are evaluated by their pixel counts and overlaps, no RLE.
+  _EVALUATED_GROUNDTRUTH_COLUMNS = (
+      CocoDetectionEvaluator._GROUNDTRUTH_COLUMNS + ('mask_area',))  # pylint: disable=protected-access
+  _EVALUATED_DETECTION_COLUMNS = ('image_id', 'category_id', 'score', 'area')
+
+  def _mask_overlaps(self):
+    """(detection row, groundtruth row, shared pixels) of the mask pairs
+    that share pixels, rows numbered as in the evaluated columns."""
+    gt_offsets = np.cumsum([0] + [len(part['category_id'])
+                                  for part in self._groundtruth])
+    parts, dt_offset = [np.zeros([3, 0], np.int64)], 0
+    for part in self._detections:
+      image, detection, groundtruth, count = part['overlaps']
+      parts.append(np.stack([detection + dt_offset,
+                             groundtruth + gt_offsets[image], count]))
+      dt_offset += len(part['category_id'])
+    return np.concatenate(parts, axis=1)
 
   def groundtruth_dict(self):
     """The accumulated groundtruth as a COCO-format dict (with sizes)."""
     groundtruth = super().groundtruth_dict()
     groundtruth['images'] = [
-        {'id': coco_id, 'height': int(self._mask_shapes[image_id][0]),
-         'width': int(self._mask_shapes[image_id][1])}
-        for image_id, coco_id in self._images.items()]
+        {'id': coco_id, 'height': int(part['masks'].shape[0]),
+         'width': int(part['masks'].shape[1])}
+        for coco_id, part in zip(self._images.values(), self._groundtruth)]
     return groundtruth
 
   def evaluate(self):

@@ -10,7 +10,7 @@ indent of 2. coco_tools gives these names too (loaded on first use).
 import numpy as np
 import tensorflow as tf
 
-from od_estimator.metrics import coco_tools
+from od_estimator.metrics import coco_masks
 from od_estimator.utils import json_utils
 
 
@@ -96,7 +96,8 @@ def ExportSingleImageGroundtruthToCoco(  # pylint: disable=invalid-name
     groundtruth_keypoint_visibilities = np.full(
         groundtruth_keypoints.shape[:2], 2)
   segmentations = (None if groundtruth_masks is None else
-                   coco_tools.encode_masks(groundtruth_masks, 'groundtruth_masks'))
+                   coco_masks.encode_masks(groundtruth_masks,
+                                           'groundtruth_masks'))
   annotations = []
   for i in range(num_boxes):
     if groundtruth_classes[i] not in category_id_set:
@@ -209,8 +210,8 @@ def ExportSingleImageDetectionMasksToCoco(  # pylint: disable=invalid-name
                     len(detection_masks), 'detection_masks')
   keep = [i for i, class_id in enumerate(detection_classes)
           if class_id in category_id_set]
-  rles = coco_tools.encode_masks(np.asarray(detection_masks)[keep],
-                        'detection_masks')
+  rles = coco_masks.encode_masks(np.asarray(detection_masks)[keep],
+                                 'detection_masks')
   return [{'image_id': image_id,
            'category_id': int(detection_classes[i]),
            'segmentation': rle,

@@ -93,7 +93,7 @@ def binary_masks(name, masks, evaluator='the evaluator', check_values=True):
   """`masks` as uint8, checked to hold only 0 and 1 (as the original).
 
   check_values=False leaves the values to a caller that reads them anyway
-  (coco_tools.encode_masks).
+  (coco_masks.MaskCrops, coco_masks.encode_masks).
 
   Raises:
     ValueError: when masks is None, or not uint8 / bool of 0 and 1.
@@ -104,7 +104,8 @@ def binary_masks(name, masks, evaluator='the evaluator', check_values=True):
   if masks.dtype not in (np.uint8, np.bool_) or (
       check_values and masks.size and masks.max() > 1):
     raise not_binary(name, masks)
-  return masks.astype(np.uint8, copy=False)
+  # A view, not a copy, of bool masks (the same bytes).
+  return masks.view(np.uint8) if masks.dtype == np.bool_ else masks
 
 
 def not_binary(name, masks):

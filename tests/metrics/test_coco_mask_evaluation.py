@@ -1,6 +1,7 @@
 """COCO mask evaluator: the original's names, numbers equal to pycocotools'
 segm evaluation run directly on the same masks (crowd groundtruth too)."""
 import contextlib
+import json
 import io
 
 import numpy as np
@@ -13,7 +14,6 @@ from pycocotools.cocoeval import COCOeval
 from od_estimator import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_evaluation
-from od_estimator.metrics import coco_tools
 from od_estimator.protos import eval_pb2
 from od_estimator.utils import config_util
 
@@ -132,26 +132,6 @@ def test_numbers_equal_pycocotools_segm_run_directly(backend):
                    category['name']] == pytest.approx(expected,
                                                       abs=tolerance, rel=0)
   assert set(metrics) == set(evaluator.metric_names())
-
-
-def test_rle_encoding_equals_pycocotools():
-  rng = np.random.RandomState(3)
-  for height, width in ((1, 1), (5, 1), (1, 7), (13, 9), (32, 17)):
-    masks = (rng.uniform(size=(8, height, width)) < 0.4).astype(np.uint8)
-    masks[0] = 0
-    masks[1] = 1
-    masks[2, :, :width // 2] = 0  # Empty leading columns,
-    masks[3, :, (width + 1) // 2:] = 0  # empty trailing ones,
-    masks[4, :height // 2] = 0  # empty top rows,
-    masks[5, (height + 1) // 2:, :width // 3] = 0  # bottom rows, columns.
-    masks[6, 0, 0] = masks[6, -1, -1] = 1
-    masks[7] = 0
-    masks[7, height // 2, width // 2] = 1  # One pixel.
-    expected = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0)))
-    assert coco_tools.encode_masks(masks) == [
-        {'size': list(rle['size']), 'counts': rle['counts'].decode()}
-        for rle in expected]
-  assert coco_tools.encode_masks(np.zeros([0, 4, 4], np.uint8)) == []
 
 
 def test_names_are_the_originals():
@@ -294,3 +274,32 @@ def test_eval_config_per_category_options_reach_the_mask_evaluator():
   names = evaluator.metric_names()
   assert 'DetectionMasks_PerformanceByCategory/mAP/dog' in names
   assert 'DetectionMasks_Recall/AR@100 ByCategory/cat' in names
+
+
+def test_dumped_detections_are_pycocotools_rles(tmp_path):
+  images = _random_set(seed=4, num_images=3)
+  evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  _fill(evaluator, images)
+  path = str(tmp_path / 'detections.json')
+  evaluator.dump_detections_to_json_file(path)
+  with open(path) as f:
+    dumped = json.load(f)
+  expected = []
+  for index, image in enumerate(images, start=1):
+    known = image['det_labels'] != 2  # Class 2 is not in the label map.
+    rles = mask_utils.encode(np.asfortranarray(
+        image['det_masks'][known].transpose(1, 2, 0)))
+    expected += [{'image_id': index, 'category_id': int(label),
+                  'segmentation': {'size': list(rle['size']),
+                                   'counts': rle['counts'].decode()},
+                  'score': float(score)}
+                 for rle, label, score in zip(rles, image['det_labels'][known],
+                                              image['scores'][known])]
+  assert dumped == expected
+  # Groundtruth sizes and RLEs as pycocotools'.
+  groundtruth = evaluator.groundtruth_dict()
+  assert [(i['height'], i['width']) for i in groundtruth['images']] == [
+      image['masks'].shape[1:] for image in images]
+  assert [a['segmentation']['counts'] for a in groundtruth['annotations']] == [
+      rle['counts'].decode() for image in images for rle in mask_utils.encode(
+          np.asfortranarray(image['masks'].transpose(1, 2, 0)))]
