@@ -83,9 +83,10 @@ def _round(args, experiment, shape):
   peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
                   '--experiment=' + experiment,
                   '--steps=%d' % args.steps] + shape)
-  ours = _result([sys.executable, os.path.join(BENCH, 'train_step.py'),
-                  '--json', '--arch=' + args.arch, '--mode=estimator',
-                  '--warmup=2', '--steps=%d' % args.steps] + shape)
+  ours = json.loads(args.ours) if args.ours else _result(
+      [sys.executable, os.path.join(BENCH, 'train_step.py'), '--json',
+       '--arch=' + args.arch, '--mode=estimator', '--warmup=2',
+       '--steps=%d' % args.steps] + shape)
   return {'%s_%s' % (side, key): figures[key]
           for side, figures in (('peer', peer), ('ours', ours))
           for key in ('images_per_s', 'images_per_cpu_s', 'peak_rss_mb')}
@@ -101,6 +102,11 @@ def main(argv=None):
   parser.add_argument('--rounds', type=int, default=1,
                       help='Peer then ours, this many times in turn: the '
                            'ratios are medians over the rounds.')
+  parser.add_argument('--ours', default=None,
+                      help='Our side as measured earlier in the same run '
+                           '(JSON of bench/train_step.py --mode=estimator '
+                           'with this --arch, records, size and batch): '
+                           'only the peer is run.')
   parser.add_argument('--json', action='store_true')
   args = parser.parse_args(argv)
   common.write_records(args.data_dir, args.size)

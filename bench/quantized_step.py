@@ -1,20 +1,24 @@
 r"""Quantization-aware training's cost, and uint8 against float TFLite.
 
-The same SSD MobileNet v2 config twice in this one process: as written
-(float) and with `graph_rewriter { quantization { delay: 0 } }` (FakeQuant
-active from the first step). For each:
+The same SSD MobileNet v2 config as written (float) and with
+`graph_rewriter { quantization { delay: 0 } }` (FakeQuant active from the
+first step):
 
   training   the Estimator's training step on synthetic records: images
              per CPU second (all threads; less disturbed by other load
-             than wall time) and per second;
-  TFLite     export_tflite_ssd_graph of the trained checkpoint converted
-             (float, or fully quantized uint8), then its file size and
-             per-image latency in tf.lite.Interpreter on one CPU thread
+             than wall time) and per second. The float step is trained
+             here too unless --float_step gives its figures, measured
+             earlier in the same run (make bench: item 1b's step);
+  TFLite     export_tflite_ssd_graph of the quantization-aware checkpoint,
+             converted fully quantized (uint8) and, from the same
+             checkpoint's float variables, as float; then each file's size
+             and per-image latency in tf.lite.Interpreter on one CPU thread
              (median of --latency_runs invocations after a warm-up one).
 
   .venv/bin/python bench/quantized_step.py --data_dir=/tmp/d160 --size=160
 """
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -34,12 +38,18 @@ from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-to
 QUANTIZATION = '\ngraph_rewriter { quantization { delay: 0 } }\n'
 
 
-def _train(args, directory, quantized):
-  """Trains warmup + steps; returns (figures, config path, checkpoint)."""
+def _config(args, directory, quantized):
+  """The config's path in `directory`, quantized or not."""
   path = common.ssd_config_path(args, directory)
   if quantized:
     with open(path, 'a') as f:
       f.write(QUANTIZATION)
+  return path
+
+
+def _train(args, directory, quantized):
+  """Trains warmup + steps; returns (figures, config path, checkpoint)."""
+  path = _config(args, directory, quantized)
   model_dir = os.path.join(directory, 'model')
   parts = model_lib.create_estimator_and_inputs(
       # Checkpoints at the start (before the timed steps) and the end only.
@@ -89,15 +99,31 @@ def main():
   parser.add_argument('--warmup', type=int, default=2)
   parser.add_argument('--steps', type=int, default=6)
   parser.add_argument('--latency_runs', type=int, default=20)
+  parser.add_argument('--float_step', default=None,
+                      help='JSON figures of the float training step '
+                           '(bench/train_step.py --mode=estimator, same '
+                           'config and batch): it is not trained again.')
   args = parser.parse_args()
   common.quiet()
   result = {}
-  for name, quantized in (('float', False), ('uint8', True)):
-    with tempfile.TemporaryDirectory() as directory:
-      figures, path, checkpoint = _train(args, directory, quantized)
-      figures.update(_tflite(args, directory, path, checkpoint))
-    for key, value in figures.items():
-      result['%s_%s' % (name, key)] = value
+  with tempfile.TemporaryDirectory() as directory:
+    figures, path, checkpoint = _train(args, directory, quantized=True)
+    figures.update(_tflite(args, directory, path, checkpoint))
+    result.update(('uint8_' + key, value) for key, value in figures.items())
+    if args.float_step:
+      figures = json.loads(args.float_step)
+    else:
+      with tempfile.TemporaryDirectory() as float_directory:
+        figures = _train(args, float_directory, quantized=False)[0]
+    # The float graph's variables are the quantized one's without the
+    # ranges: size and latency do not depend on the weights' values.
+    float_directory = os.path.join(directory, 'float')
+    os.makedirs(float_directory)
+    figures.update(_tflite(args, float_directory,
+                           _config(args, float_directory, quantized=False),
+                           checkpoint))
+    result.update(('float_' + key, value) for key, value in figures.items()
+                  if key != 'peak_rss_mb')
   # Cost of a quantized step relative to the float one (CPU time).
   result['step_cost_ratio'] = (result['float_images_per_cpu_s'] /
                                result['uint8_images_per_cpu_s'])

@@ -38,6 +38,14 @@ def run(script, *flags):
   return figures
 
 
+def _measured(flag, figures):
+  """[flag=JSON of a step's figures] to reuse them, or [] after an error."""
+  keys = ('images_per_s', 'images_per_cpu_s', 'peak_rss_mb')
+  if any(key not in figures for key in keys):
+    return []
+  return ['%s=%s' % (flag, json.dumps({key: figures[key] for key in keys}))]
+
+
 def _fmt(value, digits=2):
   if value is None:
     return 'n/a'
@@ -92,16 +100,20 @@ def measure(args):
   r['scaling'] = run('scaling.py', '--data_dir=' + data, '--size=300',
                      '--depth=1.0')
   r['eval'] = run('train_step.py', '--mode=eval', *large)
-  # Quantization-aware training step vs float; uint8 vs float .tflite.
-  r['quantized'] = run('quantized_step.py', *small)
+  # Quantization-aware training step vs float (item 1b's step); uint8 vs
+  # float .tflite.
+  r['quantized'] = run('quantized_step.py', *small,
+                       *_measured('--float_step', r['train_small']))
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                run('peer_model_garden.py', '--data_dir=' + data_peer))
+  # Item 8's side of ours is item 1c's step (same records, size, batch).
   r['peer_frcnn'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                      run('peer_model_garden.py', '--arch=faster_rcnn',
                          '--data_dir=' + data_frcnn, '--size=320',
-                         '--batch=1', '--steps=3'))
+                         '--batch=1', '--steps=3',
+                         *_measured('--ours', r['train_frcnn'])))
   # Item 8's records carry PNG masks (create_synthetic_tf_record's default).
   r['peer_mask_rcnn'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                          run('peer_model_garden.py', '--arch=mask_rcnn',
