@@ -3,11 +3,12 @@
 The evaluators keep each image's groundtruth and detections as columns.
 Here pycocotools' COCOeval.evaluate() and accumulate() are redone on whole
 arrays: detections grouped by (image, category) and sorted by score, IoUs
-as pycocotools computes them (box IoU in float64 with its operations, mask
-IoU as its shared pixels over the union's, or a crowd's detection's, pixel
-count: the integers its runs give, divided as doubles), its greedy matching run for every group,
-IoU threshold and area range at once, one detection rank at a time, and
-its precision / recall accumulation per category with cumulative sums.
+as pycocotools computes them (box IoU in float64 with its operations; mask
+IoU as the pixels two masks share over their union's, or over a crowd's
+detection's, pixel count: the integers its runs give, divided as doubles),
+its greedy matching run for every group, IoU threshold and area range at
+once, one detection rank at a time, and its precision / recall
+accumulation per category with cumulative sums.
 The result is an accumulated pycocotools COCOeval (summarize() as usual):
 the same numbers, bit for bit, without a dict per detection, the COCO
 index or a Python loop per image.
@@ -113,9 +114,11 @@ def mask_iou(detections, groundtruth, dt_rows, gt_rows, mask_overlaps):
   known, counts = known[order], mask_overlaps[2][order]
   keys = (detections['row'][dt_rows] * num_groundtruth +
           groundtruth['row'][gt_rows])
-  found = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
-  shared = np.where(known[found] == keys, counts[found], 0) if len(
-      known) else np.zeros(len(keys), np.int64)
+  shared = np.zeros(len(keys), np.int64)
+  if len(known):
+    position = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    listed = known[position] == keys
+    shared[listed] = counts[position[listed]]
   detection_area = np.asarray(detections['area'], np.float64)[dt_rows]
   union = np.where(
       groundtruth['iscrowd'][gt_rows].astype(bool), detection_area,
