@@ -22,15 +22,6 @@ from od_estimator.metrics import overlaps
 _ABOVE_ONE = np.uint64(0xFEFEFEFEFEFEFEFE)
 
 
-def _as_uint8(masks, name):
-  masks = np.asarray(masks)
-  if masks.dtype == np.bool_:
-    return masks.view(np.uint8)
-  if masks.dtype != np.uint8:
-    raise overlaps.not_binary(name, masks)
-  return masks
-
-
 def _crops(masks, name):
   """(extents [N, 4] int64 top, bottom, first, last column, inclusive, -1
   for an empty mask; areas [N] int64 pixel counts; the occupied masks'
@@ -43,7 +34,8 @@ def _crops(masks, name):
   Raises:
     ValueError: for a value other than 0 and 1 (naming `name`).
   """
-  masks = _as_uint8(masks, name)
+  masks = overlaps.binary_masks(name, masks, 'COCO mask encoding',
+                                check_values=False)
   extents = np.full([len(masks), 4], -1, np.int64)
   areas = np.zeros(len(masks), np.int64)
   if not masks.size:
