@@ -4,8 +4,9 @@ The same random binary masks (default 200 images of 480 x 640, 100
 detections each over 80 classes; groundtruth ellipses in random boxes, a
 tenth of them crowd; detections shifted copies of groundtruth masks or
 random ellipses) go through
-  ours        CocoMaskEvaluator (add per image: check and RLE-encode the
-              masks; then evaluate(), the faster-coco-eval backend), and
+  ours        CocoMaskEvaluator (add per image: check the masks and read
+              their rectangles, pixel counts and overlaps, no RLE; then
+              evaluate(), its default backend), and
   pycocotools mask.encode per image, COCO / loadRes / COCOeval('segm')
               evaluate, accumulate, summarize, and
   faster-coco-eval  the same with its own mask.encode, COCO and

@@ -205,9 +205,9 @@ def _accumulate(params, groundtruth, detections, gt_ignore, matched,
   num_t, num_r = len(params.iouThrs), len(params.recThrs)
   num_k, num_a, num_m = (len(params.catIds), len(params.areaRng),
                          len(params.maxDets))
-  precision = -np.ones((num_t, num_r, num_k, num_a, num_m))
-  recall = -np.ones((num_t, num_k, num_a, num_m))
-  scores = -np.ones((num_t, num_r, num_k, num_a, num_m))
+  precision = np.full((num_t, num_r, num_k, num_a, num_m), -1.0)
+  recall = np.full((num_t, num_k, num_a, num_m), -1.0)
+  scores = np.full((num_t, num_r, num_k, num_a, num_m), -1.0)
   valid_gt = np.stack([np.bincount(groundtruth['category'],
                                    weights=~gt_ignore[:, a],
                                    minlength=num_k)

@@ -3,8 +3,9 @@
 pycocotools encodes each mask of an image into run lengths (RLE) and then
 compares two masks by walking their runs: mask IoU is the intersection's
 pixel count over the union's (over the detection's area for a crowd), two
-integers divided as doubles. Here each image's masks are read once, in the
-rectangles they occupy:
+integers divided as doubles. Here each image's masks are read once in full
+(their rows, and the 0/1 check) and once more within their rows (their
+columns and pixel counts), and kept as the rectangles they occupy:
 
   MaskCrops        one image's masks: each one's rectangle (bit-packed),
                    pixel count, and, on demand, its RLE;
@@ -18,8 +19,70 @@ import numpy as np
 
 from od_estimator.metrics import overlaps
 
-# Bits that are set in a byte above 1: any of them makes a mask not 0/1.
-_ABOVE_ONE = np.uint64(0xFEFEFEFEFEFEFEFE)
+# Rows are read in blocks of this many: one pass over all values with
+# numpy's long inner loops finds each mask's occupied blocks, then only the
+# first and last occupied block are read row by row.
+_BLOCK_ROWS = 8
+
+
+def _rows(masks, name):
+  """(indices [M] of the occupied masks, their top and bottom rows [M],
+  inclusive), checking every value is 0 or 1 in the same pass.
+
+  Raises:
+    ValueError: for a value other than 0 and 1 (naming `name`).
+  """
+  count, height, width = masks.shape
+  blocks = np.maximum.reduceat(masks.reshape(count, height * width),
+                               np.arange(0, height, _BLOCK_ROWS) * width,
+                               axis=1)
+  if blocks.max() > 1:
+    raise overlaps.not_binary(name, masks)
+  occupied = blocks != 0
+  indices = np.flatnonzero(occupied.any(axis=1))
+  occupied = occupied[indices]
+  first_block = np.argmax(occupied, axis=1)
+  last_block = occupied.shape[1] - 1 - np.argmax(occupied[:, ::-1], axis=1)
+  # The rows of each mask's first and last occupied block (a last, partial
+  # block repeats the image's last row), and which of them are occupied.
+  rows = np.minimum(
+      np.stack([first_block, last_block], axis=1)[..., None] * _BLOCK_ROWS +
+      np.arange(_BLOCK_ROWS), height - 1)
+  occupied = masks[indices[:, None, None], rows].max(axis=3) != 0
+  tops = np.where(occupied[:, 0], rows[:, 0], height).min(axis=1)
+  bottoms = np.where(occupied[:, 1], rows[:, 1], -1).max(axis=1)
+  return indices, tops, bottoms
+
+
+def _column_counts(masks, indices, tops, bottoms):
+  """[M, W] int32: each listed mask's pixel count in each column, summed
+  over its rows top..bottom.
+
+  The rows are summed in chunks of up to 255, whose counts fit a byte: 8
+  bytes at a time when rows allow (uint64 words, whose bytes then count
+  apart).
+  """
+  width = masks.shape[2]
+  words = width % 8 == 0 and masks.flags.c_contiguous
+  chunks = [(j, i, start, min(start + 255, bottom + 1))
+            for j, (i, top, bottom) in enumerate(zip(
+                indices.tolist(), tops.tolist(), bottoms.tolist()))
+            for start in range(top, bottom + 1, 255)]
+  sums = np.empty([len(chunks), width], np.uint8)
+  for (_, i, start, stop), out in zip(chunks, sums):
+    if words:
+      np.add.reduce(masks[i, start:stop].view(np.uint64), axis=0,
+                    out=out.view(np.uint64))
+    else:
+      np.add.reduce(masks[i, start:stop], axis=0, out=out)
+  # A mask's first chunk gives its counts; its later ones add to them.
+  owners = np.array([j for j, _, _, _ in chunks], np.int64)
+  later = np.zeros(len(chunks), bool)
+  later[1:] = owners[1:] == owners[:-1]
+  counts = sums[~later].astype(np.int32)
+  for j, row in zip(owners[later].tolist(), sums[later]):
+    counts[j] += row
+  return counts
 
 
 def _crops(masks, name):
@@ -27,9 +90,8 @@ def _crops(masks, name):
   for an empty mask; areas [N] int64 pixel counts; the occupied masks'
   [h, w] crops, in order), checking every value is 0 or 1.
 
-  One pass over all values finds each mask's rows (8 bytes at a time when
-  rows allow), then each mask's columns in its rows only, and its area in
-  its crop.
+  All values are read once (_rows); then each mask's rows once more, for
+  its columns and area (_column_counts).
 
   Raises:
     ValueError: for a value other than 0 and 1 (naming `name`).
@@ -40,36 +102,17 @@ def _crops(masks, name):
   areas = np.zeros(len(masks), np.int64)
   if not masks.size:
     return extents, areas, []
-  words = masks.shape[2] % 8 == 0 and masks.flags.c_contiguous
-  if words:
-    values = masks.view(np.uint64)
-    rows = np.bitwise_or.reduce(values, axis=2)
-    above_one = (rows & _ABOVE_ONE).any()
-  else:
-    values = masks
-    rows = masks.max(axis=2)
-    above_one = rows.max() > 1
-  if above_one:
-    raise overlaps.not_binary(name, masks)
-  occupied = rows != 0
-  indices = np.flatnonzero(occupied.any(axis=1))
-  occupied = occupied[indices]
-  tops = np.argmax(occupied, axis=1)
-  bottoms = masks.shape[1] - 1 - np.argmax(occupied[:, ::-1], axis=1)
-  crops, firsts, lasts, counts = [], [], [], []
-  for i, top, bottom in zip(indices.tolist(), tops.tolist(),
-                            bottoms.tolist()):
-    columns = np.bitwise_or.reduce(values[i, top:bottom + 1], axis=0)
-    if words:
-      columns = columns.view(np.uint8)
-    columns = np.flatnonzero(columns)
-    first, last = int(columns[0]), int(columns[-1])
-    firsts.append(first)
-    lasts.append(last)
-    crops.append(masks[i, top:bottom + 1, first:last + 1])
-    counts.append(np.count_nonzero(crops[-1]))
+  indices, tops, bottoms = _rows(masks, name)
+  counts = _column_counts(masks, indices, tops, bottoms)
+  occupied = counts != 0
+  firsts = np.argmax(occupied, axis=1)
+  lasts = masks.shape[2] - 1 - np.argmax(occupied[:, ::-1], axis=1)
   extents[indices] = np.stack([tops, bottoms, firsts, lasts], axis=1)
-  areas[indices] = counts
+  areas[indices] = counts.sum(axis=1)
+  crops = [masks[i, top:bottom + 1, first:last + 1]
+           for i, top, bottom, first, last in zip(
+               indices.tolist(), tops.tolist(), bottoms.tolist(),
+               firsts.tolist(), lasts.tolist())]
   return extents, areas, crops
 
 
@@ -186,10 +229,12 @@ class MaskCrops:
     return len(self.extents)
 
   def pack(self):
-    """Keeps the crops as bits only (an eighth of their bytes, and no
-    reference to the whole masks)."""
+    """Keeps the crops as bits only, one after the other (an eighth of
+    their bytes, and no reference to the whole masks)."""
     if self._packed is None:
-      self._packed = [np.packbits(crop) for crop in self.crops]
+      self._packed = np.packbits(
+          np.concatenate(self.crops, axis=None) if self.crops else
+          np.zeros(0, np.uint8))
       self.crops = None
     return self
 
@@ -197,12 +242,14 @@ class MaskCrops:
     """The occupied masks' [h, w] uint8 crops, in order."""
     if self.crops is not None:
       return self.crops
-    sizes = (self.extents[:, 1] - self.extents[:, 0] + 1,
-             self.extents[:, 3] - self.extents[:, 2] + 1)
-    occupied = np.flatnonzero(self.extents[:, 0] >= 0)
-    return [np.unpackbits(bits, count=h * w).reshape(h, w)
-            for bits, h, w in zip(self._packed, sizes[0][occupied].tolist(),
-                                  sizes[1][occupied].tolist())]
+    occupied = self.extents[self.extents[:, 0] >= 0]
+    heights = occupied[:, 1] - occupied[:, 0] + 1
+    widths = occupied[:, 3] - occupied[:, 2] + 1
+    sizes = heights * widths
+    bits = np.unpackbits(self._packed, count=int(sizes.sum()))
+    return [part.reshape(h, w) for part, h, w in zip(
+        np.split(bits, np.cumsum(sizes)[:-1]), heights.tolist(),
+        widths.tolist())]
 
   def rles(self, rows=None):
     """COCO RLE dicts of the masks (of `rows`, indices, if given)."""
@@ -227,29 +274,26 @@ def intersections(detections, groundtruth, same_class):
     (detection, groundtruth, count): int64 arrays of the pairs that share a
     pixel.
   """
-  d_ext, g_ext = detections.extents[:, None, :], groundtruth.extents[None]
-  top = np.maximum(d_ext[..., 0], g_ext[..., 0])
-  bottom = np.minimum(d_ext[..., 1], g_ext[..., 1])
-  first = np.maximum(d_ext[..., 2], g_ext[..., 2])
-  last = np.minimum(d_ext[..., 3], g_ext[..., 3])
+  # Each pair's shared rectangle: its (top, first) and (bottom, last) + 1.
+  d_ext, g_ext = detections.extents[:, None], groundtruth.extents[None]
+  start = np.maximum(d_ext[..., [0, 2]], g_ext[..., [0, 2]])
+  stop = np.minimum(d_ext[..., [1, 3]], g_ext[..., [1, 3]]) + 1
   both_occupied = np.minimum(d_ext[..., 0], g_ext[..., 0]) >= 0
-  overlapping = same_class & both_occupied & (top <= bottom) & (
-      first <= last)
-  d_rows, g_rows = np.nonzero(overlapping)
-  if not len(d_rows):
-    empty = np.zeros(0, np.int64)
-    return empty, empty, empty
-  d_crops, g_crops = detections.dense_crops(), groundtruth.dense_crops()
-  d_index = np.cumsum(detections.extents[:, 0] >= 0) - 1
-  g_index = np.cumsum(groundtruth.extents[:, 0] >= 0) - 1
-  counts = np.zeros(len(d_rows), np.int64)
-  for k, (d, g) in enumerate(zip(d_rows.tolist(), g_rows.tolist())):
-    t, b = int(top[d, g]), int(bottom[d, g])
-    f, l = int(first[d, g]), int(last[d, g])
-    dt, df = detections.extents[d, 0], detections.extents[d, 2]
-    gt, gf = groundtruth.extents[g, 0], groundtruth.extents[g, 2]
-    counts[k] = np.count_nonzero(
-        d_crops[d_index[d]][t - dt:b - dt + 1, f - df:l - df + 1] &
-        g_crops[g_index[g]][t - gt:b - gt + 1, f - gf:l - gf + 1])
+  d_rows, g_rows = np.nonzero(same_class & both_occupied &
+                              (start < stop).all(axis=2))
+  start, stop = start[d_rows, g_rows], stop[d_rows, g_rows]
+
+  def windows(crops, rows):
+    # The shared rectangles, as views of the rows' crops.
+    dense = crops.dense_crops()
+    index = (np.cumsum(crops.extents[:, 0] >= 0) - 1)[rows]
+    corner = crops.extents[rows][:, [0, 2]]
+    return [dense[i][top:bottom, first:last]
+            for i, (top, first), (bottom, last) in zip(
+                index.tolist(), (start - corner).tolist(),
+                (stop - corner).tolist())]
+
+  counts = np.array([np.count_nonzero(d & g) for d, g in zip(
+      windows(detections, d_rows), windows(groundtruth, g_rows))], np.int64)
   shared = counts > 0
   return d_rows[shared], g_rows[shared], counts[shared]

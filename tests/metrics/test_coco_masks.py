@@ -55,6 +55,36 @@ def test_encoding_and_areas_equal_pycocotools(height, width):
   assert (crops.extents[~occupied] == -1).all()
 
 
+@pytest.mark.parametrize('width', [5, 16])
+def test_rows_on_either_side_of_block_edges(width):
+  """Rows are first read in blocks: tops and bottoms just before, on and
+  after a block's edge, and in a last, partial block."""
+  block = coco_masks._BLOCK_ROWS  # pylint: disable=protected-access
+  height = 2 * block + 5
+  rows = (0, block - 1, block, block + 1, 2 * block - 1, 2 * block,
+          height - 1)
+  pairs = [(top, bottom) for top in rows for bottom in rows if top <= bottom]
+  masks = np.zeros([len(pairs), height, width], np.uint8)
+  for mask, (top, bottom) in zip(masks, pairs):
+    mask[top, 1] = mask[bottom, width - 1] = 1
+  crops = coco_masks.MaskCrops(masks)
+  np.testing.assert_array_equal(crops.extents[:, :2], pairs)
+  np.testing.assert_array_equal(crops.extents[:, 2:],
+                                [[1, width - 1]] * len(pairs))
+  assert crops.rles() == _text(_pycocotools_rles(masks))
+
+
+@pytest.mark.parametrize('width', [16, 17])
+def test_areas_of_masks_taller_than_255_rows(width):
+  """Columns are counted a byte each (8 at a time) for up to 255 rows."""
+  masks = _masks(np.random.RandomState(width), 600, width, count=8)
+  masks[1, :, 3] = 0
+  crops = coco_masks.MaskCrops(masks)
+  expected = _pycocotools_rles(masks)
+  np.testing.assert_array_equal(crops.areas, mask_utils.area(expected))
+  assert crops.rles() == _text(expected)
+
+
 def test_bool_and_strided_masks_equal_uint8():
   masks = _masks(np.random.RandomState(0), 24, 40)
   expected = coco_masks.encode_masks(masks)
