@@ -100,9 +100,11 @@ def measure(args):
   # compiling its clusters is most of this item's minutes.
   r['xla_small'] = run('xla_step.py', '--mode=estimator', '--steps=5',
                        *small)
-  # Goal 6: bench/scaling.png (training by batch, evaluation by images).
+  # Goal 6: bench/scaling.png (training by batch, evaluation by images);
+  # its batch 8 is item 1's step (same config, timed over more steps).
   r['scaling'] = run('scaling.py', '--data_dir=' + data, '--size=300',
-                     '--depth=1.0')
+                     '--depth=1.0', '--measured_batch=8',
+                     *_measured('--measured_step', r['train']))
   r['eval'] = run('train_step.py', '--mode=eval', *large)
   # Quantization-aware training step vs float (item 1b's step); uint8 vs
   # float .tflite.

@@ -2,7 +2,8 @@ r"""How cost grows: training images/s by batch size, evaluation time by images.
 
   train  the SSD MobileNet v2 training step of bench/train_step.py
          (--mode=estimator) at batch sizes 1, 2, 4, 8, 16: images/s, and
-         images per CPU second (steadier under load).
+         images per CPU second (steadier under load); one batch's figures
+         may come from an earlier measurement (--measured_step).
   coco   our COCO box evaluation (bench/coco_eval.py's data: 100 detections
          an image, 80 classes) of 100 to 5,000 images: seconds (wall, and
          the process's CPU time, which the plot shows: steadier under
@@ -16,6 +17,7 @@ and where it bends shows.
   .venv/bin/python bench/scaling.py --data_dir=bench/out/data300
 """
 import argparse
+import json
 import os
 import sys
 
@@ -30,11 +32,14 @@ PLOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def train_rates(args):
   """{batch: images/s} and {batch: images per CPU second} of the SSD
-  training step (the latter steadier on a shared machine)."""
+  training step (the latter steadier on a shared machine); a batch of
+  --measured_step is not trained again."""
+  measured = json.loads(args.measured_step) if args.measured_step else {}
   rates, cpu_rates = {}, {}
   for batch in args.batches:
     args.batch = batch
-    rate = train_step.estimator_rates(args)
+    rate = (measured if batch == args.measured_batch and measured else
+            train_step.estimator_rates(args))
     rates[batch] = rate['images_per_s']
     cpu_rates[batch] = rate['images_per_cpu_s']
     print('  batch %2d: %.2f images/s, %.2f per CPU s' % (
@@ -106,6 +111,13 @@ def main(argv=None):
   parser.add_argument('--num_detections', type=int, default=100)
   parser.add_argument('--num_classes', type=int, default=80)
   parser.add_argument('--repeats', type=int, default=1)
+  parser.add_argument('--measured_step', default=None,
+                      help='JSON figures of the training step at '
+                           '--measured_batch (bench/train_step.py '
+                           '--mode=estimator, same config), measured earlier '
+                           'in the same run (make bench: item 1\'s step): '
+                           'that batch is not trained again.')
+  parser.add_argument('--measured_batch', type=int, default=8)
   parser.add_argument('--plot', default=PLOT)
   common.add_model_args(parser)
   args = parser.parse_args(argv)
