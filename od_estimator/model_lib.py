@@ -360,24 +360,6 @@ def _float32_train_config(train_config):
   return float32_config
 
 
-def _check_resumable(model_dir, configs, model_fn_creator,
-                     detection_model_fn):
-  """Stops, before model_dir is touched, if its checkpoint fits another model.
-
-  The training graph is built once more for CPU, where its variables have
-  the names and shapes they have on TPU, without fine_tune_checkpoint
-  (resuming never reads it).
-  """
-  train_config = _float32_train_config(configs['train_config'])
-  resume_check.check(
-      model_dir,
-      model_fn_creator(detection_model_fn,
-                       dict(configs, train_config=train_config),
-                       {'load_pretrained': False}, False),
-      MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
-          train_config, configs['train_input_config'], configs['model']))
-
-
 def create_estimator_and_inputs(run_config, hparams=None,
                                 pipeline_config_path=None,
                                 config_override=None, train_steps=None,
@@ -406,10 +388,11 @@ def create_estimator_and_inputs(run_config, hparams=None,
     num_shards: TPU cores.
     params: extra Estimator params.
     override_eval_num_epochs: evaluate one epoch of each eval input.
-    save_final_config: the job trains into model_dir: check that a
-      checkpoint already there fits the model (else raise
-      errors.UserInputError, leaving model_dir as it was), then write the
-      as-run pipeline.config there.
+    save_final_config: the job trains into model_dir: write the as-run
+      pipeline.config there; when a checkpoint is already there, only once
+      the training graph is built and fits it (else training raises
+      errors.UserInputError, leaving model_dir as it was; see
+      resume_check).
     postprocess_on_cpu: see create_model_fn.
     export_to_tpu: export a TPU SavedModel (TPUEstimator only).
     check_configs: optional fn(configs) run on the configs with every
@@ -466,6 +449,19 @@ def create_estimator_and_inputs(run_config, hparams=None,
   model_fn = model_fn_creator(detection_model_fn,
                               dict(configs, train_config=train_config),
                               hparams, use_tpu, postprocess_on_cpu)
+  saves = run_config.is_chief and save_final_config
+  checkpoint = (tf.train.latest_checkpoint(run_config.model_dir)
+                if saves and run_config.model_dir else None)
+
+  def save():
+    config_util.save_pipeline_config(
+        config_util.create_pipeline_proto_from_configs(configs),
+        estimator.model_dir)
+  if checkpoint:
+    # Resuming: the as-run config is written once the training graph is
+    # known to fit the checkpoint.
+    model_fn = resume_check.checked_model_fn(
+        model_fn, run_config.model_dir, checkpoint, save)
   if use_tpu_estimator:
     estimator = tpu_estimator.TPUEstimator(
         model_fn=model_fn, train_batch_size=train_config.batch_size,
@@ -476,12 +472,8 @@ def create_estimator_and_inputs(run_config, hparams=None,
   else:
     estimator = estimator_lib.Estimator(model_fn=model_fn, config=run_config,
                                         params=params)
-  if run_config.is_chief and save_final_config:
-    _check_resumable(estimator.model_dir, configs, model_fn_creator,
-                     detection_model_fn)
-    config_util.save_pipeline_config(
-        config_util.create_pipeline_proto_from_configs(configs),
-        estimator.model_dir)
+  if saves and not checkpoint:
+    save()
   return {
       'estimator': estimator,
       'train_input_fn': train_input_fn,

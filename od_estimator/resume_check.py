@@ -3,10 +3,10 @@
 An Estimator restores the latest checkpoint of its model_dir into whatever
 graph the pipeline config builds. When the config changed between two runs
 into the same model_dir (num_classes, the feature extractor, the
-optimizer), that restore fails late, after the Estimator has rewritten
-files there. `check` compares the checkpoint with the variables of the
-training graph, built once in a throwaway graph, before anything in
-model_dir is written.
+optimizer), that restore fails late, after the Estimator has written files
+there. `checked_model_fn` compares the checkpoint with the variables of
+the training graph when the Estimator has just built it: after model_fn,
+before the Estimator writes anything in model_dir.
 """
 import tensorflow as tf
 
@@ -16,29 +16,60 @@ from od_estimator import errors
 _MAX_NAMES = 20
 
 
-def training_variable_shapes(model_fn, train_input_fn):
-  """{name: shape} of every global variable of model_fn's training graph.
+def checked_model_fn(model_fn, model_dir, checkpoint, then):
+  """model_fn, checking the training graph it builds against `checkpoint`.
 
-  These are what the Estimator's Saver restores when training resumes:
-  the model's variables, the optimizer's slots and global_step.
+  The graph's global variables are what the Estimator's Saver restores
+  when training resumes: the model's, the optimizer's slots, moving
+  averages and global_step. When model_fn has built the training graph
+  (every replica of it, under a distribution strategy), those the
+  checkpoint cannot give raise errors.UserInputError; otherwise `then()`
+  runs, once. Both happen before the Estimator writes anything in
+  model_dir. When the checkpoint is at the last step, the Estimator skips
+  training and the evaluation graph is checked instead.
 
   Args:
     model_fn: fn(features, labels, mode, params) returning an
-      EstimatorSpec, built for CPU (the variables of a TPU graph have the
-      same names and shapes).
-    train_input_fn: fn(params) returning the training tf.data.Dataset.
+      EstimatorSpec.
+    model_dir: the Estimator's model_dir, as given (for the message).
+    checkpoint: the checkpoint in model_dir training would resume from.
+    then: fn() run once the check has passed (writing the run's files).
 
   Returns:
-    {variable name: shape as a list of ints}.
+    fn(features, labels, mode, params=None), the same EstimatorSpecs.
   """
-  with tf.Graph().as_default():
-    tf.compat.v1.train.get_or_create_global_step()
-    dataset = train_input_fn(params={})
-    features, labels = tf.compat.v1.data.make_initializable_iterator(
-        dataset).get_next()
-    model_fn(features, labels, tf.estimator.ModeKeys.TRAIN, None)
-    return {variable.op.name: variable.shape.as_list()
-            for variable in tf.compat.v1.global_variables()}
+  checked = []
+
+  def check(unused_strategy=None):
+    if checked:
+      return
+    mismatched, missing = differences(
+        dict(tf.train.list_variables(checkpoint)),
+        {variable.op.name: variable.shape.as_list()
+         for variable in tf.compat.v1.global_variables()})
+    if mismatched or missing:
+      raise errors.UserInputError(
+          mismatch_message(model_dir, checkpoint, mismatched, missing))
+    then()
+    checked.append(checkpoint)
+
+  # Plain Python: no AutoGraph conversion under call_for_each_replica.
+  @tf.autograph.experimental.do_not_convert
+  def build(features, labels, mode, params):
+    spec = model_fn(features, labels, mode, params)
+    # Evaluation first when the checkpoint has reached the last step.
+    if mode != tf.estimator.ModeKeys.PREDICT:
+      if tf.distribute.has_strategy():
+        # Once every replica has built its part of the graph.
+        tf.distribute.get_replica_context().merge_call(check)
+      else:
+        check()
+    return spec
+
+  # The arguments the Estimator looks for, by name.
+  def resuming_model_fn(features, labels, mode, params=None):
+    return build(features, labels, mode, params)
+  return resuming_model_fn
 
 
 def differences(checkpoint_shapes, model_shapes):
@@ -103,27 +134,3 @@ def mismatch_message(model_dir, checkpoint, mismatched, missing):
       '(variables of another shape then keep their initial values).'
       % checkpoint)
   return ' '.join(parts)
-
-
-def check(model_dir, model_fn, train_input_fn):
-  """Raises when training would resume from a checkpoint of another model.
-
-  Args:
-    model_dir: the Estimator's model_dir (None or without a checkpoint:
-      nothing to check).
-    model_fn: the training model_fn, built for CPU.
-    train_input_fn: fn(params) returning the training dataset.
-
-  Raises:
-    errors.UserInputError: naming the variables whose shapes differ (with
-      both shapes) and those missing from the checkpoint, and what to do.
-  """
-  checkpoint = tf.train.latest_checkpoint(model_dir) if model_dir else None
-  if not checkpoint:
-    return
-  checkpoint_shapes = dict(tf.train.list_variables(checkpoint))
-  mismatched, missing = differences(
-      checkpoint_shapes, training_variable_shapes(model_fn, train_input_fn))
-  if mismatched or missing:
-    raise errors.UserInputError(
-        mismatch_message(model_dir, checkpoint, mismatched, missing))

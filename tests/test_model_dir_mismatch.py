@@ -3,7 +3,9 @@
 The tiny SSD trains one step with 3 classes (conftest's one_step_tiny_ssd);
 model_main relaunched into the same model_dir with 5 classes must stop with
 one `error:` line naming the variables whose shapes differ, before it writes
-or changes any file there.
+or changes any file there. A one-variable model shows the check in the
+Estimator's own graph: resuming, a mismatch, under MirroredStrategy, and at
+the last step (evaluation only).
 """
 import os
 import re
@@ -14,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator import model_lib
 from od_estimator import resume_check
 from tests import tiny_ssd
 
@@ -91,13 +94,15 @@ def test_model_main_stops_before_touching_the_model_dir(trained):
 
 def _model_fn(features, labels, mode, params):
   """A one-variable model whose width is the feature size."""
-  del labels, mode, params  # Unused.
+  del labels, params  # Unused.
   weights = tf.compat.v1.get_variable('Box/weights',
                                       [features.shape[-1], 2])
   loss = tf.reduce_sum(tf.matmul(features, weights))
+  if mode != tf.estimator.ModeKeys.TRAIN:
+    return tf.estimator.EstimatorSpec(mode, loss=loss)
   step = tf.compat.v1.train.get_global_step()
   return tf.estimator.EstimatorSpec(
-      tf.estimator.ModeKeys.TRAIN, loss=loss,
+      mode, loss=loss,
       train_op=tf.compat.v1.train.MomentumOptimizer(0.1, 0.9).minimize(
           loss, global_step=step))
 
@@ -105,13 +110,54 @@ def _model_fn(features, labels, mode, params):
 def _input_fn(width):
   def input_fn(params):
     del params  # Unused.
-    return tf.data.Dataset.from_tensors((tf.zeros([1, width]), tf.zeros([])))
+    return tf.data.Dataset.from_tensors(
+        (tf.zeros([1, width]), tf.zeros([]))).repeat()
   return input_fn
 
 
-def test_check_raises_a_user_input_error_only_on_a_mismatch(tmp_path):
+def _estimator(model_dir, calls, **run_config):
+  """An Estimator of _model_fn resuming from model_dir's checkpoint through
+  checked_model_fn (then() appends to `calls`)."""
+  model_fn = resume_check.checked_model_fn(
+      _model_fn, model_dir, tf.train.latest_checkpoint(model_dir),
+      lambda: calls.append(model_dir))
+  return tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(
+      model_dir=model_dir, **run_config))
+
+
+def _resume(model_dir, width, calls, **run_config):
+  """Trains _model_fn on features of `width` to step 3 (_estimator)."""
+  _estimator(model_dir, calls, **run_config).train(_input_fn(width),
+                                                   max_steps=3)
+
+
+@pytest.fixture
+def one_step(tmp_path):
+  """A model_dir where _model_fn trained one step on width-3 features."""
+  model_dir = str(tmp_path / 'model')
+  tf.estimator.Estimator(_model_fn, model_dir).train(_input_fn(3),
+                                                     max_steps=1)
+  return model_dir
+
+
+def test_a_fitting_checkpoint_resumes_after_then_ran_once(one_step):
+  calls = []
+  _resume(one_step, 3, calls)
+  assert calls == [one_step]
+  assert tf.train.latest_checkpoint(one_step).endswith('model.ckpt-3')
+
+
+def test_a_mismatch_raises_before_the_estimator_writes(one_step):
+  before, calls = _snapshot(one_step), []
+  with pytest.raises(errors.UserInputError) as raised:
+    _resume(one_step, 4, calls)
+  assert 'Box/weights [3, 2] vs [4, 2]' in str(raised.value)
+  assert 'Not in the checkpoint' not in str(raised.value)
+  assert not calls and _snapshot(one_step) == before
+
+
+def test_variables_missing_from_the_checkpoint_are_named(tmp_path):
   model_dir = str(tmp_path)
-  resume_check.check(model_dir, _model_fn, _input_fn(3))  # No checkpoint.
   with tf.Graph().as_default():
     step = tf.compat.v1.train.get_or_create_global_step()
     tf.compat.v1.get_variable('Box/weights', [3, 2])
@@ -119,11 +165,33 @@ def test_check_raises_a_user_input_error_only_on_a_mismatch(tmp_path):
       session.run(tf.compat.v1.global_variables_initializer())
       tf.compat.v1.train.Saver().save(session, model_dir + '/model.ckpt',
                                       global_step=step)
-  with pytest.raises(errors.UserInputError) as raised:
-    resume_check.check(model_dir, _model_fn, _input_fn(4))
-  assert 'Box/weights [3, 2] vs [4, 2]' in str(raised.value)
-  assert 'Not in the checkpoint' not in str(raised.value)
   with pytest.raises(errors.UserInputError,
                      match=r'Not in the checkpoint: 1 variable\(s\): '
                      r'Box/weights/Momentum\.'):
-    resume_check.check(model_dir, _model_fn, _input_fn(3))
+    _resume(model_dir, 3, [])
+
+
+def test_replicas_are_checked_once_all_are_built(one_step):
+  """Under MirroredStrategy each replica calls model_fn; the check runs
+  once, when every replica's variables (and slots) exist."""
+  kwargs = model_lib.mirrored_run_config_kwargs(2, 'CPU')
+  calls = []
+  with pytest.raises(errors.UserInputError, match=r'\[3, 2\] vs \[4, 2\]'):
+    _resume(one_step, 4, calls, **kwargs)
+  _resume(one_step, 3, calls, **kwargs)
+  assert calls == [one_step]
+  assert tf.train.latest_checkpoint(one_step).endswith('model.ckpt-3')
+
+
+def test_a_finished_training_is_checked_by_its_evaluation(one_step):
+  """At the last step the Estimator skips training: the evaluation graph
+  is checked instead, before anything is written."""
+  before, calls = _snapshot(one_step), []
+  estimator = _estimator(one_step, calls)
+  estimator.train(_input_fn(4), max_steps=1)
+  assert _snapshot(one_step) == before
+  with pytest.raises(errors.UserInputError, match=r'\[3, 2\] vs \[4, 2\]'):
+    estimator.evaluate(_input_fn(4), steps=1)
+  assert not calls and _snapshot(one_step) == before
+  _estimator(one_step, calls).evaluate(_input_fn(3), steps=1)
+  assert calls == [one_step]

@@ -100,11 +100,14 @@ def _synchronous_configs(configs):
   return dict(configs, train_config=train_config)
 
 
-def _model_fn(configs, sync, load_pretrained=True):
+def _model_fn(configs, sync, resume=None):
+  """The training model_fn; with resume=(train_dir, checkpoint, then), see
+  resume_check.checked_model_fn."""
   model_fn = model_lib.create_model_fn(
       functools.partial(model_builder.build, model_config=configs['model']),
-      configs, hparams={'load_pretrained': load_pretrained},
-      optimizer_wrapper=sync.wrap_optimizer if sync else None)
+      configs, optimizer_wrapper=sync.wrap_optimizer if sync else None)
+  if resume:
+    model_fn = resume_check.checked_model_fn(model_fn, *resume)
   return sync.model_fn(model_fn) if sync else model_fn
 
 
@@ -133,13 +136,18 @@ def main(unused_argv):
     configs = _synchronous_configs(configs)
   train_input_fn = model_lib.MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
       configs['train_config'], configs['train_input_config'], configs['model'])
+  resume = None
   if run_config.is_chief:
-    resume_check.check(FLAGS.train_dir,
-                       _model_fn(configs, None, load_pretrained=False),
-                       train_input_fn)
-    legacy_configs.copy_files(copies, FLAGS.train_dir)
-  estimator = tf.estimator.Estimator(model_fn=_model_fn(configs, sync),
-                                     config=run_config)
+    copy = functools.partial(legacy_configs.copy_files, copies,
+                             FLAGS.train_dir)
+    checkpoint = tf.train.latest_checkpoint(FLAGS.train_dir)
+    if checkpoint:
+      # Resuming: the files are copied once the training graph fits it.
+      resume = (FLAGS.train_dir, checkpoint, copy)
+    else:
+      copy()
+  estimator = tf.estimator.Estimator(
+      model_fn=_model_fn(configs, sync, resume), config=run_config)
   estimator.train(train_input_fn, max_steps=train_config.num_steps or None,
                   hooks=[step_logging.StepLossHook()])
   return 0
