@@ -85,6 +85,17 @@ def test_areas_of_masks_taller_than_255_rows(width):
   assert crops.rles() == _text(expected)
 
 
+@pytest.mark.parametrize('width', [9, 16])
+def test_an_image_of_empty_masks_only(width):
+  masks = np.zeros([3, 17, width], np.uint8)
+  crops = coco_masks.MaskCrops(masks)
+  assert (crops.extents == -1).all() and not crops.areas.any()
+  assert crops.pack().rles() == _text(_pycocotools_rles(masks))
+  full = coco_masks.MaskCrops(np.ones([1, 17, width], np.uint8))
+  for pairs in coco_masks.intersections(crops, full, np.ones([3, 1], bool)):
+    assert pairs.dtype == np.int64 and not len(pairs)
+
+
 def test_bool_and_strided_masks_equal_uint8():
   masks = _masks(np.random.RandomState(0), 24, 40)
   expected = coco_masks.encode_masks(masks)
