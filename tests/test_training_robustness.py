@@ -139,9 +139,15 @@ def _kill_after_first_checkpoint(command, model_dir, log_prefix):
 
 
 def _copy_checkpoint(source_dir, step, target_dir):
-  """Publishes a checkpoint in target_dir as a trainer's saver would."""
+  """Publishes a checkpoint in target_dir as a trainer's saver would.
+
+  Only the variables' files: a running trainer's saver updates the
+  checkpoint state before it writes the .meta file (through a temporary
+  file), which evaluation does not read.
+  """
   prefix = os.path.join(source_dir, 'model.ckpt-%d' % step)
-  for path in tf.io.gfile.glob(prefix + '.*'):
+  for path in tf.io.gfile.glob(prefix + '.index') + tf.io.gfile.glob(
+      prefix + '.data-*'):
     shutil.copy(path, target_dir)
   tf.compat.v1.train.update_checkpoint_state(
       target_dir, os.path.join(target_dir, 'model.ckpt-%d' % step))
