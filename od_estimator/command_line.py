@@ -6,7 +6,6 @@ unusable --model_dir, or a bad input record (see record_scanner). Any other
 exception is a bug in od_estimator: it keeps its traceback, followed by one
 line asking for a report.
 """
-import os
 import re
 import sys
 import traceback
@@ -17,6 +16,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator import record_scanner
+from od_estimator.utils import file_safety
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -45,7 +45,7 @@ def run_training(main, model_dir, doc, module_name):
     return _print_help(doc, module_name)
 
   def checked_main(argv):
-    check_output_dir(model_dir(), '--model_dir')
+    file_safety.check_directory_destination(model_dir(), '--model_dir')
     return main(argv)
 
   try:
@@ -69,32 +69,6 @@ def report_bug():
   traceback.print_exc()
   print(_BUG_REPORT, file=sys.stderr)
   sys.exit(1)
-
-
-def check_output_dir(path, flag):
-  """Raises UserInputError unless `path` is, or can become, a writable dir.
-
-  Args:
-    path: a local directory path; None or a URL (gs://...) is not checked.
-    flag: the flag that named it, for the message.
-
-  Raises:
-    errors.UserInputError: the path or one of its parents is a file, or the
-      nearest existing directory is not writable.
-  """
-  if not path or '://' in path:
-    return
-  existing = os.path.abspath(path)
-  while not os.path.exists(existing):
-    existing = os.path.dirname(existing)
-  if not os.path.isdir(existing):
-    raise errors.UserInputError(
-        '%s=%s: %s is a file, not a directory. Choose another directory.' % (
-            flag, path, existing))
-  if not os.access(existing, os.W_OK | os.X_OK):
-    raise errors.UserInputError(
-        '%s=%s: %s is not writable by this user. Choose a writable '
-        'directory.' % (flag, path, existing))
 
 
 def _flag(name):

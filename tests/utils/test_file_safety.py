@@ -1,0 +1,152 @@
+"""file_safety: one-step replacement, staged outputs, links never followed."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from od_estimator import errors
+from od_estimator.utils import file_safety
+
+
+def _tree(root):
+  """{relative path: bytes (or the link target)} of everything under root."""
+  found = {}
+  for directory, folders, files in os.walk(root):
+    for name in folders + files:
+      path = os.path.join(directory, name)
+      key = os.path.relpath(path, root)
+      if os.path.islink(path):
+        found[key] = 'link -> ' + os.readlink(path)
+      elif os.path.isfile(path):
+        with open(path, 'rb') as f:
+          found[key] = f.read()
+  return found
+
+
+def test_write_file_replaces_in_one_step(tmp_path):
+  path = tmp_path / 'pipeline.config'
+  path.write_text('old')
+  file_safety.write_file(str(path), 'new')
+  assert path.read_text() == 'new'
+  assert os.listdir(tmp_path) == ['pipeline.config']
+
+
+def test_a_failed_write_keeps_the_old_file(tmp_path):
+  path = tmp_path / 'pipeline.config'
+  path.write_text('old')
+  with pytest.raises(RuntimeError):
+    with file_safety.replacing(str(path)) as f:
+      f.write('half of the ne')
+      raise RuntimeError('disk gone')
+  assert path.read_text() == 'old'
+  assert os.listdir(tmp_path) == ['pipeline.config']
+
+
+def test_a_killed_write_keeps_the_old_file(tmp_path):
+  path = tmp_path / 'pipeline.config'
+  path.write_text('old')
+  script = textwrap.dedent("""
+      import os, sys
+      from od_estimator.utils import file_safety
+      with file_safety.replacing(sys.argv[1]) as f:
+        f.write('half')
+        f.flush()
+        os._exit(9)
+  """)
+  subprocess.run([sys.executable, '-c', script, str(path)], check=False)
+  assert path.read_text() == 'old'
+
+
+def test_a_link_is_replaced_not_written_through(tmp_path):
+  elsewhere = tmp_path / 'elsewhere.txt'
+  elsewhere.write_text('keep me')
+  (tmp_path / 'out').mkdir()
+  link = tmp_path / 'out' / 'pipeline.config'
+  link.symlink_to(elsewhere)
+  file_safety.write_file(str(link), 'new')
+  assert elsewhere.read_text() == 'keep me'
+  assert not link.is_symlink() and link.read_text() == 'new'
+
+
+def test_remove_never_follows_links(tmp_path):
+  outside = tmp_path / 'outside'
+  outside.mkdir()
+  (outside / 'precious.pb').write_bytes(b'data')
+  out = tmp_path / 'out'
+  (out / 'saved_model').mkdir(parents=True)
+  (out / 'saved_model' / 'inner_link').symlink_to(outside)
+  (out / 'link').symlink_to(outside)
+  before = _tree(outside)
+  file_safety.remove(str(out / 'link'), str(out))
+  file_safety.remove(str(out / 'saved_model'), str(out))
+  assert _tree(outside) == before
+  assert os.listdir(out) == []
+
+
+def test_remove_refuses_paths_outside_the_folder(tmp_path):
+  (tmp_path / 'out').mkdir()
+  (tmp_path / 'other').mkdir()
+  with pytest.raises(errors.UserInputError, match='outside'):
+    file_safety.remove(str(tmp_path / 'out' / '..' / 'other'),
+                       str(tmp_path / 'out'))
+  assert (tmp_path / 'other').is_dir()
+
+
+def _stage(directory, overwrite, content='new', fail=False):
+  with file_safety.staged_outputs(str(directory), ['saved_model', 'a.pb'],
+                                  overwrite, '--output_directory') as staging:
+    os.mkdir(os.path.join(staging, 'saved_model'))
+    with open(os.path.join(staging, 'saved_model', 'saved_model.pb'),
+              'w') as f:
+      f.write(content)
+    if fail:
+      raise RuntimeError('export failed')
+    with open(os.path.join(staging, 'a.pb'), 'w') as f:
+      f.write(content)
+
+
+def test_staged_outputs_refuse_to_replace_without_overwrite(tmp_path):
+  _stage(tmp_path, overwrite=False, content='old')
+  before = _tree(tmp_path)
+  with pytest.raises(errors.UserInputError,
+                     match='a.pb, saved_model.*--overwrite'):
+    _stage(tmp_path, overwrite=False)
+  assert _tree(tmp_path) == before
+
+
+def test_staged_outputs_keep_the_old_ones_when_the_new_fail(tmp_path):
+  _stage(tmp_path, overwrite=False, content='old')
+  before = _tree(tmp_path)
+  with pytest.raises(RuntimeError):
+    _stage(tmp_path, overwrite=True, fail=True)
+  assert _tree(tmp_path) == before
+
+
+def test_staged_outputs_replace_with_overwrite(tmp_path):
+  _stage(tmp_path, overwrite=False, content='old')
+  (tmp_path / 'unrelated.txt').write_text('mine')
+  _stage(tmp_path, overwrite=True)
+  assert _tree(tmp_path) == {'a.pb': b'new',
+                             'saved_model/saved_model.pb': b'new',
+                             'unrelated.txt': b'mine'}
+
+
+def test_staged_outputs_replace_a_link_without_touching_its_target(tmp_path):
+  outside = tmp_path / 'outside'
+  outside.mkdir()
+  (outside / 'saved_model.pb').write_bytes(b'precious')
+  out = tmp_path / 'out'
+  out.mkdir()
+  (out / 'saved_model').symlink_to(outside)
+  _stage(out, overwrite=True)
+  assert _tree(outside) == {'saved_model.pb': b'precious'}
+  assert (out / 'saved_model' / 'saved_model.pb').read_text() == 'new'
+  assert not (out / 'saved_model').is_symlink()
+
+
+def test_a_directory_destination_that_is_a_file_is_one_error(tmp_path):
+  (tmp_path / 'export').write_text('a file')
+  with pytest.raises(errors.UserInputError, match='is a file'):
+    _stage(tmp_path / 'export' / 'sub', overwrite=True)
