@@ -41,7 +41,9 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.metrics import coco_masks
+from od_estimator.utils import interrupts
 from od_estimator.utils import label_map_util
 from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
@@ -76,7 +78,7 @@ read (a warning names each one, the other images are still processed).
 """ % (DETECTIONS_FILE, SEGM_FILE, IMAGE_IDS_FILE)
 
 
-class DetectError(Exception):
+class DetectError(errors.UserInputError):
   """A problem that stops the whole run; the message is one line."""
 
 
@@ -465,6 +467,10 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
           min_score_thresh=-np.inf)  # Already filtered by _kept.
       visualization_utils.save_image_array_as_png(
           image, os.path.join(output_dir, stem + '_detections.png'))
+  except interrupts.Interrupted as stop:
+    raise stop.add('%d of %d image(s) done, drawn in %s; no %s was '
+                   'written' % (processed + len(failed), len(paths),
+                                output_dir, DETECTIONS_FILE))
   finally:
     detector.close()
   detections_path = os.path.join(output_dir, DETECTIONS_FILE)
@@ -486,12 +492,16 @@ def main(argv=None):
   """Entry point; returns the exit code (see --help)."""
   args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
   try:
-    summary = run(args.saved_model_dir, args.label_map_path, args.input,
-                  output_dir=args.output_dir,
-                  min_score_threshold=args.min_score_threshold,
-                  max_boxes=args.max_boxes,
-                  coco_annotations=args.coco_annotations,
-                  image_id_map=args.image_id_map)
+    with interrupts.stopping_on_signals('detect'):
+      summary = run(args.saved_model_dir, args.label_map_path, args.input,
+                    output_dir=args.output_dir,
+                    min_score_threshold=args.min_score_threshold,
+                    max_boxes=args.max_boxes,
+                    coco_annotations=args.coco_annotations,
+                    image_id_map=args.image_id_map)
+  except interrupts.Interrupted as stop:
+    print('od-estimator detect: %s' % stop.line(), file=sys.stderr)
+    return stop.exit_status
   except DetectError as error:
     print('od-estimator detect: error: %s' % error, file=sys.stderr)
     return 1

@@ -491,7 +491,8 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                                 train_steps, eval_on_train_data=False,
                                 final_exporter_name='Servo',
                                 eval_spec_names=None, hooks=None,
-                                throttle_secs=0, saving_listeners=None):
+                                throttle_secs=0, saving_listeners=None,
+                                eval_hooks=None):
   """Returns (TrainSpec, [EvalSpec, ...]) for train_and_evaluate.
 
   The first EvalSpec carries a FinalExporter (`final_exporter_name`) that
@@ -499,7 +500,8 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
   least time between two evaluations: 0 evaluates every checkpoint of a
   local run, but makes a cluster's evaluator task poll without pause.
   `saving_listeners` run after each checkpoint is written, before the
-  evaluation train_and_evaluate makes of it.
+  evaluation train_and_evaluate makes of it; `eval_hooks` run in the
+  evaluations of the first EvalSpec.
   """
   train_spec = tf.estimator.TrainSpec(input_fn=train_input_fn,
                                       max_steps=train_steps, hooks=hooks,
@@ -515,7 +517,8 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                 if index == 0 else None)
     eval_specs.append(tf.estimator.EvalSpec(
         name=name, input_fn=input_fn, steps=None, exporters=exporter,
-        throttle_secs=throttle_secs, start_delay_secs=0))
+        throttle_secs=throttle_secs, start_delay_secs=0,
+        hooks=eval_hooks if index == 0 else None))
   if eval_on_train_data:
     eval_specs.append(tf.estimator.EvalSpec(
         name='eval_on_train', input_fn=eval_on_train_input_fn, steps=None,
@@ -524,7 +527,7 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
 
 
 def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
-                    max_retries=0, timeout_secs=None):
+                    max_retries=0, timeout_secs=None, hooks=None):
   """Evaluates each new checkpoint until one at train_steps is evaluated.
 
   Args:
@@ -536,6 +539,7 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     max_retries: evaluations to retry after an error before giving up.
     timeout_secs: give up when no new checkpoint arrives for this long
       (default: wait forever, as the original).
+    hooks: SessionRunHooks of each evaluation.
 
   Returns:
     The metrics of the last evaluation, or None when none was made.
@@ -547,7 +551,8 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     logging.info('Evaluating %s', checkpoint)
     try:
       metrics = estimator.evaluate(input_fn=input_fn, steps=None,
-                                   checkpoint_path=checkpoint, name=name)
+                                   checkpoint_path=checkpoint, name=name,
+                                   hooks=hooks)
     except tf.errors.NotFoundError:
       logging.info('Checkpoint %s disappeared before it could be evaluated.',
                    checkpoint)

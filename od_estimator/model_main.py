@@ -14,7 +14,10 @@ Evaluate only, each new checkpoint (or once with --run_once):
 Relaunching the same command after a crash resumes from the last
 checkpoint in --model_dir. SIGTERM (a preemptible VM or Cloud TPU being
 stopped) or Ctrl-C first saves a checkpoint at the current step, then exits
-(status 0 after SIGTERM, 130 after Ctrl-C) without evaluating.
+(status 0 after SIGTERM, 130 after Ctrl-C) without evaluating; during an
+evaluation it stops the evaluation at once (no metrics are written for
+it), with the same statuses in train_and_evaluate and 143 / 130 when
+evaluating only.
 
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
@@ -35,6 +38,7 @@ from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator import xla
 from od_estimator.utils import config_util
+from od_estimator.utils import interrupts
 
 # An evaluator task polls for new checkpoints this often by default.
 _EVALUATOR_THROTTLE_SECS = 30
@@ -118,6 +122,19 @@ def _throttle_secs(run_config):
 
 
 def _evaluate_only(parts):
+  """Evaluates --checkpoint_dir; a signal stops it, saying how far it got."""
+  progress = training_hooks.EvaluationProgress(
+      parts['configs']['eval_config'].batch_size or 1)
+  try:
+    return _evaluate_checkpoints(parts, [progress])
+  except interrupts.Interrupted as stop:
+    if progress.running:
+      stop.add(progress.describe())
+    raise stop.add('nothing in --checkpoint_dir=%s was changed' %
+                   FLAGS.checkpoint_dir)
+
+
+def _evaluate_checkpoints(parts, hooks):
   estimator = parts['estimator']
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']
@@ -128,15 +145,18 @@ def _evaluate_only(parts):
     if not checkpoint:
       raise errors.UserInputError('no checkpoint in --checkpoint_dir=%s' %
                                   FLAGS.checkpoint_dir)
-    return estimator.evaluate(input_fn, steps=None,
+    return estimator.evaluate(input_fn, steps=None, hooks=hooks,
                               checkpoint_path=checkpoint, name=name)
   return model_lib.continuous_eval(
       estimator, FLAGS.checkpoint_dir, input_fn, parts['train_steps'], name,
-      FLAGS.max_eval_retries, timeout_secs=FLAGS.eval_timeout_secs)
+      FLAGS.max_eval_retries, timeout_secs=FLAGS.eval_timeout_secs,
+      hooks=hooks)
 
 
 def _train_and_evaluate(parts):
-  preemption = training_hooks.PreemptionHook(parts['estimator'].model_dir)
+  preemption = training_hooks.PreemptionHook(
+      parts['estimator'].model_dir,
+      parts['configs']['eval_config'].batch_size or 1)
   hooks = [training_hooks.ProgressHook(FLAGS.log_every_n_steps,
                                        parts['train_steps']), preemption]
   train_spec, eval_specs = model_lib.create_train_and_eval_specs(
@@ -144,9 +164,13 @@ def _train_and_evaluate(parts):
       parts['eval_on_train_input_fn'], parts['predict_input_fn'],
       parts['train_steps'], eval_on_train_data=False, hooks=hooks,
       throttle_secs=_throttle_secs(parts['estimator'].config),
-      saving_listeners=[preemption.saving_listener()])
-  return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
-                                         eval_specs[0])
+      saving_listeners=[preemption.saving_listener()],
+      eval_hooks=[preemption.evaluation_hook()])
+  try:
+    return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
+                                           eval_specs[0])
+  finally:
+    preemption.restore_handlers()
 
 
 def _print_metrics(result):

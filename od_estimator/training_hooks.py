@@ -1,7 +1,9 @@
 """Session hooks for long trainings: progress with an ETA, and preemption.
 
 ProgressHook logs how far training is; PreemptionHook turns SIGTERM and
-Ctrl-C into a checkpoint at the current step and a clean exit.
+Ctrl-C into a checkpoint at the current step and a clean exit, and stops
+the evaluation of train_and_evaluate at once; EvaluationProgress counts
+the images an evaluation has done.
 """
 import signal
 import threading
@@ -9,6 +11,8 @@ import time
 
 from absl import logging
 import tensorflow as tf
+
+from od_estimator.utils import interrupts
 
 
 def _format_duration(seconds):
@@ -104,21 +108,33 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
   listener from `saving_listener()` (passed to the Estimator as a saving
   listener) logs the step and raises TrainingPreempted, so no evaluation
   follows. Relaunching the same command resumes from that checkpoint. A
-  second Ctrl-C interrupts at once. The previous signal handlers are back
-  when training ends.
+  second Ctrl-C interrupts at once.
+
+  Between a checkpoint's save and the next step, train_and_evaluate
+  evaluates (and exports) that checkpoint: a signal then raises
+  interrupts.Interrupted at once (exit status as for TrainingPreempted)
+  saying how far the evaluation got (see `evaluation_hook`). The previous
+  signal handlers are back when training ends, or on restore_handlers().
   """
 
   _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-  def __init__(self, model_dir=None):
+  def __init__(self, model_dir=None, eval_batch_size=1):
     """Creates the hook.
 
     Args:
       model_dir: where the checkpoint goes, named in the log line.
+      eval_batch_size: images per evaluation step, to count them.
     """
     self._model_dir = model_dir
     self._previous_handlers = {}
+    self._after_save = None
+    self._evaluation = EvaluationProgress(eval_batch_size)
     self.received = None
+
+  def evaluation_hook(self):
+    """The EvaluationProgress hook for the EvalSpec of train_and_evaluate."""
+    return self._evaluation
 
   def begin(self):
     self.received = None
@@ -140,6 +156,10 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
                     'saving a checkpoint (Ctrl-C again stops at once).',
                     self.received)
 
+  def before_run(self, run_context):
+    del run_context  # Unused.
+    self._end_after_save()
+
   def after_run(self, run_context, run_values):
     del run_values  # Unused.
     if self.received is not None:
@@ -151,6 +171,7 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
 
   def restore_handlers(self):
     """Puts back the signal handlers installed before training began."""
+    self._end_after_save()
     for signum, handler in self._previous_handlers.items():
       signal.signal(signum, handler)
     self._previous_handlers = {}
@@ -166,6 +187,7 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
       TrainingPreempted: when a signal was received.
     """
     if self.received is None:
+      self._begin_after_save(step)
       return
     self.restore_handlers()
     logging.warning(
@@ -173,6 +195,72 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
         'resume training from it.', self.received, step,
         ' in %s' % self._model_dir if self._model_dir else '')
     raise TrainingPreempted(self.received, step)
+
+  def _begin_after_save(self, step):
+    """Until the next step, a signal stops what follows the save at once."""
+    if self._after_save is not None or not interrupts.in_main_thread():
+      return
+    self._after_save = interrupts.SignalScope(
+        'training', sigterm_status=0,
+        kept=lambda: self._kept_after_save(step))
+    self._after_save.install()
+
+  def _end_after_save(self):
+    if self._after_save is not None:
+      self._after_save.restore()
+      self._after_save = None
+
+  def _kept_after_save(self, step):
+    checkpoint = ('the checkpoint at step %d%s is complete: relaunch the '
+                  'same command to resume from it' % (
+                      step, ' in %s' % self._model_dir if self._model_dir
+                      else ''))
+    if self._evaluation.running:
+      return '%s; %s' % (self._evaluation.describe(step), checkpoint)
+    return checkpoint
+
+
+class EvaluationProgress(tf.compat.v1.train.SessionRunHook):
+  """Counts the images an evaluation has gone through, for interruptions.
+
+  Attributes:
+    running: whether an evaluation is under way.
+    images: how many images it has evaluated (batches times batch_size).
+  """
+
+  def __init__(self, batch_size=1):
+    self._batch_size = batch_size
+    self.running = False
+    self.images = 0
+    self.step = None
+
+  def begin(self):
+    self.running, self.images, self.step = True, 0, None
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def after_create_session(self, session, coord):
+    del coord  # Unused.
+    if self._global_step is not None:
+      self.step = int(session.run(self._global_step))
+
+  def after_run(self, run_context, run_values):
+    del run_context, run_values  # Unused.
+    self.images += self._batch_size
+
+  def end(self, session):
+    del session  # Unused.
+    self.running = False
+
+  def describe(self, step=None):
+    """'the evaluation of step S stopped after N image(s); no metrics ...'.
+
+    Args:
+      step: the checkpoint's step when the session has not read it yet.
+    """
+    step = self.step if self.step is not None else step
+    return ('the evaluation%s stopped after %d image(s); no metrics were '
+            'written for it' % ('' if step is None else ' of step %d' % step,
+                                self.images))
 
 
 class _PreemptionListener(tf.compat.v1.train.CheckpointSaverListener):

@@ -21,6 +21,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
+from od_estimator.utils import file_safety
 from od_estimator.utils.dataset_util import read_examples_list
 from od_estimator.utils.dataset_util import recursive_parse_xml_to_dict
 from od_estimator.utils import label_map_util
@@ -130,7 +131,9 @@ def main(argv=None):
     tf.io.gfile.makedirs(output_dir)
 
   num_images = num_objects = 0
-  with tf.io.TFRecordWriter(args.output_path) as writer:
+  # Renamed into place when complete: an interrupted run leaves none.
+  with file_safety.replacing_paths([args.output_path]) as (temp,), \
+      tf.io.TFRecordWriter(temp) as writer:
     for year in years:
       examples_path = os.path.join(args.data_dir, year, 'ImageSets', 'Main',
                                    'aeroplane_%s.txt' % args.set)

@@ -210,6 +210,7 @@ def _parser():
   return tool_flags.add_logging_flags(parser)
 
 
+@tool_flags.reporting_input_errors
 def main(argv=None):
   args = vars(_parser().parse_args(argv))
   for name in ('logtostderr', 'alsologtostderr'):

@@ -3,6 +3,7 @@ the caller's ExitStack closes (custom converters shard this way)."""
 import tensorflow as tf
 
 from od_estimator.utils import dataset_util
+from od_estimator.utils import file_safety
 
 
 def open_sharded_output_tfrecords(exit_stack, base_path, num_shards):
@@ -16,5 +17,8 @@ def open_sharded_output_tfrecords(exit_stack, base_path, num_shards):
   Returns:
     The list of writers; example i usually goes to writers[i % num_shards].
   """
+  # Written under temporary names, renamed once all writers are closed.
+  temps = exit_stack.enter_context(file_safety.replacing_paths(
+      dataset_util.sharded_filenames(base_path, num_shards)))
   return [exit_stack.enter_context(tf.io.TFRecordWriter(name))
-          for name in dataset_util.sharded_filenames(base_path, num_shards)]
+          for name in temps]

@@ -9,6 +9,7 @@ import argparse
 import functools
 import hashlib
 import io
+import os
 import sys
 
 from PIL import Image
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.utils import dataset_util
+from od_estimator.utils import interrupts
 
 
 def parse_bool(text):
@@ -85,12 +87,23 @@ def read_image(path):
 
 
 def reporting_input_errors(main):
-  """Decorates a tool's main(argv): bad input becomes one line, exit 1."""
+  """Decorates a tool's main(argv): bad input becomes one line, exit 1.
+
+  SIGTERM and Ctrl-C stop the tool after the record under way: one line
+  says what was kept, and the exit status is 143 or 130.
+  """
 
   @functools.wraps(main)
   def wrapper(argv=None):
+    name = main.__module__.rsplit('.', 1)[-1]
+    if name == '__main__':  # python -m ...
+      name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
     try:
-      return main(argv)
+      with interrupts.stopping_on_signals(name):
+        return main(argv)
+    except interrupts.Interrupted as stop:
+      print(stop.line(), file=sys.stderr)
+      sys.exit(stop.exit_status)
     except errors.UserInputError as error:
       errors.fail(error)
 

@@ -13,6 +13,7 @@ from od_estimator import errors
 # pylint: disable=unused-import
 from od_estimator.builders.dataset_builder import make_initializable_iterator
 # pylint: enable=unused-import
+from od_estimator.utils import file_safety
 
 
 def int64_feature(value):
@@ -99,9 +100,15 @@ def sharded_filenames(output_prefix, num_shards):
 def open_sharded_output_tfrecords(output_prefix, num_shards):
   """Opens num_shards TFRecord writers named by sharded_filenames.
 
+  The shards are written under temporary names beside them and renamed
+  when all are closed: an exception or a signal leaves no partial shard
+  under a shard's name (see file_safety.replacing_paths).
+
   Yields:
     The list of writers; example i should go to writers[i % num_shards].
   """
   with contextlib.ExitStack() as stack:
+    temps = stack.enter_context(file_safety.replacing_paths(
+        sharded_filenames(output_prefix, num_shards)))
     yield [stack.enter_context(tf.io.TFRecordWriter(name))
-           for name in sharded_filenames(output_prefix, num_shards)]
+           for name in temps]

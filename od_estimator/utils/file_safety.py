@@ -22,6 +22,7 @@ import uuid
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import interrupts
 
 # Names of the temporary entries, so that leftovers of a killed command are
 # recognisable (and never taken for outputs).
@@ -52,10 +53,7 @@ def replacing(path, mode='w'):
     with tf.io.gfile.GFile(path, mode) as f:
       yield f
     return
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  temp = os.path.join(directory, '%s%s.%s' % (
-      TEMP_PREFIX, os.path.basename(path), uuid.uuid4().hex[:8]))
+  temp = temporary_path(path)
   # The usual permissions of a new file (the umask applies).
   descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
   try:
@@ -67,6 +65,48 @@ def replacing(path, mode='w'):
   except BaseException:
     with contextlib.suppress(FileNotFoundError):
       os.unlink(temp)
+    raise
+
+
+def temporary_path(path):
+  """A new TEMP_PREFIX name beside `path` (its folder is created)."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  return os.path.join(directory, '%s%s.%s' % (
+      TEMP_PREFIX, os.path.basename(path), uuid.uuid4().hex[:8]))
+
+
+@contextlib.contextmanager
+def replacing_paths(paths):
+  """Yields temporary paths to write `paths` under; renamed at the end.
+
+  For writers that open files by name (tf.io.TFRecordWriter): each file
+  is written beside its destination under a TEMP_PREFIX name and renamed
+  into place once the block completes. When the block raises (a signal
+  included), the temporary files are removed and the destinations keep
+  what they held: a later reader never takes a partial file for a
+  complete one. URLs (gs://...) are written in place.
+
+  Args:
+    paths: the destination files.
+  """
+  paths = list(paths)
+  if any(is_url(path) for path in paths):
+    yield paths
+    return
+  temps = [temporary_path(path) for path in paths]
+  try:
+    yield temps
+    for temp, path in zip(temps, paths):
+      os.replace(temp, path)
+  except BaseException as error:
+    for temp in temps:
+      with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
+    if isinstance(error, interrupts.Interrupted):
+      error.add('the unfinished %s removed' % (
+          paths[0] + ' was' if len(paths) == 1 else
+          '%s and %d more were' % (paths[0], len(paths) - 1)))
     raise
 
 
