@@ -2,10 +2,17 @@
 one `error: ...` line on stderr with exit status 1 instead of a traceback.
 
 Bad input is an errors.UserInputError (config_util.ConfigError is one), an
-unusable --model_dir, or a bad input record (see record_scanner). Any other
-exception is a bug in od_estimator: it keeps its traceback, followed by one
-line asking for a report.
+unusable --model_dir, or a bad input record (see record_scanner).
+TensorFlow's errors are told apart by kind (`describe_op_error`): memory
+or disk exhausted, a path missing or forbidden, a cluster task out of
+reach, a damaged file: one line each. Any other exception is a bug in
+od_estimator: it keeps its traceback, followed by one line asking for a
+report. SIGTERM and Ctrl-C stop the command (see utils/interrupts): one
+line says what was kept, and the exit status is 130 after Ctrl-C, 143
+after SIGTERM (0 for a training that saved its checkpoint).
 """
+import json
+import os
 import re
 import sys
 import traceback
@@ -16,7 +23,9 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator import record_scanner
+from od_estimator.utils import config_util
 from od_estimator.utils import file_safety
+from od_estimator.utils import interrupts
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -48,8 +57,28 @@ def run_training(main, model_dir, doc, module_name):
     file_safety.check_directory_destination(model_dir(), '--model_dir')
     return main(argv)
 
+  program = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+  _run_at_boundary(lambda: app.run(checked_main), program, model_dir)
+
+
+def _run_at_boundary(command, name, model_dir=lambda: None):
+  """Runs command() under signal handling; reports what stopped it.
+
+  Args:
+    command: runs the command (absl's app.run, which exits).
+    name: the command's name, for the line after a signal.
+    model_dir: callable returning the training folder, if any.
+  """
   try:
-    app.run(checked_main)
+    with interrupts.stopping_on_signals(name):
+      command()
+  except interrupts.Interrupted as stop:
+    print(stop.line(), file=sys.stderr)
+    sys.exit(stop.exit_status)
+  except KeyboardInterrupt:
+    # A second signal while the first one's cleanup ran.
+    print('Ctrl-C again: stopped at once.', file=sys.stderr)
+    sys.exit(interrupts.EXIT_SIGINT)
   except errors.UserInputError as error:
     fail(error)
   except tf.compat.v1.train.NanLossDuringTrainingError as error:
@@ -59,9 +88,109 @@ def run_training(main, model_dir, doc, module_name):
       _fail_non_finite_loss(error, model_dir())
     if record_scanner.is_data_error(error):
       fail(record_scanner.describe(error, _flag('pipeline_config_path')))
+    described = describe_op_error(error, _flag('pipeline_config_path'))
+    if described:
+      fail(described)
     report_bug()
   except Exception:  # pylint: disable=broad-except
     report_bug()
+
+
+def describe_op_error(error, pipeline_config_path=None, environ=None):
+  """One line for a TensorFlow error the user can act on, else None (a bug).
+
+  Args:
+    error: a tf.errors.OpError.
+    pipeline_config_path: the command's pipeline config, for the batch
+      size and image size to lower when memory runs out.
+    environ: the environment (default os.environ), for TF_CONFIG.
+
+  Returns:
+    The message, or None when the error is not one of the kinds below.
+  """
+  message = ' '.join((error.message or '').split())
+  path = _path_in(message)
+  if isinstance(error, tf.errors.ResourceExhaustedError):
+    if 'no space left' in message.lower():
+      return ('no space left on the device%s (%s). Free some space or write '
+              'to another disk.' % (' holding ' + path if path else '',
+                                    message))
+    return ('out of memory (%s). Lower %s.' % (
+        _first_sentence(message), _memory_settings(pipeline_config_path)))
+  if isinstance(error, tf.errors.PermissionDeniedError):
+    return ('permission denied: %s. Make it readable (and its folder '
+            'writable) by this user, or choose another path.' % (
+                path or message))
+  if isinstance(error, tf.errors.NotFoundError):
+    return ('%s was not found (%s). Check the paths in the flags and the '
+            'pipeline config.' % (path, message) if path else
+            '%s. Check the paths in the flags and the pipeline config.' %
+            message)
+  if isinstance(error, (tf.errors.UnavailableError,
+                        tf.errors.DeadlineExceededError)):
+    return _describe_unreachable(message, environ)
+  if isinstance(error, tf.errors.DataLossError):
+    return ('%s is damaged or truncated (%s). Recreate or re-download it.' %
+            (path, message) if path else
+            'a file is damaged or truncated: %s' % message)
+  return None
+
+
+def _path_in(message):
+  """The first file path (absolute or a URL) in a TensorFlow message."""
+  match = re.search(r'(?:[a-z][a-z0-9+.-]*://|/)[^\s;,\'"()]+', message)
+  return match.group(0).rstrip('.:') if match else None
+
+
+def _first_sentence(message):
+  return re.split(r'(?<=[.;])\s', message, maxsplit=1)[0].rstrip('.;')
+
+
+def _memory_settings(pipeline_config_path):
+  """'train_config.batch_size (now 8) or the image size (...) in PATH'."""
+  what = 'train_config.batch_size or the image size (model.*.image_resizer)'
+  if not pipeline_config_path:
+    return what
+  try:
+    configs = config_util.get_configs_from_pipeline_file(
+        pipeline_config_path)
+  except Exception:  # pylint: disable=broad-except
+    return '%s in %s' % (what, pipeline_config_path)
+  model = configs['model']
+  meta_architecture = getattr(model, model.WhichOneof('model') or '', None)
+  resizer = getattr(meta_architecture, 'image_resizer', None)
+  size = ''
+  if resizer is not None and resizer.WhichOneof('image_resizer_oneof'):
+    kind = resizer.WhichOneof('image_resizer_oneof')
+    size = ' %s { %s }' % (kind, ' '.join(
+        '%s: %s' % (field.name, value)
+        for field, value in getattr(resizer, kind).ListFields()
+        if field.type != field.TYPE_MESSAGE))
+  return ('train_config.batch_size (now %d) or the image size (image_resizer'
+          '%s) in %s' % (configs['train_config'].batch_size, size,
+                         pipeline_config_path))
+
+
+def _describe_unreachable(message, environ=None):
+  """Names the TF_CONFIG cluster and task a lost connection belongs to."""
+  environ = os.environ if environ is None else environ
+  try:
+    tf_config = json.loads(environ.get('TF_CONFIG') or '{}')
+  except ValueError:
+    tf_config = {}
+  cluster = tf_config.get('cluster') if isinstance(tf_config, dict) else None
+  if not cluster:
+    return ('a service did not answer in time (%s). Check the network and '
+            'retry.' % message)
+  task = tf_config.get('task') or {}
+  addresses = ', '.join('%s %s' % (kind, ' '.join(hosts if isinstance(
+      hosts, list) else [str(hosts)])) for kind, hosts in sorted(
+          cluster.items()))
+  return ('a task of the TF_CONFIG cluster did not answer (%s). This task '
+          'is %s %s of the cluster %s: check that every task is running '
+          'and these addresses are reachable from here.' % (
+              message, task.get('type', '?'), task.get('index', 0),
+              addresses))
 
 
 def report_bug():
@@ -105,15 +234,7 @@ def run_export(export, prog, doc, module_name, argv=None):
   argv = sys.argv[1:] if argv is None else list(argv)
   if _help_requested(argv):
     return _print_help(doc, module_name)
-  try:
-    app.run(export, argv=[prog] + argv)
-  except errors.UserInputError as error:
-    fail(error)
-  except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as error:
-    # A file the flags named is missing or unreadable.
-    fail(error.message)
-  except Exception:  # pylint: disable=broad-except
-    report_bug()
+  _run_at_boundary(lambda: app.run(export, argv=[prog] + argv), prog)
   return 0
 
 

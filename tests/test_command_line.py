@@ -1,18 +1,24 @@
 """Tests for od_estimator.command_line (the commands' error plumbing)."""
+import json
 import os
+import signal
 
 from google.protobuf import text_format
 import pytest
 import tensorflow as tf
 
 from od_estimator import command_line
+from od_estimator import detect
 from od_estimator import errors
 from od_estimator import model_lib
+from od_estimator import tflite_conversion
 from od_estimator.builders import box_coder_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.protos import box_coder_pb2
 from od_estimator.protos import post_processing_pb2
 from od_estimator.utils import config_util
+from od_estimator.utils import interrupts
+from od_estimator.utils import label_map_util
 from tests import tiny_ssd
 
 
@@ -137,7 +143,8 @@ def test_export_help_and_errors(capsys):
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
       _raiser(tf.errors.NotFoundError(None, None, 'checkpoint ck missing')),
       'prog', 'The doc.', __name__, []))
-  assert (code, err) == (1, 'error: checkpoint ck missing\n')
+  assert (code, err) == (1, 'error: checkpoint ck missing. Check the paths '
+                         'in the flags and the pipeline config.\n')
 
 
 @pytest.mark.parametrize('mistake', [
@@ -160,3 +167,113 @@ def test_config_mistakes_deep_in_the_code_are_user_input_errors(
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
       _raiser(raised.value), lambda: None, 'doc', __name__))
   assert code == 1 and err.count('\n') == 1 and err.startswith('error: ')
+
+
+@pytest.mark.parametrize('error,expected', [
+    (tf.errors.NotFoundError(None, None,
+                             '/data/model.ckpt-5.index; No such file or '
+                             'directory'),
+     '/data/model.ckpt-5.index was not found (/data/model.ckpt-5.index; No '
+     'such file or directory). Check the paths in the flags and the '
+     'pipeline config.'),
+    (tf.errors.PermissionDeniedError(None, None,
+                                     '/srv/train/events.out; Permission '
+                                     'denied'),
+     'permission denied: /srv/train/events.out. Make it readable (and its '
+     'folder writable) by this user, or choose another path.'),
+    (tf.errors.DataLossError(None, None, 'truncated record at 120 in '
+                             'gs://bucket/train.record-00001'),
+     'gs://bucket/train.record-00001 is damaged or truncated (truncated '
+     'record at 120 in gs://bucket/train.record-00001). Recreate or '
+     're-download it.'),
+    (tf.errors.ResourceExhaustedError(None, None, 'write failed: No space '
+                                      'left on device /mnt/x/model.ckpt'),
+     'no space left on the device holding /mnt/x/model.ckpt (write failed: '
+     'No space left on device /mnt/x/model.ckpt). Free some space or '
+     'write to another disk.'),
+    (tf.errors.UnavailableError(None, None, 'Socket closed'),
+     'a service did not answer in time (Socket closed). Check the network '
+     'and retry.'),
+    (tf.errors.InvalidArgumentError(None, None, 'shape mismatch'), None),
+    (tf.errors.InternalError(None, None, 'cuDNN failed'), None),
+])
+def test_tensorflow_errors_are_told_apart(error, expected):
+  assert command_line.describe_op_error(error, environ={}) == expected
+
+
+def test_out_of_memory_names_the_batch_and_image_size():
+  error = tf.errors.ResourceExhaustedError(
+      None, None, 'OOM when allocating tensor with shape[16,160,160,32]. '
+      'Hint: more details follow')
+  path = tiny_ssd.DEMO_CONFIG
+  assert command_line.describe_op_error(error, path) == (
+      'out of memory (OOM when allocating tensor with shape[16,160,160,32]). '
+      'Lower train_config.batch_size (now 16) or the image size '
+      '(image_resizer fixed_shape_resizer { height: 160 width: 160 }) in '
+      '%s.' % path)
+
+
+def test_a_lost_cluster_task_names_the_cluster():
+  tf_config = {'cluster': {'chief': ['host0:2222'],
+                           'worker': ['host1:2222', 'host2:2222']},
+               'task': {'type': 'worker', 'index': 1}}
+  error = tf.errors.DeadlineExceededError(None, None, 'deadline exceeded')
+  assert command_line.describe_op_error(
+      error, environ={'TF_CONFIG': json.dumps(tf_config)}) == (
+          'a task of the TF_CONFIG cluster did not answer (deadline '
+          'exceeded). This task is worker 1 of the cluster chief host0:2222, '
+          'worker host1:2222 host2:2222: check that every task is running '
+          'and these addresses are reachable from here.')
+
+
+def test_the_boundary_prints_one_line_for_a_signal(capsys, monkeypatch):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+
+  def main(argv):
+    del argv  # Unused.
+    os.kill(os.getpid(), signal.SIGINT)
+    raise AssertionError('not stopped')
+
+  before = [signal.getsignal(signum) for signum in interrupts.SIGNALS]
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      main, lambda: None, 'doc', __name__))
+  assert (code, err) == (130, 'Ctrl-C: model_main stopped\n')
+  assert [signal.getsignal(signum) for signum in interrupts.SIGNALS] == before
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(interrupts.Interrupted('SIGTERM', 143, 'the export')),
+      'export_inference_graph', 'doc', __name__, []))
+  assert (code, err) == (143, 'SIGTERM: the export stopped\n')
+
+
+def test_the_boundary_classifies_training_and_export_errors(capsys,
+                                                            monkeypatch):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  monkeypatch.setattr(command_line, '_flag', {
+      'pipeline_config_path': tiny_ssd.DEMO_CONFIG}.get)
+  oom = tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating')
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      _raiser(oom), lambda: None, 'doc', 'od_estimator.model_main'))
+  assert code == 1 and err.count('\n') == 1
+  assert err.startswith('error: out of memory (OOM when allocating). Lower '
+                        'train_config.batch_size (now 16)')
+  denied = tf.errors.PermissionDeniedError(None, None, '/x/y; denied')
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(denied), 'prog', 'doc', __name__, []))
+  assert (code, err) == (1, 'error: permission denied: /x/y. Make it '
+                         'readable (and its folder writable) by this user, '
+                         'or choose another path.\n')
+
+
+def test_detect_and_label_map_errors_are_user_input_errors(capsys, tmp_path):
+  assert issubclass(detect.DetectError, errors.UserInputError)
+  # --post_training_quantize reads eval_input_reader, whose label map
+  # path does not resolve here.
+  config = config_util.create_pipeline_proto_from_configs(
+      config_util.get_configs_from_pipeline_file(tiny_ssd.DEMO_CONFIG))
+  config.eval_input_reader[0].label_map_path = str(tmp_path / 'missing.pbtxt')
+  with pytest.raises(label_map_util.LabelMapError) as raised:
+    tflite_conversion.representative_dataset(config, 1)
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(raised.value), 'export_tflite_ssd_graph', 'doc', __name__, []))
+  assert (code, err) == (1, 'error: %s\n' % raised.value)
+  assert 'missing.pbtxt' in err

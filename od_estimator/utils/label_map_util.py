@@ -12,12 +12,13 @@ from google.protobuf import text_format
 import numpy as np
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.protos import string_int_label_map_pb2
 
 _BACKGROUND = 'background'
 
 
-class LabelMapError(ValueError):
+class LabelMapError(errors.UserInputError):
   """A label map that cannot be used; the message names the file and item."""
 
 
