@@ -140,6 +140,8 @@ def main(unused_argv):
                       saving_listeners=[preemption.saving_listener()])
     except training_hooks.TrainingPreempted as stop:
       return stop.exit_status
+    finally:
+      preemption.restore_handlers()
     return
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']

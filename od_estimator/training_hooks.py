@@ -114,7 +114,9 @@ class PreemptionHook(tf.compat.v1.train.SessionRunHook):
   evaluates (and exports) that checkpoint: a signal then raises
   interrupts.Interrupted at once (exit status as for TrainingPreempted)
   saying how far the evaluation got (see `evaluation_hook`). The previous
-  signal handlers are back when training ends, or on restore_handlers().
+  signal handlers are back when training ends; the final checkpoint's
+  evaluation follows the end of the training session, so callers call
+  restore_handlers() once training returns (or raises).
   """
 
   _SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -8,6 +8,7 @@ same export, converted to COCO boxes with numpy.
 import io
 import json
 import os
+import signal
 
 import numpy as np
 from PIL import Image
@@ -357,3 +358,29 @@ def test_bad_annotations_file_is_one_line(export_dir, inputs, tmp_path,
   assert code == 1
   err = capsys.readouterr().err
   assert err.strip().count('\n') == 0 and str(bad) in err
+
+
+def test_ctrl_c_stops_after_the_image_under_way(export_dir, inputs, tmp_path,
+                                                capsys, monkeypatch):
+  detect_image = detect._Detector.detect
+  seen = []
+
+  def detect_then_signal(self, *args):
+    seen.append(args[-1])
+    if len(seen) == 2:
+      os.kill(os.getpid(), signal.SIGINT)
+    return detect_image(self, *args)
+
+  monkeypatch.setattr(detect._Detector, 'detect', detect_then_signal)
+  before = signal.getsignal(signal.SIGINT)
+  out = str(tmp_path / 'out')
+  code = detect.main(['--saved_model_dir=' + export_dir,
+                      '--label_map_path=' + inputs['label_map'],
+                      '--input=' + inputs['folder'], '--output_dir=' + out])
+  assert code == 130
+  assert seen == sorted(IMAGES)
+  assert capsys.readouterr().err == (
+      'od-estimator detect: Ctrl-C: detect stopped; 1 of 3 image(s) done, '
+      'drawn in %s; no %s was written\n' % (out, detect.DETECTIONS_FILE))
+  assert os.listdir(out) == ['000007_detections.png']
+  assert signal.getsignal(signal.SIGINT) == before

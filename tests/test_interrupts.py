@@ -177,3 +177,20 @@ def test_a_dataset_tool_stopped_mid_shard_leaves_no_partial_shard(
   assert err == ('SIGTERM: create_synthetic_tf_record stopped; the '
                  'unfinished %s was removed\n' % (
                      tmp_path / 'shapes_val.record-00000-of-00001'))
+
+
+def test_an_interrupted_staged_output_leaves_the_folder_as_it_was(tmp_path):
+  (tmp_path / 'saved_model').mkdir()
+  (tmp_path / 'saved_model' / 'saved_model.pb').write_text('old export')
+  with pytest.raises(interrupts.Interrupted) as stopped:
+    with interrupts.stopping_on_signals('the export'):
+      with file_safety.staged_outputs(str(tmp_path), ['saved_model'], True,
+                                      '--output_directory') as staging:
+        os.mkdir(os.path.join(staging, 'saved_model'))
+        os.kill(os.getpid(), signal.SIGTERM)
+  assert os.listdir(tmp_path) == ['saved_model']
+  assert (tmp_path / 'saved_model' / 'saved_model.pb').read_text() == (
+      'old export')
+  assert stopped.value.line() == (
+      'SIGTERM: the export stopped; --output_directory=%s keeps what it held '
+      'before; nothing was written there' % tmp_path)

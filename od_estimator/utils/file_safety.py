@@ -235,8 +235,11 @@ def staged_outputs(directory, patterns, overwrite, flag):
   os.mkdir(staging)
   try:
     yield staging
-  except BaseException:
+  except BaseException as error:
     remove(staging, directory)
+    if isinstance(error, interrupts.Interrupted):
+      error.add('%s=%s keeps what it held before; nothing was written '
+                'there' % (flag, directory))
     raise
   _move_into_place(staging, directory, existing)
 
