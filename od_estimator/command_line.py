@@ -76,8 +76,9 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
     print(stop.line(), file=sys.stderr)
     sys.exit(stop.exit_status)
   except KeyboardInterrupt:
-    # A second signal while the first one's cleanup ran.
-    print('Ctrl-C again: stopped at once.', file=sys.stderr)
+    # Ctrl-C without a scope, or a second signal during the first's cleanup.
+    print('interrupted: stopped at once; what was being written may be '
+          'incomplete.', file=sys.stderr)
     sys.exit(interrupts.EXIT_SIGINT)
   except errors.UserInputError as error:
     fail(error)
@@ -108,20 +109,26 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
   Returns:
     The message, or None when the error is not one of the kinds below.
   """
-  message = ' '.join((error.message or '').split())
+  # Without the op context TensorFlow appends (`[[{{node ...}}]]`).
+  message = ' '.join((error.message or '').split('[[')[0].split())
   path = _path_in(message)
   if isinstance(error, tf.errors.ResourceExhaustedError):
     if 'no space left' in message.lower():
       return ('no space left on the device%s (%s). Free some space or write '
               'to another disk.' % (' holding ' + path if path else '',
                                     message))
-    return ('out of memory (%s). Lower %s.' % (
-        _first_sentence(message), _memory_settings(pipeline_config_path)))
+    if re.search(r'\bOOM\b|memory', message, re.IGNORECASE):
+      return ('out of memory (%s). Lower %s.' % (
+          _first_sentence(message), _memory_settings(pipeline_config_path)))
+    return 'a resource ran out: %s' % message
   if isinstance(error, tf.errors.PermissionDeniedError):
     return ('permission denied: %s. Make it readable (and its folder '
             'writable) by this user, or choose another path.' % (
                 path or message))
   if isinstance(error, tf.errors.NotFoundError):
+    if 'not found in checkpoint' in message:
+      return ('%s: the checkpoint was written by another model than the '
+              'pipeline config builds.' % message)
     return ('%s was not found (%s). Check the paths in the flags and the '
             'pipeline config.' % (path, message) if path else
             '%s. Check the paths in the flags and the pipeline config.' %
@@ -138,7 +145,8 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
 
 def _path_in(message):
   """The first file path (absolute or a URL) in a TensorFlow message."""
-  match = re.search(r'(?:[a-z][a-z0-9+.-]*://|/)[^\s;,\'"()]+', message)
+  match = re.search(r'(?<![\w.-])(?:[a-z][a-z0-9+.-]*://|/)[^\s;,\'"()]+',
+                    message)
   return match.group(0).rstrip('.:') if match else None
 
 

@@ -191,6 +191,12 @@ def test_config_mistakes_deep_in_the_code_are_user_input_errors(
      'no space left on the device holding /mnt/x/model.ckpt (write failed: '
      'No space left on device /mnt/x/model.ckpt). Free some space or '
      'write to another disk.'),
+    (tf.errors.NotFoundError(None, None, 'Key Conv/weights not found in '
+                             'checkpoint\n\t [[{{node save/RestoreV2}}]]'),
+     'Key Conv/weights not found in checkpoint: the checkpoint was written '
+     'by another model than the pipeline config builds.'),
+    (tf.errors.ResourceExhaustedError(None, None, 'Quota exceeded'),
+     'a resource ran out: Quota exceeded'),
     (tf.errors.UnavailableError(None, None, 'Socket closed'),
      'a service did not answer in time (Socket closed). Check the network '
      'and retry.'),
