@@ -136,13 +136,18 @@ def _called_by_tpu_estimator(params):
   return params is not None and 'use_tpu' in params
 
 
-def _load_pretrained(hparams):
-  """hparams' load_pretrained (an attribute, or a dict key); default True."""
+def _hparam(hparams, name, default):
+  """hparams' `name` (an attribute, or a dict key), else `default`."""
   if hparams is None:
-    return True
+    return default
   if isinstance(hparams, dict):
-    return hparams.get('load_pretrained', True)
-  return getattr(hparams, 'load_pretrained', True)
+    return hparams.get(name, default)
+  return getattr(hparams, name, default)
+
+
+def _load_pretrained(hparams):
+  """hparams' load_pretrained; default True."""
+  return _hparam(hparams, 'load_pretrained', True)
 
 
 def _without_fine_tune_checkpoint(configs):
@@ -167,8 +172,9 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   Args:
     detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
     configs: a configs dict (config_util).
-    hparams: optional object with a boolean `load_pretrained` attribute (or
-      dict); default loads fine_tune_checkpoint.
+    hparams: optional object with boolean `load_pretrained` (default True:
+      load fine_tune_checkpoint) and `allow_partial_fine_tune` (default
+      False: see fine_tune) attributes, or a dict.
     use_tpu: build for a TPU (CrossShardOptimizer, bfloat16). Under
       TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
@@ -183,6 +189,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     # Bad bit widths are refused here, before any graph is built.
     graph_rewriter_builder.build(graph_rewriter_config, is_training=True)
   load_pretrained = _load_pretrained(hparams)
+  allow_partial = _hparam(hparams, 'allow_partial_fine_tune', False)
 
   def build_spec(features, labels, mode, params):
     tpu_spec = use_tpu or _called_by_tpu_estimator(params)
@@ -211,8 +218,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       if not use_tpu:
         for name, loss in losses.items():
           training_graph.scalar_summary(name, loss)
-      scaffold_fn = fine_tune.build_scaffold_fn(model, train_config,
-                                                use_tpu, load_pretrained)
+      scaffold_fn = fine_tune.build_scaffold_fn(
+          model, train_config, use_tpu, load_pretrained, allow_partial)
       # As the original: after the loss, before the optimizer (so gradients
       # flow through the FakeQuant ops); fine-tune restores float weights.
       _rewrite_graph(graph_rewriter_config, is_training=True)
