@@ -17,6 +17,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator import record_scanner
+from od_estimator.utils import disk_full
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -46,7 +47,9 @@ def run_training(main, model_dir, doc, module_name):
 
   def checked_main(argv):
     check_output_dir(model_dir(), '--model_dir')
-    return main(argv)
+    # A full disk: one line (disk_full.describe), the failed save removed.
+    with disk_full.reported(model_dir()):
+      return main(argv)
 
   try:
     app.run(checked_main)

@@ -1,16 +1,19 @@
-"""Damaged checkpoints (utils/checkpoint_health).
+"""Damaged checkpoints and a full disk (utils/checkpoint_health, disk_full).
 
 Small checkpoints written here show what checkpoint_health finds; the
 commands run in this process (absl flags parsed as in a launch) on a copy
 of conftest's one-step tiny SSD model_dir, its newest checkpoint damaged:
 each refuses with one `error:` line before the graph is built, leaving
 every file of the model_dir as it was, or with --resume_from_last_good goes
-on from the intact checkpoint.
+on from the intact checkpoint. A training whose model_dir is a small tmpfs
+fills it and ends in one line, its failed save removed.
 """
 import glob
 import os
 import shutil
+import subprocess
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -279,3 +282,84 @@ def test_legacy_train_refuses_a_truncated_checkpoint(damaged, monkeypatch,
   assert error.startswith('error: --train_dir=%s: ' % model_dir)
   assert '%s is truncated' % data in error and intact in error
   assert file_snapshot.snapshot(model_dir) == before
+
+
+# ---------------------------------------------------------------------------
+# A full disk.
+
+@pytest.fixture
+def small_disk(tmp_path, monkeypatch):
+  """A 1 MB tmpfs at tmp_path/disk; if it cannot be mounted, a plain
+  folder whose third checkpoint save fails as a full device would."""
+  disk = tmp_path / 'disk'
+  disk.mkdir()
+  mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs',
+                            str(disk)], capture_output=True,
+                           check=False).returncode == 0
+  if not mounted:
+    _simulate_full_disk(monkeypatch, after_saves=2)
+  yield disk
+  if mounted:
+    # The Estimator's event writers keep files open on it.
+    tf.compat.v1.summary.FileWriterCache.clear()
+    if subprocess.run(['umount', str(disk)], check=False).returncode:
+      subprocess.run(['umount', '-l', str(disk)], check=True)
+
+
+def _simulate_full_disk(monkeypatch, after_saves):
+  """Saver.save fails after `after_saves` saves, leaving its _temp folder."""
+  save = tf.compat.v1.train.Saver.save
+  calls = []
+
+  def failing_save(self, sess, save_path, global_step=None, **kwargs):
+    calls.append(save_path)
+    if len(calls) <= after_saves:
+      return save(self, sess, save_path, global_step=global_step, **kwargs)
+    step = tf.compat.v1.train.global_step(sess, global_step)
+    temp = '%s-%d_temp' % (save_path, step)
+    os.makedirs(temp)
+    part = os.path.join(temp, 'part-00000-of-00001.data-00000-of-00001')
+    with open(part, 'wb') as f:
+      f.write(b'\0' * 1000)
+    raise tf.errors.ResourceExhaustedError(
+        None, None, '%s.tempstate123; No space left on device' % part)
+  monkeypatch.setattr(tf.compat.v1.train.Saver, 'save', failing_save)
+
+
+def _model_fn(features, labels, mode):
+  """300 KB of weights, a checkpoint of about that size."""
+  del labels  # Unused.
+  weights = tf.compat.v1.get_variable('weights', [75000, 1])
+  loss = tf.reduce_sum(features * weights[:1])
+  return tf.estimator.EstimatorSpec(
+      mode, loss=loss, train_op=tf.compat.v1.train.GradientDescentOptimizer(
+          0.1).minimize(loss, tf.compat.v1.train.get_global_step()))
+
+
+def test_a_full_disk_names_the_path_and_removes_the_failed_save(
+    small_disk, monkeypatch, capsys):
+  model_dir = str(small_disk / 'model')
+
+  def main(unused_argv):
+    estimator = tf.estimator.Estimator(
+        _model_fn, config=tf.estimator.RunConfig(
+            model_dir=model_dir, save_checkpoints_steps=1,
+            checkpoint_save_graph_def=False, save_summary_steps=None,
+            log_step_count_steps=None))
+    estimator.train(lambda: tf.data.Dataset.from_tensors(
+        (np.ones([1], np.float32), 0.0)).repeat(), max_steps=10)
+
+  monkeypatch.setattr('sys.argv', ['train'])
+  with pytest.raises(SystemExit) as raised:
+    command_line.run_training(main, lambda: model_dir, 'doc', __name__)
+  assert raised.value.code == 1
+  error = _one_error_line(capsys.readouterr().err)
+  assert error.startswith('error: no space left on the device while '
+                          'writing %s/model.ckpt-' % model_dir)
+  last = tf.train.latest_checkpoint(model_dir)
+  assert checkpoint_health.problem(last) is None
+  assert 'Each checkpoint save needs about 0.3 MB (the size of %s)' % (
+      last) in error
+  assert 'Removed the incomplete save %s/model.ckpt-' % model_dir in error
+  assert not glob.glob(os.path.join(model_dir, '*_temp'))
+  assert 'relaunch to resume' in error
