@@ -114,6 +114,8 @@ def problem(prefix):
   """
   index = prefix + '.index'
   if not tf.io.gfile.exists(index):
+    if tf.io.gfile.exists(prefix) and not tf.io.gfile.isdir(prefix):
+      return None  # A V1 checkpoint (one file, no index): not checked.
     return '%s does not exist' % index
   try:
     with tf.io.gfile.GFile(index, 'rb') as f:
