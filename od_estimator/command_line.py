@@ -26,6 +26,7 @@ from od_estimator import record_scanner
 from od_estimator.utils import config_util
 from od_estimator.utils import file_safety
 from od_estimator.utils import interrupts
+from od_estimator.utils import disk_full
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -55,7 +56,9 @@ def run_training(main, model_dir, doc, module_name):
 
   def checked_main(argv):
     file_safety.check_directory_destination(model_dir(), '--model_dir')
-    return main(argv)
+    # A full disk: one line (disk_full.describe), the failed save removed.
+    with disk_full.reported(model_dir()):
+      return main(argv)
 
   program = os.path.splitext(os.path.basename(sys.argv[0]))[0]
   _run_at_boundary(lambda: app.run(checked_main), program, model_dir)

@@ -3,6 +3,12 @@
 model_lib.create_model_fn builds the TRAIN scaffold (or TPU scaffold_fn)
 here: which variables come from the checkpoint, a logged report of those
 skipped, and the Saver every replica shares.
+
+A checkpoint that gives fewer than half of the variables the model's
+restore_map asks for (same name and shape) is taken for one of another
+model or feature extractor: the launch stops while the graph is built,
+before anything is written, unless the hparam allow_partial_fine_tune is
+true (--hparams_overrides=allow_partial_fine_tune=true).
 """
 from absl import logging
 import tensorflow as tf
@@ -19,8 +25,18 @@ def fine_tune_checkpoint_type(train_config):
           'classification')
 
 
-def restore_map(model, train_config):
-  """{checkpoint name: variable} present in fine_tune_checkpoint, logged."""
+# Examples of names listed in the refusal.
+_EXAMPLES = 5
+
+
+def restore_map(model, train_config, allow_partial=False):
+  """{checkpoint name: variable} present in fine_tune_checkpoint, logged.
+
+  Raises:
+    errors.UserInputError: the checkpoint type is unknown, no checkpoint is
+      there, or (unless allow_partial) it gives fewer than half of the
+      variables asked for (see too_few_message).
+  """
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
   if kind not in ('detection', 'classification'):
@@ -42,7 +58,39 @@ def restore_map(model, train_config):
         'from scratch with --hparams_overrides=load_pretrained=false.' %
         checkpoint) from None
   log_restore_report(checkpoint, kind, available, missing, mismatched)
+  if 2 * len(available) < len(wanted) and not allow_partial:
+    raise errors.UserInputError(too_few_message(
+        checkpoint, kind, len(available), len(wanted), missing, mismatched))
   return available
+
+
+def _examples(items):
+  shown = ', '.join(items[:_EXAMPLES])
+  return shown + (', ...' if len(items) > _EXAMPLES else '')
+
+
+def too_few_message(checkpoint, kind, restored, wanted, missing, mismatched):
+  """The one-line refusal of a checkpoint that gives too little."""
+  held = sorted(tf.train.list_variables(checkpoint))
+  parts = ['train_config.fine_tune_checkpoint %s (%s): only %d of the %d '
+           'variables this model restores from it are there with the same '
+           'name and shape (fewer than half: a checkpoint of another model '
+           'or feature extractor?).' % (checkpoint, kind, restored, wanted)]
+  if missing:
+    parts.append('Not in it (%d): %s.' % (len(missing), _examples(missing)))
+  if mismatched:
+    parts.append('Other shape, checkpoint vs model (%d): %s.' % (
+        len(mismatched), _examples(['%s %s vs %s' % entry
+                                    for entry in mismatched])))
+  parts.append('It holds %d variables, e.g. %s.' % (
+      len(held), _examples(['%s %s' % entry for entry in held])))
+  parts.append(
+      'Nothing was trained or written. Point fine_tune_checkpoint at a '
+      'checkpoint of this feature extractor (with the matching '
+      'fine_tune_checkpoint_type), or pass '
+      '--hparams_overrides=allow_partial_fine_tune=true to restore only '
+      'what matches (load_pretrained=false: none of it).')
+  return ' '.join(parts)
 
 
 def log_restore_report(checkpoint, kind, available, missing, mismatched):
@@ -59,16 +107,17 @@ def log_restore_report(checkpoint, kind, available, missing, mismatched):
         ', '.join('%s %s vs %s' % entry for entry in mismatched))
 
 
-def build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True):
+def build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True,
+                      allow_partial=False):
   """Initializes from fine_tune_checkpoint; returns a TPU scaffold_fn.
 
   Off TPU the initialization happens here (init_from_checkpoint) and the
   returned scaffold_fn only adds the saver; on TPU it must run inside
-  scaffold_fn.
+  scaffold_fn. allow_partial: see restore_map.
   """
   available = None
   if train_config.fine_tune_checkpoint and load_pretrained:
-    available = restore_map(model, train_config)
+    available = restore_map(model, train_config, allow_partial)
     if not use_tpu:
       tf.compat.v1.train.init_from_checkpoint(
           train_config.fine_tune_checkpoint, available)

@@ -25,6 +25,7 @@ from od_estimator import training_graph
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 from od_estimator.utils import graph_building
 
@@ -135,13 +136,18 @@ def _called_by_tpu_estimator(params):
   return params is not None and 'use_tpu' in params
 
 
-def _load_pretrained(hparams):
-  """hparams' load_pretrained (an attribute, or a dict key); default True."""
+def _hparam(hparams, name, default):
+  """hparams' `name` (an attribute, or a dict key), else `default`."""
   if hparams is None:
-    return True
+    return default
   if isinstance(hparams, dict):
-    return hparams.get('load_pretrained', True)
-  return getattr(hparams, 'load_pretrained', True)
+    return hparams.get(name, default)
+  return getattr(hparams, name, default)
+
+
+def _load_pretrained(hparams):
+  """hparams' load_pretrained; default True."""
+  return _hparam(hparams, 'load_pretrained', True)
 
 
 def _without_fine_tune_checkpoint(configs):
@@ -166,8 +172,9 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   Args:
     detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
     configs: a configs dict (config_util).
-    hparams: optional object with a boolean `load_pretrained` attribute (or
-      dict); default loads fine_tune_checkpoint.
+    hparams: optional object with boolean `load_pretrained` (default True:
+      load fine_tune_checkpoint) and `allow_partial_fine_tune` (default
+      False: see fine_tune) attributes, or a dict.
     use_tpu: build for a TPU (CrossShardOptimizer, bfloat16). Under
       TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
@@ -182,6 +189,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     # Bad bit widths are refused here, before any graph is built.
     graph_rewriter_builder.build(graph_rewriter_config, is_training=True)
   load_pretrained = _load_pretrained(hparams)
+  allow_partial = _hparam(hparams, 'allow_partial_fine_tune', False)
 
   def build_spec(features, labels, mode, params):
     tpu_spec = use_tpu or _called_by_tpu_estimator(params)
@@ -210,8 +218,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       if not use_tpu:
         for name, loss in losses.items():
           training_graph.scalar_summary(name, loss)
-      scaffold_fn = fine_tune.build_scaffold_fn(model, train_config,
-                                                use_tpu, load_pretrained)
+      scaffold_fn = fine_tune.build_scaffold_fn(
+          model, train_config, use_tpu, load_pretrained, allow_partial)
       # As the original: after the loss, before the optimizer (so gradients
       # flow through the FakeQuant ops); fine-tune restores float weights.
       _rewrite_graph(graph_rewriter_config, is_training=True)
@@ -371,7 +379,8 @@ def create_estimator_and_inputs(run_config, hparams=None,
                                 override_eval_num_epochs=True,
                                 save_final_config=False,
                                 postprocess_on_cpu=False, export_to_tpu=None,
-                                check_configs=None, **kwargs):
+                                check_configs=None,
+                                resume_from_last_good=False, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -388,16 +397,19 @@ def create_estimator_and_inputs(run_config, hparams=None,
     num_shards: TPU cores.
     params: extra Estimator params.
     override_eval_num_epochs: evaluate one epoch of each eval input.
-    save_final_config: the job trains into model_dir: write the as-run
-      pipeline.config there; when a checkpoint is already there, only once
-      the training graph is built and fits it (else training raises
-      errors.UserInputError, leaving model_dir as it was; see
-      resume_check).
+    save_final_config: the job trains into model_dir: check the checkpoint
+      it resumes from, if any (checkpoint_health), and write the as-run
+      pipeline.config there once the training graph is built (and fits
+      that checkpoint, see resume_check): a refused launch leaves model_dir
+      as it was.
     postprocess_on_cpu: see create_model_fn.
     export_to_tpu: export a TPU SavedModel (TPUEstimator only).
     check_configs: optional fn(configs) run on the configs with every
       override applied, before anything is built or written to model_dir;
       it raises to stop the launch (see launch_check.check).
+    resume_from_last_good: when model_dir's latest checkpoint is damaged,
+      resume from its newest intact one (see checkpoint_health.resume_point)
+      instead of raising errors.UserInputError.
     **kwargs: further generic config overrides (key=value).
 
   Returns:
@@ -419,6 +431,10 @@ def create_estimator_and_inputs(run_config, hparams=None,
     # With load_pretrained=false the fine_tune_checkpoint is never read.
     check_configs(configs if _load_pretrained(hparams) else
                   _without_fine_tune_checkpoint(configs))
+  saves = run_config.is_chief and save_final_config
+  checkpoint = checkpoint_health.resume_point(
+      run_config.model_dir, '--model_dir',
+      resume_from_last_good) if saves else None
   model_config = configs['model']
   train_config = _train_config_for_device(configs['train_config'], use_tpu)
   train_input_config = configs['train_input_config']
@@ -449,17 +465,13 @@ def create_estimator_and_inputs(run_config, hparams=None,
   model_fn = model_fn_creator(detection_model_fn,
                               dict(configs, train_config=train_config),
                               hparams, use_tpu, postprocess_on_cpu)
-  saves = run_config.is_chief and save_final_config
-  checkpoint = (tf.train.latest_checkpoint(run_config.model_dir)
-                if saves and run_config.model_dir else None)
 
   def save():
     config_util.save_pipeline_config(
         config_util.create_pipeline_proto_from_configs(configs),
         estimator.model_dir)
-  if checkpoint:
-    # Resuming: the as-run config is written once the training graph is
-    # known to fit the checkpoint.
+  if saves:
+    # Written once the graph is built (and fits the checkpoint resumed from).
     model_fn = resume_check.checked_model_fn(
         model_fn, run_config.model_dir, checkpoint, save)
   if use_tpu_estimator:
@@ -472,8 +484,6 @@ def create_estimator_and_inputs(run_config, hparams=None,
   else:
     estimator = estimator_lib.Estimator(model_fn=model_fn, config=run_config,
                                         params=params)
-  if saves and not checkpoint:
-    save()
   return {
       'estimator': estimator,
       'train_input_fn': train_input_fn,
@@ -527,7 +537,8 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
 
 
 def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
-                    max_retries=0, timeout_secs=None, hooks=None):
+                    max_retries=0, timeout_secs=None, hooks=None,
+                    skip_damaged=False):
   """Evaluates each new checkpoint until one at train_steps is evaluated.
 
   Args:
@@ -540,14 +551,21 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     timeout_secs: give up when no new checkpoint arrives for this long
       (default: wait forever, as the original).
     hooks: SessionRunHooks of each evaluation.
+    skip_damaged: a damaged checkpoint (checkpoint_health.problem) is
+      skipped with a warning, for the newest intact one when not evaluated
+      yet; otherwise it raises errors.UserInputError naming it.
 
   Returns:
     The metrics of the last evaluation, or None when none was made.
   """
   retries = 0
   metrics = None
+  evaluated = set()
   for checkpoint in tf.train.checkpoints_iterator(
       model_dir, min_interval_secs=0, timeout=timeout_secs):
+    checkpoint = _intact_or_raise(checkpoint, model_dir, skip_damaged)
+    if checkpoint is None or checkpoint in evaluated:
+      continue
     logging.info('Evaluating %s', checkpoint)
     try:
       metrics = estimator.evaluate(input_fn=input_fn, steps=None,
@@ -564,12 +582,33 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
       logging.warning('Evaluation failed; retry %d of %d.', retries,
                       max_retries)
       continue
+    evaluated.add(checkpoint)
     step = int(os.path.basename(checkpoint).split('-')[-1])
     if train_steps and step >= train_steps:
       logging.info('Evaluated the final checkpoint (step %d).', step)
       return metrics
   _log_eval_timeout(model_dir, timeout_secs, metrics, train_steps)
   return metrics
+
+
+def _intact_or_raise(checkpoint, model_dir, skip_damaged):
+  """`checkpoint` when intact; else the newest intact one (skip_damaged)
+  or errors.UserInputError. None when it disappeared (rotated away)."""
+  wrong = checkpoint_health.problem(checkpoint)
+  if wrong is None:
+    return checkpoint
+  if not tf.io.gfile.exists(checkpoint + '.index'):
+    logging.info('Checkpoint %s disappeared before it could be evaluated.',
+                 checkpoint)
+    return None
+  if not skip_damaged:
+    raise errors.UserInputError(
+        'cannot evaluate checkpoint %s: %s. --resume_from_last_good skips '
+        'damaged checkpoints.' % (checkpoint, wrong))
+  good = checkpoint_health.last_intact(model_dir, skip=(checkpoint,))
+  logging.warning('Skipping the damaged checkpoint %s (%s)%s.', checkpoint,
+                  wrong, '; evaluating %s' % good if good else '')
+  return good
 
 
 def _log_eval_timeout(model_dir, timeout_secs, metrics, train_steps):

@@ -12,12 +12,14 @@ Evaluate only, each new checkpoint (or once with --run_once):
       --model_dir=EVAL_DIR --checkpoint_dir=TRAIN_DIR [--run_once]
 
 Relaunching the same command after a crash resumes from the last
-checkpoint in --model_dir. SIGTERM (a preemptible VM or Cloud TPU being
-stopped) or Ctrl-C first saves a checkpoint at the current step, then exits
-(status 0 after SIGTERM, 130 after Ctrl-C) without evaluating; during an
-evaluation it stops the evaluation at once (no metrics are written for
-it), with the same statuses in train_and_evaluate and 143 / 130 when
-evaluating only.
+checkpoint in --model_dir. A damaged last checkpoint (truncated or missing
+files) stops the launch with one line naming it and the last intact one;
+--resume_from_last_good then resumes from (or evaluates) the intact one.
+SIGTERM (a preemptible VM or Cloud TPU being stopped) or Ctrl-C first saves
+a checkpoint at the current step, then exits (status 0 after SIGTERM, 130
+after Ctrl-C) without evaluating; during an evaluation it stops the
+evaluation at once (no metrics are written for it), with the same statuses
+in train_and_evaluate and 143 / 130 when evaluating only.
 
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
@@ -37,6 +39,7 @@ from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator import xla
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 from od_estimator.utils import interrupts
 
@@ -95,6 +98,10 @@ flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
                      '(RunConfig.tf_random_seed): weight initialization, '
                      'samplers, shuffling and augmentations repeat from run '
                      'to run. Default: unseeded, as the original.')
+flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
+                     'checkpoint of --model_dir (or --checkpoint_dir) is '
+                     'damaged, resume from (or evaluate) the newest intact '
+                     'one; the damaged files are kept.')
 FLAGS = flags.FLAGS
 
 
@@ -121,12 +128,12 @@ def _throttle_secs(run_config):
   return 0
 
 
-def _evaluate_only(parts):
+def _evaluate_only(parts, checkpoint):
   """Evaluates --checkpoint_dir; a signal stops it, saying how far it got."""
   progress = training_hooks.EvaluationProgress(
       parts['configs']['eval_config'].batch_size or 1)
   try:
-    return _evaluate_checkpoints(parts, [progress])
+    return _evaluate_checkpoints(parts, checkpoint, [progress])
   except interrupts.Interrupted as stop:
     if progress.running:
       stop.add(progress.describe())
@@ -134,14 +141,14 @@ def _evaluate_only(parts):
                    FLAGS.checkpoint_dir)
 
 
-def _evaluate_checkpoints(parts, hooks):
+def _evaluate_checkpoints(parts, checkpoint, hooks):
+  """Evaluates `checkpoint` (--run_once) or each new one; returns metrics."""
   estimator = parts['estimator']
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']
   else:
     name, input_fn = 'validation_data', parts['eval_input_fns'][0]
   if FLAGS.run_once:
-    checkpoint = tf.train.latest_checkpoint(FLAGS.checkpoint_dir)
     if not checkpoint:
       raise errors.UserInputError('no checkpoint in --checkpoint_dir=%s' %
                                   FLAGS.checkpoint_dir)
@@ -150,7 +157,7 @@ def _evaluate_checkpoints(parts, hooks):
   return model_lib.continuous_eval(
       estimator, FLAGS.checkpoint_dir, input_fn, parts['train_steps'], name,
       FLAGS.max_eval_retries, timeout_secs=FLAGS.eval_timeout_secs,
-      hooks=hooks)
+      hooks=hooks, skip_damaged=FLAGS.resume_from_last_good)
 
 
 def _train_and_evaluate(parts):
@@ -195,6 +202,9 @@ def main(unused_argv):
   flags.mark_flag_as_required('model_dir')
   flags.mark_flag_as_required('pipeline_config_path')
   hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
+  checkpoint = checkpoint_health.resume_point(
+      FLAGS.checkpoint_dir, '--checkpoint_dir', FLAGS.resume_from_last_good,
+      evaluating=True) if FLAGS.checkpoint_dir else None
   parts = model_lib.create_estimator_and_inputs(
       run_config=_run_config(), hparams=hparams,
       pipeline_config_path=FLAGS.pipeline_config_path,
@@ -203,13 +213,14 @@ def main(unused_argv):
       sample_1_of_n_eval_on_train_examples=(
           FLAGS.sample_1_of_n_eval_on_train_examples),
       save_final_config=FLAGS.checkpoint_dir is None,
+      resume_from_last_good=FLAGS.resume_from_last_good,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,
           evaluation_only=bool(FLAGS.checkpoint_dir) and
           not FLAGS.eval_training_data))
   if FLAGS.checkpoint_dir:
-    result = _evaluate_only(parts)
+    result = _evaluate_only(parts, checkpoint)
   else:
     try:
       result = _train_and_evaluate(parts)

@@ -15,7 +15,9 @@ Evaluate each new checkpoint (on CPU/GPU, as the original's eval jobs):
 config before paying for a TPU.
 
 SIGTERM (a preempted Cloud TPU or VM) or Ctrl-C during training saves a
-checkpoint at the current step and exits; the same command resumes.
+checkpoint at the current step and exits; the same command resumes. A
+damaged last checkpoint stops the launch with one line naming it and the
+last intact one; --resume_from_last_good resumes from (or evaluates) that.
 """
 
 import functools
@@ -30,6 +32,7 @@ from od_estimator import errors
 from od_estimator import launch_check
 from od_estimator import model_lib
 from od_estimator import training_hooks
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 
 flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')
@@ -70,6 +73,10 @@ flags.DEFINE_integer('save_checkpoints_steps', None, 'Write a checkpoint '
                      'every N steps (default: every 10 minutes).')
 flags.DEFINE_integer('eval_timeout_secs', None, 'In --mode=eval, stop when '
                      'no new checkpoint arrives for this many seconds.')
+flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
+                     'checkpoint of --model_dir is damaged, resume from (or '
+                     'evaluate) the newest intact one; the damaged files are '
+                     'kept.')
 FLAGS = flags.FLAGS
 
 
@@ -115,6 +122,10 @@ def main(unused_argv):
     # A config override (train_config.batch_size), as the original: it
     # becomes TPUEstimator's train_batch_size.
     overrides['batch_size'] = FLAGS.train_batch_size
+  if FLAGS.mode == 'eval':
+    checkpoint_health.resume_point(FLAGS.model_dir, '--model_dir',
+                                   FLAGS.resume_from_last_good,
+                                   evaluating=True)
   parts = model_lib.create_estimator_and_inputs(
       run_config=_run_config(), hparams=hparams,
       pipeline_config_path=FLAGS.pipeline_config_path,
@@ -125,6 +136,7 @@ def main(unused_argv):
       use_tpu_estimator=True, use_tpu=FLAGS.use_tpu,
       num_shards=FLAGS.num_shards,
       save_final_config=FLAGS.mode == 'train',
+      resume_from_last_good=FLAGS.resume_from_last_good,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,
@@ -151,7 +163,8 @@ def main(unused_argv):
   model_lib.continuous_eval(estimator, FLAGS.model_dir, input_fn,
                             parts['train_steps'], name,
                             FLAGS.max_eval_retries,
-                            timeout_secs=FLAGS.eval_timeout_secs)
+                            timeout_secs=FLAGS.eval_timeout_secs,
+                            skip_damaged=FLAGS.resume_from_last_good)
 
 
 def run():

@@ -32,7 +32,8 @@ def checked_model_fn(model_fn, model_dir, checkpoint, then):
     model_fn: fn(features, labels, mode, params) returning an
       EstimatorSpec.
     model_dir: the Estimator's model_dir, as given (for the message).
-    checkpoint: the checkpoint in model_dir training would resume from.
+    checkpoint: the checkpoint in model_dir training would resume from, or
+      None when it starts afresh (then only `then()` runs).
     then: fn() run once the check has passed (writing the run's files).
 
   Returns:
@@ -46,7 +47,8 @@ def checked_model_fn(model_fn, model_dir, checkpoint, then):
     mismatched, missing = differences(
         dict(tf.train.list_variables(checkpoint)),
         {variable.op.name: variable.shape.as_list()
-         for variable in tf.compat.v1.global_variables()})
+         for variable in tf.compat.v1.global_variables()}
+    ) if checkpoint else ([], [])
     if mismatched or missing:
       raise errors.UserInputError(
           mismatch_message(model_dir, checkpoint, mismatched, missing))

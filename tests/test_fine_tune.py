@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator import fine_tune
 from od_estimator import model_lib
 from od_estimator.nets import mobilenet_v1
@@ -293,3 +294,90 @@ def test_missing_fine_tune_checkpoint_is_a_clear_error(tmp_path):
   message = str(raised.value)
   assert 'train_config.fine_tune_checkpoint' in message
   assert 'load_pretrained=false' in message
+
+
+def _save_variables(path, shapes):
+  """Writes a checkpoint of zero variables {name: shape}; returns it."""
+  with tf.Graph().as_default():
+    for name, shape in shapes.items():
+      tf.compat.v1.get_variable(name, shape)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      return tf.compat.v1.train.Saver().save(session, str(path))
+
+
+class _FourVariableModel:
+  """A restore map of four variables v0..v3 of shape [2]."""
+
+  def restore_map(self, fine_tune_checkpoint_type,
+                  load_all_detection_checkpoint_vars):
+    del fine_tune_checkpoint_type, load_all_detection_checkpoint_vars
+    return {'v%d' % i: tf.compat.v1.get_variable('v%d' % i, [2])
+            for i in range(4)}
+
+
+@pytest.mark.parametrize('matching, refused', [(0, True), (1, True),
+                                               (2, False), (4, False)])
+def test_fewer_than_half_restored_is_refused(tmp_path, matching, refused):
+  shapes = {'v%d' % i: [2] for i in range(matching)}
+  shapes.update({'other/conv%d/weights' % i: [3, 3] for i in range(3)})
+  if matching < 4:
+    shapes['v3'] = [5]  # Another shape: not restored either.
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=_save_variables(tmp_path / 'other.ckpt', shapes),
+      fine_tune_checkpoint_type='detection')
+  with tf.Graph().as_default():
+    assert len(fine_tune.restore_map(_FourVariableModel(), train_config,
+                                     allow_partial=True)) == matching
+  with tf.Graph().as_default():
+    if not refused:
+      assert len(fine_tune.restore_map(_FourVariableModel(),
+                                       train_config)) == matching
+      return
+    with pytest.raises(errors.UserInputError) as raised:
+      fine_tune.restore_map(_FourVariableModel(), train_config)
+  message = str(raised.value)
+  assert '\n' not in message
+  assert 'only %d of the 4 variables' % matching in message
+  assert 'Other shape, checkpoint vs model (1): v3 [5] vs [2].' in message
+  assert 'Not in it (%d): ' % (3 - matching) in message
+  assert 'e.g. other/conv0/weights [3, 3]' in message
+  assert '--hparams_overrides=allow_partial_fine_tune=true' in message
+
+
+@pytest.fixture(scope='module')
+def unrelated_checkpoint(root):
+  """A checkpoint of another tiny model: nothing the tiny SSD restores."""
+  return _save_variables(root / 'unrelated' / 'model.ckpt', {
+      'Net/conv1/weights': [3, 3, 3, 8], 'Net/conv1/biases': [8],
+      'Net/logits/weights': [8, 10]})
+
+
+def test_fine_tune_from_another_model_stops_before_writing(
+    root, config, unrelated_checkpoint):
+  model_dir = root / 'unrelated_run'
+  hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
+  hparams.update({
+      'train_config.fine_tune_checkpoint': unrelated_checkpoint,
+      'train_config.fine_tune_checkpoint_type': 'detection'})
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(model_dir), hparams=hparams,
+      pipeline_config_path=config, save_final_config=True)
+  with pytest.raises(errors.UserInputError) as raised:
+    parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  assert raised.value.args[0].startswith(
+      'train_config.fine_tune_checkpoint %s (detection): only 0 of the ' %
+      unrelated_checkpoint)
+  assert 'Net/conv1/biases [8]' in str(raised.value)
+  # Not even the as-run pipeline.config.
+  assert not model_dir.exists()
+
+
+def test_allow_partial_fine_tune_trains_from_what_matches(
+    root, config, unrelated_checkpoint):
+  restored, log = _fine_tune(root, config, 'unrelated_allowed',
+                             unrelated_checkpoint, 'detection',
+                             allow_partial_fine_tune=True)
+  assert 'FeatureExtractor/MobilenetV1/Conv2d_0/weights' in restored
+  assert 'Fine-tuning from %s (detection): restoring 0 variables' % (
+      unrelated_checkpoint) in log

@@ -21,7 +21,9 @@ cluster comes from TF_CONFIG (chief or master, workers, ps), as in the
 original; train_config.sync_replicas then aggregates replicas_to_aggregate
 gradients per step (SyncReplicasOptimizer). --master, --task,
 --worker_replicas and --ps_tasks are accepted for old scripts; as in the
-original, TF_CONFIG alone describes the cluster.
+original, TF_CONFIG alone describes the cluster. A damaged last checkpoint
+in --train_dir stops the launch with one line naming it and the last intact
+one; --resume_from_last_good resumes from that.
 """
 import functools
 import sys
@@ -39,6 +41,7 @@ from od_estimator.builders import model_builder
 from od_estimator.legacy import cluster
 from od_estimator.legacy import configs as legacy_configs
 from od_estimator.legacy import step_logging
+from od_estimator.utils import checkpoint_health
 
 flags.DEFINE_string('master', '', 'Name of the TensorFlow master to use.')
 flags.DEFINE_integer('task', 0, 'task id')
@@ -59,6 +62,9 @@ flags.DEFINE_string('input_config_path', '',
                     'Path to an input_reader_pb2.InputReader config file.')
 flags.DEFINE_string('model_config_path', '',
                     'Path to a model_pb2.DetectionModel config file.')
+flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
+                     'checkpoint of --train_dir is damaged, resume from the '
+                     'newest intact one; the damaged files are kept.')
 FLAGS = flags.FLAGS
 
 # The original saved a checkpoint every 60 seconds.
@@ -140,12 +146,10 @@ def main(unused_argv):
   if run_config.is_chief:
     copy = functools.partial(legacy_configs.copy_files, copies,
                              FLAGS.train_dir)
-    checkpoint = tf.train.latest_checkpoint(FLAGS.train_dir)
-    if checkpoint:
-      # Resuming: the files are copied once the training graph fits it.
-      resume = (FLAGS.train_dir, checkpoint, copy)
-    else:
-      copy()
+    checkpoint = checkpoint_health.resume_point(
+        FLAGS.train_dir, '--train_dir', FLAGS.resume_from_last_good)
+    # Copied once the training graph is built (and fits the checkpoint).
+    resume = (FLAGS.train_dir, checkpoint, copy)
   estimator = tf.estimator.Estimator(
       model_fn=_model_fn(configs, sync, resume), config=run_config)
   estimator.train(train_input_fn, max_steps=train_config.num_steps or None,

@@ -495,9 +495,9 @@ def merge_external_params_with_configs(configs, hparams=None,
       continue
     elif _is_generic_key(key):
       config_overrides.set_path(configs, key, value)
-    elif key == 'load_pretrained':
-      # The original's model_main always adds this hparam; it is not a
-      # config field, and fine-tuning is driven by train_config.
+    elif key in ('load_pretrained', 'allow_partial_fine_tune'):
+      # Hparams of create_model_fn, not config fields (the original's
+      # model_main always adds load_pretrained).
       continue
     else:
       raise errors.UserInputError(
