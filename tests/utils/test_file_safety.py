@@ -150,3 +150,39 @@ def test_a_directory_destination_that_is_a_file_is_one_error(tmp_path):
   (tmp_path / 'export').write_text('a file')
   with pytest.raises(errors.UserInputError, match='is a file'):
     _stage(tmp_path / 'export' / 'sub', overwrite=True)
+
+
+def test_a_failed_staging_leaves_no_new_folder(tmp_path):
+  with pytest.raises(RuntimeError):
+    _stage(tmp_path / 'new' / 'export', overwrite=False, fail=True)
+  assert os.listdir(tmp_path) == []
+
+
+class _Killed(BaseException):
+  """Stands for a SIGKILL: nothing in file_safety catches a BaseException
+  raised in the move into place, so no cleanup runs, as after a kill."""
+
+
+@pytest.mark.parametrize('kill_at', [1, 2, 3, 4])
+def test_a_move_into_place_killed_midway_is_completed_next_time(
+    tmp_path, monkeypatch, kill_at):
+  _stage(tmp_path, overwrite=False, content='old')
+  renames, rename = [], os.rename
+
+  def dying_rename(*args):
+    renames.append(args)
+    if len(renames) == kill_at:
+      raise _Killed()
+    rename(*args)
+  with monkeypatch.context() as patch:
+    patch.setattr(os, 'rename', dying_rename)
+    with pytest.raises(_Killed):
+      _stage(tmp_path, overwrite=True)
+  # Old and new are both whole, one of them in a hidden folder.
+  assert sorted(value for value in _tree(tmp_path).values()
+                if isinstance(value, bytes)) == [b'new'] * 2 + [b'old'] * 2
+  # The next run completes the interrupted move, though it fails itself.
+  with pytest.raises(RuntimeError):
+    _stage(tmp_path, overwrite=True, content='third', fail=True)
+  assert _tree(tmp_path) == {'a.pb': b'new',
+                             'saved_model/saved_model.pb': b'new'}
