@@ -8,21 +8,10 @@ import pytest
 
 from od_estimator import errors
 from od_estimator.utils import file_safety
+from tests import file_trees
 
 
-def _tree(root):
-  """{relative path: bytes (or the link target)} of everything under root."""
-  found = {}
-  for directory, folders, files in os.walk(root):
-    for name in folders + files:
-      path = os.path.join(directory, name)
-      key = os.path.relpath(path, root)
-      if os.path.islink(path):
-        found[key] = 'link -> ' + os.readlink(path)
-      elif os.path.isfile(path):
-        with open(path, 'rb') as f:
-          found[key] = f.read()
-  return found
+_tree = file_trees.tree
 
 
 def test_write_file_replaces_in_one_step(tmp_path):
