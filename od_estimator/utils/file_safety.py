@@ -179,10 +179,15 @@ def staged_outputs(directory, patterns, overwrite, flag):
   """
   check_directory_destination(directory, flag)
   if is_url(directory):
-    # No atomic rename on object stores: write in place.
-    existing = [name for name in patterns
-                if tf.io.gfile.glob(os.path.join(directory, name))]
-    _refuse_unless(overwrite, existing, directory, flag)
+    # No atomic rename on object stores: the old outputs are removed and
+    # the new ones written in place.
+    existing = [path for name in patterns
+                for path in tf.io.gfile.glob(os.path.join(directory, name))]
+    _refuse_unless(overwrite, sorted(os.path.basename(p) for p in existing),
+                   directory, flag, 'on an object store they are removed '
+                   'before the new output is written')
+    for path in existing:
+      remove(path, directory)
     tf.io.gfile.makedirs(directory)
     yield directory
     return
@@ -218,13 +223,13 @@ def _makedirs(directory):
   return created
 
 
-def _refuse_unless(overwrite, existing, directory, flag):
+def _refuse_unless(overwrite, existing, directory, flag,
+                   kept='they are kept until the new output is complete'):
   if existing and not overwrite:
     raise errors.UserInputError(
         '%s=%s already holds %s from an earlier run; nothing was changed. '
-        'Pass --overwrite to replace them (they are kept until the new '
-        'output is complete), or choose another directory.' % (
-            flag, directory, ', '.join(existing)))
+        'Pass --overwrite to replace them (%s), or choose another '
+        'directory.' % (flag, directory, ', '.join(existing), kept))
 
 
 def _move_into_place(staging, directory, existing):

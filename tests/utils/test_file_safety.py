@@ -5,6 +5,7 @@ import sys
 import textwrap
 
 import pytest
+import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.utils import file_safety
@@ -175,3 +176,31 @@ def test_a_move_into_place_killed_midway_is_completed_next_time(
     _stage(tmp_path, overwrite=True, content='third', fail=True)
   assert _tree(tmp_path) == {'a.pb': b'new',
                              'saved_model/saved_model.pb': b'new'}
+
+
+def _write_url(path, content):
+  with file_safety.replacing(path) as f:
+    f.write(content)
+
+
+def _read_url(path):
+  with tf.io.gfile.GFile(path) as f:
+    return f.read()
+
+
+def test_staged_outputs_on_an_object_store_write_in_place(tmp_path):
+  """No rename there: old outputs go (with overwrite) before new are written."""
+  directory = 'ram://%s/export' % tmp_path.name
+  tf.io.gfile.makedirs(directory + '/saved_model')
+  _write_url(directory + '/saved_model/saved_model.pb', 'old')
+  _write_url(directory + '/a.pb', 'old')
+  _write_url(directory + '/notes.txt', 'mine')
+  with pytest.raises(errors.UserInputError, match='a.pb, saved_model.*--overwrite.*removed before'):
+    _stage(directory, overwrite=False)
+  assert _read_url(directory + '/a.pb') == 'old'
+  with file_safety.staged_outputs(directory, ['saved_model', 'a.pb'], True,
+                                  '--output_directory') as staging:
+    assert staging == directory
+    assert sorted(tf.io.gfile.listdir(directory)) == ['notes.txt']
+    _write_url(directory + '/a.pb', 'new')
+  assert _read_url(directory + '/a.pb') == 'new'
