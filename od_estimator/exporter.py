@@ -428,6 +428,22 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
                      outputs)
 
 
+def _check_not_a_training_directory(output_directory):
+  """Raises UserInputError when output_directory holds training checkpoints.
+
+  The export's `checkpoint` file would replace the training's, so that a
+  resumed training would restore the exported copy instead.
+  """
+  found = tf.io.gfile.glob(os.path.join(output_directory,
+                                        'model.ckpt-*.index'))
+  if found:
+    raise errors.UserInputError(
+        '--output_directory=%s holds training checkpoints (e.g. %s); an '
+        'export there would replace their `checkpoint` file. Export into '
+        'another directory.' % (output_directory,
+                                os.path.basename(min(found))))
+
+
 def uses_moving_averages(pipeline_config):
   """EMA weights are exported when evaluation uses them, as in the original.
 
@@ -487,6 +503,7 @@ def export_inference_graph(input_type, pipeline_config,
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
   checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
+  _check_not_a_training_directory(output_directory)
   graph_rewriter_fn = None
   if pipeline_config.HasField('graph_rewriter'):
     # The evaluation rewrite, as the original: FakeQuant ops before freezing.

@@ -327,3 +327,18 @@ def test_detect_replaces_linked_outputs_without_following_them(
               if os.path.islink(os.path.join(out, name)) or
               name.startswith(file_safety.TEMP_PREFIX)]
   assert (out / '7_detections.png').read_bytes().startswith(b'\x89PNG')
+
+
+def test_export_into_a_training_directory_is_refused_even_with_overwrite(
+    trained, tmp_path, capsys):
+  """Its `checkpoint` file would be replaced by the export's."""
+  directory = tmp_path / 'model'
+  shutil.copytree(trained['checkpoint'], str(directory))
+  before = _tree(str(directory))
+  line = _one_error_line(capsys, lambda: _export(trained, str(directory),
+                                                 overwrite=True))
+  assert line == (
+      'error: --output_directory=%s holds training checkpoints (e.g. '
+      'model.ckpt-0.index); an export there would replace their '
+      '`checkpoint` file. Export into another directory.' % directory)
+  assert _tree(str(directory)) == before
