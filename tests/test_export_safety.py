@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import detect
+from od_estimator import exporter
 from od_estimator.utils import file_safety
 from tests import file_trees
 from tests.command_modules import import_command
@@ -174,6 +175,24 @@ def test_saved_model_linked_elsewhere_with_overwrite(trained, tmp_path):
   assert not os.path.islink(
       os.path.join(directory, 'frozen_inference_graph.pb'))
   _assert_serves(directory)
+
+
+def test_write_saved_model_replaces_a_link_without_following_it(tmp_path):
+  """The library function, as the export used it before staging."""
+  outside = _outside_folder(tmp_path)
+  before_outside = _tree(str(outside))
+  path = tmp_path / 'export' / 'saved_model'
+  path.parent.mkdir()
+  path.symlink_to(outside)
+  with tf.Graph().as_default() as graph:
+    inputs = tf.compat.v1.placeholder(tf.float32, [None], name='x')
+    outputs = {'y': tf.identity(inputs * 2.0, name='y')}
+  exporter.write_saved_model(str(path), graph.as_graph_def(), inputs, outputs)
+  assert _tree(str(outside)) == before_outside
+  assert not path.is_symlink()
+  assert os.listdir(str(path.parent)) == ['saved_model']
+  served = tf.saved_model.load(str(path)).signatures['serving_default']
+  np.testing.assert_allclose(served(inputs=tf.constant([1.5]))['y'], [3.0])
 
 
 def _snapshot(directory):
