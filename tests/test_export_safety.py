@@ -127,25 +127,6 @@ def test_reexport_without_overwrite_refuses_and_changes_nothing(
   assert _tree(directory) == before
 
 
-def test_reexport_with_overwrite_replaces_the_export_and_keeps_the_rest(
-    trained, tmp_path):
-  directory = _copy_of_export(trained, tmp_path)
-  # Entries of the old export the new one does not write go too; a file of
-  # the user's stays.
-  with open(os.path.join(directory, 'inference_graph.pbtxt'), 'w') as f:
-    f.write('stale')
-  with open(os.path.join(directory, 'pipeline.config'), 'a') as f:
-    f.write('# edited by hand\n')
-  with open(os.path.join(directory, 'notes.txt'), 'w') as f:
-    f.write('mine')
-  _succeeds(_export, trained, directory, overwrite=True)
-  after = _tree(directory)
-  assert set(after) == set(_tree(trained['export'])) | {'notes.txt'}
-  with open(os.path.join(directory, 'pipeline.config')) as f:
-    assert '# edited by hand' not in f.read()
-  _assert_serves(directory)
-
-
 def test_saved_model_linked_elsewhere_without_overwrite(trained, tmp_path,
                                                        capsys):
   outside = _outside_folder(tmp_path)
@@ -159,21 +140,35 @@ def test_saved_model_linked_elsewhere_without_overwrite(trained, tmp_path,
   assert _tree(directory) == before
 
 
-def test_saved_model_linked_elsewhere_with_overwrite(trained, tmp_path):
+def test_reexport_with_overwrite_replaces_the_export_and_keeps_the_rest(
+    trained, tmp_path):
+  """Links are replaced, never followed; the user's own files stay."""
   outside = _outside_folder(tmp_path)
   directory = _copy_of_export(trained, tmp_path)
   shutil.rmtree(os.path.join(directory, 'saved_model'))
   os.symlink(str(outside), os.path.join(directory, 'saved_model'))
-  # A linked frozen graph is replaced too, not written through.
   os.remove(os.path.join(directory, 'frozen_inference_graph.pb'))
   os.symlink(str(outside / 'saved_model.pb'),
              os.path.join(directory, 'frozen_inference_graph.pb'))
+  # Entries of the old export the new one does not write go too.
+  with open(os.path.join(directory, 'inference_graph.pbtxt'), 'w') as f:
+    f.write('stale')
+  with open(os.path.join(directory, 'pipeline.config'), 'a') as f:
+    f.write('# edited by hand\n')
+  with open(os.path.join(directory, 'notes.txt'), 'w') as f:
+    f.write('mine')
   before_outside = _tree(str(outside))
   _succeeds(_export, trained, directory, overwrite=True)
   assert _tree(str(outside)) == before_outside
+  assert set(_tree(directory)) == set(_tree(trained['export'])) | {
+      'notes.txt'}
   assert not os.path.islink(os.path.join(directory, 'saved_model'))
   assert not os.path.islink(
       os.path.join(directory, 'frozen_inference_graph.pb'))
+  with open(os.path.join(directory, 'pipeline.config')) as f:
+    assert '# edited by hand' not in f.read()
+  with open(os.path.join(directory, 'notes.txt')) as f:
+    assert f.read() == 'mine'
   _assert_serves(directory)
 
 
