@@ -11,7 +11,8 @@ EXPORT_DIR then holds frozen_inference_graph.pb, saved_model/ (signature
 pipeline.config. They are written in a hidden staging folder inside
 EXPORT_DIR and moved into place once all are complete. An export already in
 EXPORT_DIR is kept (one `error:` line) unless --overwrite is given; it is
-then removed only after the new one is in place. The input is one of:
+then removed only after the new one is in place. A training directory
+(holding model.ckpt-N) is refused: export elsewhere. The input is one of:
   image_tensor                 uint8 [batch, height, width, 3]
   encoded_image_string_tensor  string [batch] of JPEG/PNG bytes
   tf_example                   string [batch] of serialized tf.Examples

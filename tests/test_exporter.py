@@ -399,6 +399,8 @@ def test_cli_help_lists_the_original_flags():
                'config_override', 'write_inference_graph',
                'additional_output_tensor_names'):
     assert '--' + flag in result.stdout or '--[no]' + flag in result.stdout
+  # Ours: replacing an export is asked for.
+  assert '--[no]overwrite: Replace an export already in' in result.stdout
 
 
 def test_cli_missing_checkpoint_is_a_one_line_error(tmp_path):
