@@ -249,15 +249,15 @@ def test_export_output_directory_that_is_a_file(trained, tmp_path, capsys):
   assert os.listdir(tmp_path) == ['some_file']
 
 
-def _tflite_flags(trained, output_directory, convert=False):
+def _tflite_flags(trained, output_directory):
   return ['--output_directory=' + str(output_directory),
           '--pipeline_config_path=' + trained['config'],
           '--trained_checkpoint_prefix=' + trained['checkpoint'],
           '--config_override=', '--add_postprocessing_op',
           '--nouse_regular_nms', '--max_detections=10',
           '--max_classes_per_detection=1', '--detections_per_class=100',
-          '--convert' if convert else '--noconvert',
-          '--nopost_training_quantize', '--representative_examples=100']
+          '--noconvert', '--nopost_training_quantize',
+          '--representative_examples=100']
 
 
 def test_tflite_output_directory_that_is_a_file(trained, tmp_path, capsys):
