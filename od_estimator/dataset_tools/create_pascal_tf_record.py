@@ -11,6 +11,7 @@ and images from DATA_DIR/<folder in the XML>/JPEGImages/<filename>.
 --year=merged reads VOC2007 and VOC2012 into the same file.
 """
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -130,7 +131,8 @@ def main(argv=None):
     tf.io.gfile.makedirs(output_dir)
 
   num_images = num_objects = 0
-  with tf.io.TFRecordWriter(args.output_path) as writer:
+  with contextlib.ExitStack() as stack:
+    writer, = dataset_util.open_tfrecord_writers(stack, [args.output_path])
     for year in years:
       examples_path = os.path.join(args.data_dir, year, 'ImageSets', 'Main',
                                    'aeroplane_%s.txt' % args.set)

@@ -1,7 +1,5 @@
 """The original's tf_record_creation_util: sharded TFRecord writers that
 the caller's ExitStack closes (custom converters shard this way)."""
-import tensorflow as tf
-
 from od_estimator.utils import dataset_util
 
 
@@ -15,6 +13,9 @@ def open_sharded_output_tfrecords(exit_stack, base_path, num_shards):
 
   Returns:
     The list of writers; example i usually goes to writers[i % num_shards].
+    The shards are renamed into place when exit_stack closes without an
+    exception, so an earlier conversion's shards stay whole if this one
+    fails.
   """
-  return [exit_stack.enter_context(tf.io.TFRecordWriter(name))
-          for name in dataset_util.sharded_filenames(base_path, num_shards)]
+  return dataset_util.open_tfrecord_writers(
+      exit_stack, dataset_util.sharded_filenames(base_path, num_shards))

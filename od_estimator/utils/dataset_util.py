@@ -10,6 +10,7 @@ import contextlib
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import file_safety
 # pylint: disable=unused-import
 from od_estimator.builders.dataset_builder import make_initializable_iterator
 # pylint: enable=unused-import
@@ -99,9 +100,20 @@ def sharded_filenames(output_prefix, num_shards):
 def open_sharded_output_tfrecords(output_prefix, num_shards):
   """Opens num_shards TFRecord writers named by sharded_filenames.
 
+  The shards are written under temporary names and renamed into place when
+  the block completes (see file_safety.replace_on_exit): an earlier
+  conversion's shards stay whole if this one fails.
+
   Yields:
     The list of writers; example i should go to writers[i % num_shards].
   """
   with contextlib.ExitStack() as stack:
-    yield [stack.enter_context(tf.io.TFRecordWriter(name))
-           for name in sharded_filenames(output_prefix, num_shards)]
+    yield open_tfrecord_writers(
+        stack, sharded_filenames(output_prefix, num_shards))
+
+
+def open_tfrecord_writers(exit_stack, paths):
+  """TFRecord writers of `paths`, each replacing its file when exit_stack
+  closes without an exception (file_safety.replace_on_exit)."""
+  return [exit_stack.enter_context(tf.io.TFRecordWriter(temp))
+          for temp in file_safety.replace_on_exit(exit_stack, paths)]

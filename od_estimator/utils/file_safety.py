@@ -70,6 +70,33 @@ def replacing(path, mode='w'):
     raise
 
 
+def replace_on_exit(exit_stack, paths):
+  """Returns temporary paths beside `paths`, each renamed over its path when
+  `exit_stack` closes without an exception (removed on one).
+
+  For writers that need a file name (a TFRecordWriter): enter them in
+  `exit_stack` after this call, so that they are closed before the renames.
+  A URL is written in place.
+  """
+  paths = [str(path) for path in paths]
+  temps = [path if is_url(path) else os.path.join(
+      os.path.dirname(os.path.abspath(path)), '%s%s.%s' % (
+          TEMP_PREFIX, os.path.basename(path), uuid.uuid4().hex[:8]))
+           for path in paths]
+
+  def publish(exc_type, unused_exc, unused_traceback):
+    for temp, path in zip(temps, paths):
+      if temp == path:
+        continue
+      if exc_type is None:
+        os.replace(temp, path)
+      else:
+        with contextlib.suppress(FileNotFoundError):
+          os.unlink(temp)
+  exit_stack.push(publish)
+  return temps
+
+
 def write_file(path, data):
   """Writes str or bytes `data` to `path` in one step (see `replacing`)."""
   with replacing(path, 'wb' if isinstance(data, bytes) else 'w') as f:

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import dataset_util
 from od_estimator.utils import file_safety
 from tests import file_trees
 
@@ -204,3 +205,39 @@ def test_staged_outputs_on_an_object_store_write_in_place(tmp_path):
     assert sorted(tf.io.gfile.listdir(directory)) == ['notes.txt']
     _write_url(directory + '/a.pb', 'new')
   assert _read_url(directory + '/a.pb') == 'new'
+
+
+def _write_shards(prefix, records, fail=False):
+  with dataset_util.open_sharded_output_tfrecords(prefix, 2) as writers:
+    for index, record in enumerate(records):
+      writers[index % 2].write(record)
+    if fail:
+      raise RuntimeError('conversion failed')
+
+
+def _read_shards(prefix):
+  return [list(tf.data.TFRecordDataset(name).as_numpy_iterator())
+          for name in dataset_util.sharded_filenames(prefix, 2)]
+
+
+def test_a_failed_conversion_keeps_the_earlier_shards(tmp_path):
+  prefix = str(tmp_path / 'train.record')
+  _write_shards(prefix, [b'a', b'b', b'c'])
+  before = _tree(tmp_path)
+  with pytest.raises(RuntimeError):
+    _write_shards(prefix, [b'x', b'y'], fail=True)
+  assert _tree(tmp_path) == before
+  _write_shards(prefix, [b'x', b'y'])
+  assert _read_shards(prefix) == [[b'x'], [b'y']]
+  assert len(os.listdir(tmp_path)) == 2
+
+
+def test_a_linked_shard_is_replaced_not_written_through(tmp_path):
+  elsewhere = tmp_path / 'elsewhere.record'
+  elsewhere.write_bytes(b'precious')
+  (tmp_path / 'out').mkdir()
+  prefix = str(tmp_path / 'out' / 'train.record')
+  os.symlink(str(elsewhere), dataset_util.sharded_filenames(prefix, 2)[0])
+  _write_shards(prefix, [b'x', b'y'])
+  assert elsewhere.read_bytes() == b'precious'
+  assert _read_shards(prefix) == [[b'x'], [b'y']]
