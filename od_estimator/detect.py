@@ -19,6 +19,9 @@ Writes, into --output_dir:
   detections_image_ids.json  {image file name: image_id}.
   <stem>_detections.png      each image with its boxes and 'name: 87%' labels
                              (and masks).
+Each file is written beside its destination and renamed over it in one step:
+a file of an earlier run is replaced whole or not at all, and a link found
+there is replaced, never written through.
 
 Masks are exported relative to their boxes; they are pasted into the image
 with utils/ops.reframe_box_masks_to_image_masks and thresholded at 0.5, as
@@ -44,6 +47,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.metrics import coco_masks
 from od_estimator.utils import interrupts
+from od_estimator.utils import file_safety
 from od_estimator.utils import label_map_util
 from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
@@ -417,8 +421,11 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
 
   Raises:
     DetectError: when the model, label map or input cannot be used.
+    errors.UserInputError: when output_dir is a file (checked first).
   """
   log = log or (lambda text: print(text, file=sys.stderr))
+  output_dir = output_dir or _default_output_dir(input_path)
+  file_safety.check_directory_destination(output_dir, '--output_dir')
   saved_model_dir = _resolve_saved_model_dir(saved_model_dir)
   try:
     category_index = label_map_util.create_category_index_from_labelmap(
@@ -427,9 +434,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
     raise DetectError(str(error).splitlines()[0]) from None
   paths = _list_images(input_path)
   known_ids = known_image_ids(coco_annotations, image_id_map)
-  output_dir = output_dir or _default_output_dir(input_path)
-  tf.io.gfile.makedirs(output_dir)
   ids = image_ids_for(paths, known_ids)
+  tf.io.gfile.makedirs(output_dir)
   detector = _Detector(saved_model_dir)
   results, segm_results, id_map, failed, processed = [], [], {}, [], 0
   try:
@@ -474,15 +480,13 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   finally:
     detector.close()
   detections_path = os.path.join(output_dir, DETECTIONS_FILE)
-  with tf.io.gfile.GFile(detections_path, 'w') as f:
-    json.dump(results, f)
+  file_safety.write_file(detections_path, json.dumps(results))
   segm_path = None
   if detector.has_masks:
     segm_path = os.path.join(output_dir, SEGM_FILE)
-    with tf.io.gfile.GFile(segm_path, 'w') as f:
-      json.dump(segm_results, f)
-  with tf.io.gfile.GFile(os.path.join(output_dir, IMAGE_IDS_FILE), 'w') as f:
-    json.dump(id_map, f, indent=1, sort_keys=True)
+    file_safety.write_file(segm_path, json.dumps(segm_results))
+  file_safety.write_file(os.path.join(output_dir, IMAGE_IDS_FILE),
+                         json.dumps(id_map, indent=1, sort_keys=True))
   return {'failed': failed, 'images': processed,
           'detections': len(results), 'output': detections_path,
           'segm_output': segm_path}
@@ -502,7 +506,7 @@ def main(argv=None):
   except interrupts.Interrupted as stop:
     print('od-estimator detect: %s' % stop.line(), file=sys.stderr)
     return stop.exit_status
-  except DetectError as error:
+  except errors.UserInputError as error:
     print('od-estimator detect: error: %s' % error, file=sys.stderr)
     return 1
   print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (

@@ -7,8 +7,12 @@ r"""Exports a trained detector for inference (same flags as the original).
       --output_directory=EXPORT_DIR
 
 EXPORT_DIR then holds frozen_inference_graph.pb, saved_model/ (signature
-`serving_default`, input `inputs`), model.ckpt.* and pipeline.config. The
-input is one of:
+`serving_default`, input `inputs`), model.ckpt.*, checkpoint and
+pipeline.config. They are written in a hidden staging folder inside
+EXPORT_DIR and moved into place once all are complete. An export already in
+EXPORT_DIR is kept (one `error:` line) unless --overwrite is given; it is
+then removed only after the new one is in place. A training directory
+(holding model.ckpt-N) is refused: export elsewhere. The input is one of:
   image_tensor                 uint8 [batch, height, width, 3]
   encoded_image_string_tensor  string [batch] of JPEG/PNG bytes
   tf_example                   string [batch] of serialized tf.Examples
@@ -44,6 +48,12 @@ flags.DEFINE_string('trained_checkpoint_prefix', None, 'Path to trained '
                     'checkpoint, typically of the form path/to/model.ckpt-N '
                     '(a directory means its latest checkpoint).')
 flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
+flags.DEFINE_boolean('overwrite', False, 'Replace an export already in '
+                     'output_directory (frozen_inference_graph.pb, '
+                     'saved_model/, model.ckpt.*, checkpoint, '
+                     'pipeline.config, inference_graph.pbtxt). The old export '
+                     'is kept until the new one is complete. Without it, an '
+                     'existing export is an error and nothing is changed.')
 flags.DEFINE_string('config_override', '', 'pipeline_pb2.'
                     'TrainEvalPipelineConfig text proto to override '
                     'pipeline_config_path.')
@@ -101,7 +111,7 @@ def _export(unused_argv):
       additional_output_tensor_names=additional,
       use_side_inputs=FLAGS.use_side_inputs,
       side_input_shapes=side_input_shapes, side_input_names=side_input_names,
-      side_input_types=side_input_types)
+      side_input_types=side_input_types, overwrite=FLAGS.overwrite)
   print('Exported to %s' % FLAGS.output_directory)
 
 

@@ -19,12 +19,18 @@ pixels, mean 128, std 128) for a config with a graph_rewriter quantization
 block. --post_training_quantize makes a float config's model full-integer
 too, calibrated on --representative_examples images of its eval_input_reader.
 
+Files of an earlier run in EXPORT_DIR are replaced, as the original did, but
+only once the new ones are complete: they are written in a hidden staging
+folder inside EXPORT_DIR and moved into place together (detect.tflite with
+them under --convert), so a killed export leaves the previous files whole.
+
 --config_override takes text-format TrainEvalPipelineConfig merged over the
 file, e.g. to change the NMS thresholds of the exported op:
   --config_override="model { ssd { post_processing {
       batch_non_max_suppression { score_threshold: 0.0 iou_threshold: 0.5 }
   } } }"
 """
+import os
 import sys
 
 from absl import flags
@@ -34,6 +40,7 @@ from od_estimator import errors
 from od_estimator import export_tflite_ssd_graph_lib
 from od_estimator import tflite_conversion
 from od_estimator.utils import config_util
+from od_estimator.utils import file_safety
 
 flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
 flags.DEFINE_string('pipeline_config_path', None, 'Path to a '
@@ -63,6 +70,7 @@ flags.DEFINE_integer('representative_examples', 100, 'Images of the '
 FLAGS = flags.FLAGS
 
 _PROG = 'export_tflite_ssd_graph'
+_GRAPH_FILES = ('tflite_graph.pb', 'tflite_graph.pbtxt')
 _REQUIRED = ('output_directory', 'pipeline_config_path',
              'trained_checkpoint_prefix')
 
@@ -77,18 +85,24 @@ def _export(unused_argv):
   tflite_conversion.check_options(pipeline_config,
                                   FLAGS.post_training_quantize,
                                   FLAGS.representative_examples)
-  export_tflite_ssd_graph_lib.export_tflite_graph(
-      pipeline_config, FLAGS.trained_checkpoint_prefix,
-      FLAGS.output_directory, FLAGS.add_postprocessing_op,
-      FLAGS.max_detections, FLAGS.max_classes_per_detection,
-      detections_per_class=FLAGS.detections_per_class,
-      use_regular_nms=FLAGS.use_regular_nms)
+  convert = FLAGS.convert or FLAGS.post_training_quantize
+  outputs = list(_GRAPH_FILES) + [tflite_conversion.TFLITE_NAME] * convert
+  with file_safety.staged_outputs(FLAGS.output_directory, outputs, True,
+                                  '--output_directory') as staging:
+    export_tflite_ssd_graph_lib.export_tflite_graph(
+        pipeline_config, FLAGS.trained_checkpoint_prefix, staging,
+        FLAGS.add_postprocessing_op, FLAGS.max_detections,
+        FLAGS.max_classes_per_detection,
+        detections_per_class=FLAGS.detections_per_class,
+        use_regular_nms=FLAGS.use_regular_nms)
+    if convert:
+      tflite_conversion.write_tflite(
+          staging, pipeline_config, FLAGS.add_postprocessing_op,
+          FLAGS.post_training_quantize, FLAGS.representative_examples)
   print('Exported to %s' % FLAGS.output_directory)
-  if FLAGS.convert or FLAGS.post_training_quantize:
-    path = tflite_conversion.write_tflite(
-        FLAGS.output_directory, pipeline_config, FLAGS.add_postprocessing_op,
-        FLAGS.post_training_quantize, FLAGS.representative_examples)
-    print('Converted to %s' % path)
+  if convert:
+    print('Converted to %s' % os.path.join(FLAGS.output_directory,
+                                           tflite_conversion.TFLITE_NAME))
 
 
 def main(argv=None):

@@ -38,6 +38,7 @@ from od_estimator.builders import model_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.core import box_list
 from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import file_safety
 from od_estimator.utils import graph_building
 
 _INPUT_NAME = 'normalized_input_image_tensor'
@@ -181,8 +182,10 @@ def _build_raw_outputs(pipeline_config, input_shape):
     nn_resize_rewrite.rewrite_nn_resize_op(is_quantized)
 
 
-def _freeze(graph, use_moving_averages, checkpoint_prefix):
+def _freeze(graph, use_moving_averages, checkpoint_prefix, scratch_dir):
   """Restores the weights (the averages with EMA) and freezes the graph.
+
+  The weights are re-saved in a temporary folder inside `scratch_dir`.
 
   Returns:
     The frozen GraphDef pruned to the three raw outputs.
@@ -191,7 +194,8 @@ def _freeze(graph, use_moving_averages, checkpoint_prefix):
       use_moving_averages, checkpoint_prefix)
   saver = tf.compat.v1.train.Saver()
   graph_def = graph.as_graph_def()
-  with tempfile.TemporaryDirectory() as tmp_dir:
+  local_dir = None if file_safety.is_url(scratch_dir) else scratch_dir
+  with tempfile.TemporaryDirectory(dir=local_dir) as tmp_dir:
     # Re-saving under the raw names lets the plain saver freeze the exact
     # weights exported, averages included.
     weights = os.path.join(tmp_dir, 'model.ckpt')
@@ -220,7 +224,9 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
       with a fixed_shape_resizer and a faster_rcnn_box_coder.
     trained_checkpoint_prefix: checkpoint prefix (path/model.ckpt-N), or a
       directory whose latest checkpoint is used.
-    output_dir: directory for the graph files (created if needed).
+    output_dir: directory for the graph files (created if needed). Graph
+      files already there are replaced, as the original did, but only once
+      both new ones are complete (links are replaced, never followed).
     add_postprocessing_op: append the TFLite_Detection_PostProcess node.
     max_detections: boxes output by the postprocessing op.
     max_classes_per_detection: classes per box in fast NMS.
@@ -231,32 +237,46 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
 
   Raises:
     ValueError: for a non-SSD model, another resizer or box coder, an
-      unsupported graph_rewriter, or a missing or mismatched checkpoint.
+      unsupported graph_rewriter, a missing or mismatched checkpoint, or an
+      output_dir that is a file.
   """
   input_shape = _check_config(pipeline_config)
   checkpoint = exporter._resolve_checkpoint(  # pylint: disable=protected-access
       trained_checkpoint_prefix)
+  with file_safety.staged_outputs(output_dir,
+                                  [binary_graph_name, txt_graph_name], True,
+                                  '--output_directory') as staging:
+    graph_def = _tflite_graph_def(
+        pipeline_config, input_shape, checkpoint, staging,
+        add_postprocessing_op, max_detections, max_classes_per_detection,
+        detections_per_class, use_regular_nms)
+    file_safety.write_file(os.path.join(staging, binary_graph_name),
+                           graph_def.SerializeToString())
+    file_safety.write_file(os.path.join(staging, txt_graph_name),
+                           str(graph_def))
+  logging.info('Wrote the tflite graph of %s to %s', checkpoint, output_dir)
+
+
+def _tflite_graph_def(pipeline_config, input_shape, checkpoint, scratch_dir,
+                      add_postprocessing_op, max_detections,
+                      max_classes_per_detection, detections_per_class,
+                      use_regular_nms):
+  """The frozen graph of export_tflite_graph (see its arguments)."""
   ssd = pipeline_config.model.ssd
   with tf.Graph().as_default() as graph:
     _build_raw_outputs(pipeline_config, input_shape)
     graph_def = _freeze(graph, exporter.uses_moving_averages(pipeline_config),
-                        checkpoint)
-  if add_postprocessing_op:
-    nms = ssd.post_processing.batch_non_max_suppression
-    coder = ssd.box_coder.faster_rcnn_box_coder
-    graph_def = append_postprocessing_op(
-        graph_def, max_detections, max_classes_per_detection,
-        nms_score_threshold=nms.score_threshold,
-        nms_iou_threshold=nms.iou_threshold, num_classes=ssd.num_classes,
-        scale_values={'y_scale': coder.y_scale, 'x_scale': coder.x_scale,
-                      'h_scale': coder.height_scale,
-                      'w_scale': coder.width_scale},
-        detections_per_class=detections_per_class,
-        use_regular_nms=use_regular_nms)
-  tf.io.gfile.makedirs(output_dir)
-  with tf.io.gfile.GFile(os.path.join(output_dir, binary_graph_name),
-                         'wb') as f:
-    f.write(graph_def.SerializeToString())
-  with tf.io.gfile.GFile(os.path.join(output_dir, txt_graph_name), 'w') as f:
-    f.write(str(graph_def))
-  logging.info('Wrote the tflite graph of %s to %s', checkpoint, output_dir)
+                        checkpoint, scratch_dir)
+  if not add_postprocessing_op:
+    return graph_def
+  nms = ssd.post_processing.batch_non_max_suppression
+  coder = ssd.box_coder.faster_rcnn_box_coder
+  return append_postprocessing_op(
+      graph_def, max_detections, max_classes_per_detection,
+      nms_score_threshold=nms.score_threshold,
+      nms_iou_threshold=nms.iou_threshold, num_classes=ssd.num_classes,
+      scale_values={'y_scale': coder.y_scale, 'x_scale': coder.x_scale,
+                    'h_scale': coder.height_scale,
+                    'w_scale': coder.width_scale},
+      detections_per_class=detections_per_class,
+      use_regular_nms=use_regular_nms)

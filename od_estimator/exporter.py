@@ -9,6 +9,11 @@ The export directory has the layout of the original API's exporter:
                              averages when those are used).
   pipeline.config            the config the export was built from.
 
+The export is written in a staging folder inside the output directory and
+moved into place once complete (utils/file_safety.staged_outputs): an
+existing export is kept unless `overwrite` is given, and a replaced one is
+removed only after its successor is in place.
+
 Tensor names match the original, so serving code written for it works:
 the input placeholder is `image_tensor`, `encoded_image_string_tensor` or
 `tf_example`, and the outputs are `detection_boxes`, `detection_scores`,
@@ -29,10 +34,14 @@ from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
+from od_estimator.utils import file_safety
 from od_estimator.utils import graph_building
 
 _GLOBAL_STEP = 'global_step'
 _EMA_NAME = 'ExponentialMovingAverage'
+# Everything an export writes in its output directory: replaced as a whole.
+EXPORT_ENTRIES = ('frozen_inference_graph.pb', 'saved_model', 'model.ckpt.*',
+                  'checkpoint', 'pipeline.config', 'inference_graph.pbtxt')
 
 
 # The input placeholders live in export_inputs; the original's names stay
@@ -312,13 +321,15 @@ def freeze_graph_with_def_protos(input_graph_def, input_saver_def,
       frozen = tf.compat.v1.graph_util.convert_variables_to_constants(
           sess, graph_def, [n for n in output_node_names.split(',') if n])
   if output_graph:
-    with tf.io.gfile.GFile(output_graph, 'wb') as f:
-      f.write(frozen.SerializeToString())
+    file_safety.write_file(output_graph, frozen.SerializeToString())
   return frozen
 
 
 def write_saved_model(saved_model_path, frozen_graph_def, inputs, outputs):
   """Writes a SavedModel serving the frozen graph.
+
+  The SavedModel is built beside `saved_model_path` and replaces what is
+  there (a link is replaced, never followed) only once complete.
 
   Args:
     saved_model_path: directory to create; an existing one is replaced.
@@ -327,11 +338,18 @@ def write_saved_model(saved_model_path, frozen_graph_def, inputs, outputs):
       'inputs'); tensors are looked up by name in frozen_graph_def.
     outputs: dict from signature key to tensor, looked up the same way.
   """
+  name = os.path.basename(os.path.normpath(saved_model_path))
+  with file_safety.staged_outputs(
+      os.path.dirname(os.path.normpath(saved_model_path)) or '.', [name],
+      True, 'saved_model_path') as staging:
+    _build_saved_model(os.path.join(staging, name), frozen_graph_def, inputs,
+                       outputs)
+
+
+def _build_saved_model(saved_model_path, frozen_graph_def, inputs, outputs):
+  """Writes the SavedModel of write_saved_model into a new directory."""
   if not isinstance(inputs, dict):
     inputs = {'inputs': inputs}
-  if tf.io.gfile.exists(saved_model_path):
-    logging.warning('Replacing the existing %s', saved_model_path)
-    tf.io.gfile.rmtree(saved_model_path)
   saved_model = tf.compat.v1.saved_model
   with tf.Graph().as_default() as graph:
     tf.compat.v1.import_graph_def(frozen_graph_def, name='')
@@ -364,8 +382,10 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
                             graph_hook_fn=None, write_inference_graph=False,
                             use_side_inputs=False, side_input_shapes=None,
                             side_input_names=None, side_input_types=None):
-  """Builds the inference graph in the default graph and writes the export."""
-  tf.io.gfile.makedirs(output_directory)
+  """Builds the inference graph in the default graph and writes the export.
+
+  output_directory is the (new, empty) staging folder of the export.
+  """
   frozen_graph_path = os.path.join(output_directory,
                                    'frozen_inference_graph.pb')
   saved_model_path = os.path.join(output_directory, 'saved_model')
@@ -392,9 +412,9 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
   for node in graph_def.node:
     node.device = ''
   if write_inference_graph:
-    with tf.io.gfile.GFile(
-        os.path.join(output_directory, 'inference_graph.pbtxt'), 'w') as f:
-      f.write(str(graph_def))
+    file_safety.write_file(
+        os.path.join(output_directory, 'inference_graph.pbtxt'),
+        str(graph_def))
 
   output_node_names = list(outputs)
   output_node_names += [_node_name(name)
@@ -404,9 +424,24 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
       input_checkpoint=model_path,
       output_node_names=','.join(output_node_names),
       output_graph=frozen_graph_path, clear_devices=True)
-  write_saved_model(saved_model_path, frozen_graph_def, placeholders, outputs)
-  logging.info('Exported %s (%s input) to %s', trained_checkpoint_prefix,
-               input_type, output_directory)
+  _build_saved_model(saved_model_path, frozen_graph_def, placeholders,
+                     outputs)
+
+
+def _check_not_a_training_directory(output_directory):
+  """Raises UserInputError when output_directory holds training checkpoints.
+
+  The export's `checkpoint` file would replace the training's, so that a
+  resumed training would restore the exported copy instead.
+  """
+  found = tf.io.gfile.glob(os.path.join(output_directory,
+                                        'model.ckpt-*.index'))
+  if found:
+    raise errors.UserInputError(
+        '--output_directory=%s holds training checkpoints (e.g. %s); an '
+        'export there would replace their `checkpoint` file. Export into '
+        'another directory.' % (output_directory,
+                                os.path.basename(min(found))))
 
 
 def uses_moving_averages(pipeline_config):
@@ -428,7 +463,7 @@ def export_inference_graph(input_type, pipeline_config,
                            additional_output_tensor_names=None,
                            write_inference_graph=False, use_side_inputs=False,
                            side_input_shapes=None, side_input_names=None,
-                           side_input_types=None):
+                           side_input_types=None, overwrite=False):
   """Exports the model of a pipeline config with a checkpoint's weights.
 
   The moving averages of the weights are exported when
@@ -441,7 +476,9 @@ def export_inference_graph(input_type, pipeline_config,
     pipeline_config: pipeline_pb2.TrainEvalPipelineConfig (not modified).
     trained_checkpoint_prefix: checkpoint prefix (path/model.ckpt-N), or a
       directory whose latest checkpoint is used.
-    output_directory: where the export is written (created if needed).
+    output_directory: where the export is written (created if needed). An
+      export already there is refused unless `overwrite`; other entries
+      are left alone.
     input_shape: optional [batch, height, width, 3] with None for unknown
       dimensions; see build_detection_graph.
     output_collection_name: collection the outputs are added to.
@@ -453,27 +490,34 @@ def export_inference_graph(input_type, pipeline_config,
     side_input_shapes: see build_detection_graph.
     side_input_names: see build_detection_graph.
     side_input_types: see build_detection_graph.
+    overwrite: replace an export already in output_directory (it is kept
+      until the new one is complete).
 
   Raises:
     errors.UserInputError: for a missing checkpoint, one that does not
-      match the model, an unsupported config or bad input arguments.
+      match the model, an unsupported config, bad input arguments, an
+      output_directory that is a file, or one holding an export without
+      `overwrite`.
   """
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
   checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
+  _check_not_a_training_directory(output_directory)
   graph_rewriter_fn = None
   if pipeline_config.HasField('graph_rewriter'):
     # The evaluation rewrite, as the original: FakeQuant ops before freezing.
     graph_rewriter_fn = graph_rewriter_builder.build(
         pipeline_config.graph_rewriter, is_training=False)
-  with tf.Graph().as_default(), graph_building.identity_equality():
+  with file_safety.staged_outputs(output_directory, EXPORT_ENTRIES, overwrite,
+                                  '--output_directory') as staging, \
+      tf.Graph().as_default(), graph_building.identity_equality():
     detection_model = model_builder.build(pipeline_config.model,
                                           is_training=False,
                                           add_summaries=False)
     _export_inference_graph(
         input_type, detection_model, uses_moving_averages(pipeline_config),
-        checkpoint, output_directory,
+        checkpoint, staging,
         additional_output_tensor_names=additional_output_tensor_names,
         input_shape=input_shape,
         output_collection_name=output_collection_name,
@@ -481,8 +525,10 @@ def export_inference_graph(input_type, pipeline_config,
         write_inference_graph=write_inference_graph,
         use_side_inputs=use_side_inputs, side_input_shapes=side_input_shapes,
         side_input_names=side_input_names, side_input_types=side_input_types)
-  # The exported weights already are the averages.
-  saved_config = pipeline_pb2.TrainEvalPipelineConfig()
-  saved_config.CopyFrom(pipeline_config)
-  saved_config.eval_config.use_moving_averages = False
-  config_util.save_pipeline_config(saved_config, output_directory)
+    # The exported weights already are the averages.
+    saved_config = pipeline_pb2.TrainEvalPipelineConfig()
+    saved_config.CopyFrom(pipeline_config)
+    saved_config.eval_config.use_moving_averages = False
+    config_util.save_pipeline_config(saved_config, staging)
+  logging.info('Exported %s (%s input) to %s', checkpoint, input_type,
+               output_directory)

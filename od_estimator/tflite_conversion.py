@@ -25,6 +25,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import inputs
 from od_estimator.core import standard_fields as fields
+from od_estimator.utils import file_safety
 
 TFLITE_NAME = 'detect.tflite'  # the original's documented output file
 INPUT_NAME = 'normalized_input_image_tensor'
@@ -170,7 +171,6 @@ def write_tflite(output_dir, pipeline_config, add_postprocessing_op=True,
                   add_postprocessing_op, post_training_quantize,
                   representative_examples)
   path = os.path.join(output_dir, tflite_name)
-  with tf.io.gfile.GFile(path, 'wb') as f:
-    f.write(model)
+  file_safety.write_file(path, model)
   logging.info('Wrote %s (%d bytes).', path, len(model))
   return path

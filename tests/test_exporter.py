@@ -263,7 +263,7 @@ def test_saved_model_signature_and_export_layout(exports):
 
 
 def test_reexport_replaces_and_keeps_extras(exports, tmp_path):
-  """Re-export over an export, with extra nodes and a fixed shape."""
+  """Re-export over an export (overwrite), extra nodes, a fixed shape."""
   directory = str(tmp_path / 'export')
   shutil.copytree(exports['dirs']['image_tensor'], directory)
   with tf.Graph().as_default():
@@ -273,7 +273,7 @@ def test_reexport_replaces_and_keeps_extras(exports, tmp_path):
         directory,
         input_shape=[1, 48, None, 3],
         additional_output_tensor_names=['global_step:0'],
-        write_inference_graph=True)
+        write_inference_graph=True, overwrite=True)
   assert os.path.exists(os.path.join(directory, 'inference_graph.pbtxt'))
   graph_def = tf.compat.v1.GraphDef()
   with open(os.path.join(directory, 'frozen_inference_graph.pb'), 'rb') as f:
@@ -399,6 +399,8 @@ def test_cli_help_lists_the_original_flags():
                'config_override', 'write_inference_graph',
                'additional_output_tensor_names'):
     assert '--' + flag in result.stdout or '--[no]' + flag in result.stdout
+  # Ours: replacing an export is asked for.
+  assert '--[no]overwrite: Replace an export already in' in result.stdout
 
 
 def test_cli_missing_checkpoint_is_a_one_line_error(tmp_path):

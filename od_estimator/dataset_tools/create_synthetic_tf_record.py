@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
+from od_estimator.utils import file_safety
 
 CLASSES = ('circle', 'square', 'triangle')
 LABEL_MAP_NAME = 'shapes_label_map.pbtxt'
@@ -152,8 +153,7 @@ def write_sample_images(directory, count, seed, image_size, max_shapes):
   for index in range(count):
     image = make_image(rng, image_size, image_size, max_shapes)[0]
     paths.append(os.path.join(directory, 'shapes_%d.png' % index))
-    with tf.io.gfile.GFile(paths[-1], 'wb') as f:
-      f.write(_png(image))
+    file_safety.write_file(paths[-1], _png(image))
   return paths
 
 
@@ -168,8 +168,7 @@ def create_dataset(output_dir, num_train=800, num_val=200, image_size=128,
   """
   tf.io.gfile.makedirs(output_dir)
   label_map_path = os.path.join(output_dir, LABEL_MAP_NAME)
-  with tf.io.gfile.GFile(label_map_path, 'w') as f:
-    f.write(label_map_text())
+  file_safety.write_file(label_map_path, label_map_text())
   # Different seeds per split keep train and val images distinct.
   train = write_split(os.path.join(output_dir, 'shapes_train.record'),
                       num_train, num_train_shards, seed, image_size,

@@ -16,6 +16,9 @@ def open_sharded_output_tfrecords(exit_stack, base_path, num_shards):
 
   Returns:
     The list of writers; example i usually goes to writers[i % num_shards].
+    The shards are renamed into place when exit_stack closes without an
+    exception, so an earlier conversion's shards stay whole if this one
+    fails.
   """
   # Written under temporary names, renamed once all writers are closed.
   temps = exit_stack.enter_context(file_safety.replacing_paths(

@@ -12,6 +12,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_util
+from od_estimator.utils import file_safety
 
 
 def load(pipeline_config_path, model_config_path='', config_path='',
@@ -63,7 +64,12 @@ def load(pipeline_config_path, model_config_path='', config_path='',
 
 
 def copy_files(copies, directory):
-  """Copies the config files into `directory`, as the original did."""
+  """Copies the config files into `directory`, as the original did.
+
+  Each copy replaces its destination in one step (a link there is replaced,
+  not written through).
+  """
   tf.io.gfile.makedirs(directory)
   for path, name in copies:
-    tf.io.gfile.copy(path, os.path.join(directory, name), overwrite=True)
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      file_safety.write_file(os.path.join(directory, name), f.read())

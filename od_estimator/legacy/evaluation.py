@@ -18,6 +18,7 @@ import tensorflow as tf
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_tools
 from od_estimator.utils import eval_visualization
+from od_estimator.utils import file_safety
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -89,8 +90,7 @@ def export_visualizations(metrics, export_dir):
     image = tf.compat.v1.Summary.FromString(value).value[0].image
     path = os.path.join(export_dir, 'export-image-%s.png' %
                         name[len(prefix):])
-    with tf.io.gfile.GFile(path, 'wb') as f:
-      f.write(image.encoded_image_string)
+    file_safety.write_file(path, image.encoded_image_string)
     written.append(path)
   return written
 
@@ -120,8 +120,7 @@ def export_detections(estimator, input_fn, checkpoint, eval_config):
     if index >= eval_config.num_examples:
       break
     results.extend(detections_to_coco(prediction))
-  with tf.io.gfile.GFile(eval_config.export_path, 'w') as f:
-    json.dump(results, f)
+  file_safety.write_file(eval_config.export_path, json.dumps(results))
   logging.info('Wrote %d detections to %s', len(results),
                eval_config.export_path)
 

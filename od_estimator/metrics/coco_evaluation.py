@@ -10,7 +10,6 @@ import json
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_arrays
@@ -19,6 +18,7 @@ from od_estimator.metrics import coco_tools
 from od_estimator.metrics import evaluator_base
 from od_estimator.metrics import overlaps
 from od_estimator.utils import config_util
+from od_estimator.utils import file_safety
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -220,9 +220,9 @@ class CocoDetectionEvaluator(evaluator_base.DetectionEvaluator):
     return _dicts(self._columns(self._detections, names))
 
   def dump_detections_to_json_file(self, json_output_path):
-    """Writes the accumulated detections as COCO results JSON."""
-    with tf.io.gfile.GFile(json_output_path, 'w') as f:
-      json.dump(self.detections_list(), f)
+    """Writes the accumulated detections as COCO results JSON, in one step."""
+    file_safety.write_file(json_output_path,
+                           json.dumps(self.detections_list()))
 
   def _compute(self, iou_type):
     """(summary, per-category) metrics of the images so far."""

@@ -8,9 +8,9 @@ with text counts, files are JSON with floats written to 4 digits and an
 indent of 2. coco_tools gives these names too (loaded on first use).
 """
 import numpy as np
-import tensorflow as tf
 
 from od_estimator.metrics import coco_masks
+from od_estimator.utils import file_safety
 from od_estimator.utils import json_utils
 
 
@@ -22,7 +22,7 @@ def _coco_box(box):
 
 def _write_json(value, output_path):
   if output_path:
-    with tf.io.gfile.GFile(output_path, 'w') as fid:
+    with file_safety.replacing(output_path) as fid:
       json_utils.Dump(value, fid, float_digits=4, indent=2)
 
 

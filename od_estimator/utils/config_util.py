@@ -16,6 +16,7 @@ from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import config_overrides
 from od_estimator.utils import config_text
+from od_estimator.utils import file_safety
 from od_estimator.utils import input_config_overrides
 
 # Part of this module's interface, as in the original's config_util.
@@ -155,14 +156,15 @@ def get_graph_rewriter_config_from_file(graph_rewriter_config_file):
 def save_pipeline_config(pipeline_config, directory):
   """Writes `pipeline_config` as text to `directory`/pipeline.config.
 
+  The file is replaced in one step (see file_safety.write_file).
+
   Returns:
     The path written.
   """
   tf.io.gfile.makedirs(directory)
   path = os.path.join(directory, 'pipeline.config')
   logging.info('Writing pipeline config file to %s', path)
-  with tf.io.gfile.GFile(path, 'w') as f:
-    f.write(text_format.MessageToString(pipeline_config))
+  file_safety.write_file(path, text_format.MessageToString(pipeline_config))
   return path
 
 

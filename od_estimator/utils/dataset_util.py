@@ -10,6 +10,7 @@ import contextlib
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import file_safety
 # pylint: disable=unused-import
 from od_estimator.builders.dataset_builder import make_initializable_iterator
 # pylint: enable=unused-import

@@ -204,7 +204,8 @@ def staged_outputs(directory, patterns, overwrite, flag):
   earlier run) are moved aside, the new entries are moved into place, and
   the old ones are removed, links as links. When the block raises, or the
   process is killed, `directory` keeps what it held before; leftover
-  staging folders of killed runs are removed at the next call.
+  staging folders of killed runs are removed at the next call, and a move
+  into place that a kill interrupted is completed then.
 
   Args:
     directory: the output directory the user named.
@@ -218,17 +219,24 @@ def staged_outputs(directory, patterns, overwrite, flag):
   """
   check_directory_destination(directory, flag)
   if is_url(directory):
-    # No atomic rename on object stores: write in place.
-    existing = [name for name in patterns
-                if tf.io.gfile.glob(os.path.join(directory, name))]
-    _refuse_unless(overwrite, existing, directory, flag)
+    # No atomic rename on object stores: the old outputs are removed and
+    # the new ones written in place.
+    existing = [path for name in patterns
+                for path in tf.io.gfile.glob(os.path.join(directory, name))]
+    _refuse_unless(overwrite, sorted(os.path.basename(p) for p in existing),
+                   directory, flag, 'on an object store they are removed '
+                   'before the new output is written')
+    for path in existing:
+      remove(path, directory)
     tf.io.gfile.makedirs(directory)
     yield directory
     return
   existing = _matching(directory, patterns) if os.path.isdir(
       directory) else []
   _refuse_unless(overwrite, existing, directory, flag)
-  os.makedirs(directory, exist_ok=True)
+  created = _makedirs(directory)
+  if _finish_interrupted_moves(directory):
+    existing = _matching(directory, patterns)
   for leftover in _matching(directory, [STAGING_PREFIX + '*']):
     remove(os.path.join(directory, leftover), directory)
   staging = os.path.join(directory, STAGING_PREFIX + uuid.uuid4().hex[:8])
@@ -240,31 +248,79 @@ def staged_outputs(directory, patterns, overwrite, flag):
     if isinstance(error, interrupts.Interrupted):
       error.add('%s=%s keeps what it held before; nothing was written '
                 'there' % (flag, directory))
+    for folder in created:
+      with contextlib.suppress(OSError):  # Not empty: someone wrote there.
+        os.rmdir(folder)
     raise
   _move_into_place(staging, directory, existing)
 
 
-def _refuse_unless(overwrite, existing, directory, flag):
+def _makedirs(directory):
+  """Creates `directory`; returns the folders created, innermost first."""
+  created = []
+  folder = os.path.abspath(directory)
+  while not os.path.lexists(folder):
+    created.append(folder)
+    folder = os.path.dirname(folder)
+  os.makedirs(directory, exist_ok=True)
+  return created
+
+
+def _refuse_unless(overwrite, existing, directory, flag,
+                   kept='they are kept until the new output is complete'):
   if existing and not overwrite:
     raise errors.UserInputError(
         '%s=%s already holds %s from an earlier run; nothing was changed. '
-        'Pass --overwrite to replace them (they are kept until the new '
-        'output is complete), or choose another directory.' % (
-            flag, directory, ', '.join(existing)))
+        'Pass --overwrite to replace them (%s), or choose another '
+        'directory.' % (flag, directory, ', '.join(existing), kept))
 
 
 def _move_into_place(staging, directory, existing):
-  """Moves the old entries aside, the new ones in, then drops the old."""
-  new = sorted(os.listdir(staging))
-  replaced = os.path.join(directory, REPLACED_PREFIX + uuid.uuid4().hex[:8])
-  old = sorted(set(existing) | {name for name in new if os.path.lexists(
-      os.path.join(directory, name))})
-  if old:
-    os.mkdir(replaced)
-    for name in old:
-      os.rename(os.path.join(directory, name), os.path.join(replaced, name))
-  for name in new:
-    os.rename(os.path.join(staging, name), os.path.join(directory, name))
+  """Moves the old entries aside, the new ones in, then drops the old.
+
+  The folder holding the old entries is named after the staging folder, so
+  that a command killed in between can be completed by the next one (see
+  _finish_interrupted_moves).
+  """
+  token = os.path.basename(staging)[len(STAGING_PREFIX):]
+  replaced = os.path.join(directory, REPLACED_PREFIX + token)
+  os.mkdir(replaced)
+  for name in existing:
+    os.rename(os.path.join(directory, name), os.path.join(replaced, name))
+  _move_in(staging, directory, replaced)
+  remove(replaced, directory)
+
+
+def _move_in(staging, directory, replaced):
+  """Moves the entries of `staging` into `directory`, then removes it.
+
+  An entry of the same name already there is first moved into `replaced`.
+  """
+  for name in sorted(os.listdir(staging)):
+    target = os.path.join(directory, name)
+    if os.path.lexists(target):
+      os.rename(target, os.path.join(replaced, name))
+    os.rename(os.path.join(staging, name), target)
   os.rmdir(staging)
-  if old:
+
+
+def _finish_interrupted_moves(directory):
+  """Completes the moves of commands killed in _move_into_place.
+
+  A REPLACED_PREFIX folder exists only once its staging folder was
+  complete: what is left of that staging folder is moved in, then the
+  replaced entries are removed.
+
+  Returns:
+    Whether there was any.
+  """
+  interrupted = _matching(directory, [REPLACED_PREFIX + '*'])
+  for name in interrupted:
+    replaced = os.path.join(directory, name)
+    staging = os.path.join(directory,
+                           STAGING_PREFIX + name[len(REPLACED_PREFIX):])
+    if os.path.isdir(replaced) and not os.path.islink(replaced) and (
+        os.path.isdir(staging) and not os.path.islink(staging)):
+      _move_in(staging, directory, replaced)
     remove(replaced, directory)
+  return bool(interrupted)

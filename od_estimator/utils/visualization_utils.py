@@ -15,8 +15,8 @@ from PIL import Image
 from PIL import ImageColor
 from PIL import ImageDraw
 from PIL import ImageFont
-import tensorflow as tf
 
+from od_estimator.utils import file_safety
 from od_estimator.utils import lazy_names
 
 # Box colors are picked by class id (modulo the list length), as in the
@@ -118,9 +118,11 @@ def _text_size(font, text):
 
 
 def save_image_array_as_png(image, output_path):
-  """Writes a [height, width, 3] numpy image as a PNG file (any gfile path)."""
-  with tf.io.gfile.GFile(output_path, 'wb') as f:
-    f.write(encode_image_array_as_png_str(image))
+  """Writes a [height, width, 3] numpy image as a PNG file (any gfile path).
+
+  An existing file is replaced in one step (see file_safety.write_file).
+  """
+  file_safety.write_file(output_path, encode_image_array_as_png_str(image))
 
 
 def encode_image_array_as_png_str(image):

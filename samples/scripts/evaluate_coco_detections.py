@@ -15,6 +15,7 @@ import json
 import tensorflow as tf
 
 from od_estimator.metrics import coco_tools
+from od_estimator.utils import file_safety
 
 flags = tf.compat.v1.app.flags
 flags.DEFINE_string('groundtruth_json', '', 'COCO groundtruth dict.')
@@ -43,8 +44,7 @@ def main(_):
   for name, value in metrics.items():
     print('%s: %.4f' % (name, value))
   if FLAGS.output_json:
-    with tf.io.gfile.GFile(FLAGS.output_json, 'w') as f:
-      json.dump(metrics, f, indent=2)
+    file_safety.write_file(FLAGS.output_json, json.dumps(metrics, indent=2))
 
 
 if __name__ == '__main__':

@@ -5,24 +5,15 @@ import sys
 import textwrap
 
 import pytest
+import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.utils import dataset_util
 from od_estimator.utils import file_safety
+from tests import file_trees
 
 
-def _tree(root):
-  """{relative path: bytes (or the link target)} of everything under root."""
-  found = {}
-  for directory, folders, files in os.walk(root):
-    for name in folders + files:
-      path = os.path.join(directory, name)
-      key = os.path.relpath(path, root)
-      if os.path.islink(path):
-        found[key] = 'link -> ' + os.readlink(path)
-      elif os.path.isfile(path):
-        with open(path, 'rb') as f:
-          found[key] = f.read()
-  return found
+_tree = file_trees.tree
 
 
 def test_write_file_replaces_in_one_step(tmp_path):
@@ -150,3 +141,103 @@ def test_a_directory_destination_that_is_a_file_is_one_error(tmp_path):
   (tmp_path / 'export').write_text('a file')
   with pytest.raises(errors.UserInputError, match='is a file'):
     _stage(tmp_path / 'export' / 'sub', overwrite=True)
+
+
+def test_a_failed_staging_leaves_no_new_folder(tmp_path):
+  with pytest.raises(RuntimeError):
+    _stage(tmp_path / 'new' / 'export', overwrite=False, fail=True)
+  assert os.listdir(tmp_path) == []
+
+
+class _Killed(BaseException):
+  """Stands for a SIGKILL: nothing in file_safety catches a BaseException
+  raised in the move into place, so no cleanup runs, as after a kill."""
+
+
+@pytest.mark.parametrize('kill_at', [1, 2, 3, 4])
+def test_a_move_into_place_killed_midway_is_completed_next_time(
+    tmp_path, monkeypatch, kill_at):
+  _stage(tmp_path, overwrite=False, content='old')
+  renames, rename = [], os.rename
+
+  def dying_rename(*args):
+    renames.append(args)
+    if len(renames) == kill_at:
+      raise _Killed()
+    rename(*args)
+  with monkeypatch.context() as patch:
+    patch.setattr(os, 'rename', dying_rename)
+    with pytest.raises(_Killed):
+      _stage(tmp_path, overwrite=True)
+  # Old and new are both whole, one of them in a hidden folder.
+  assert sorted(value for value in _tree(tmp_path).values()
+                if isinstance(value, bytes)) == [b'new'] * 2 + [b'old'] * 2
+  # The next run completes the interrupted move, though it fails itself.
+  with pytest.raises(RuntimeError):
+    _stage(tmp_path, overwrite=True, content='third', fail=True)
+  assert _tree(tmp_path) == {'a.pb': b'new',
+                             'saved_model/saved_model.pb': b'new'}
+
+
+def _write_url(path, content):
+  with file_safety.replacing(path) as f:
+    f.write(content)
+
+
+def _read_url(path):
+  with tf.io.gfile.GFile(path) as f:
+    return f.read()
+
+
+def test_staged_outputs_on_an_object_store_write_in_place(tmp_path):
+  """No rename there: old outputs go (with overwrite) before new are written."""
+  directory = 'ram://%s/export' % tmp_path.name
+  tf.io.gfile.makedirs(directory + '/saved_model')
+  _write_url(directory + '/saved_model/saved_model.pb', 'old')
+  _write_url(directory + '/a.pb', 'old')
+  _write_url(directory + '/notes.txt', 'mine')
+  with pytest.raises(errors.UserInputError, match='a.pb, saved_model.*--overwrite.*removed before'):
+    _stage(directory, overwrite=False)
+  assert _read_url(directory + '/a.pb') == 'old'
+  with file_safety.staged_outputs(directory, ['saved_model', 'a.pb'], True,
+                                  '--output_directory') as staging:
+    assert staging == directory
+    assert sorted(tf.io.gfile.listdir(directory)) == ['notes.txt']
+    _write_url(directory + '/a.pb', 'new')
+  assert _read_url(directory + '/a.pb') == 'new'
+
+
+def _write_shards(prefix, records, fail=False):
+  with dataset_util.open_sharded_output_tfrecords(prefix, 2) as writers:
+    for index, record in enumerate(records):
+      writers[index % 2].write(record)
+    if fail:
+      raise RuntimeError('conversion failed')
+
+
+def _read_shards(prefix):
+  return [list(tf.data.TFRecordDataset(name).as_numpy_iterator())
+          for name in dataset_util.sharded_filenames(prefix, 2)]
+
+
+def test_a_failed_conversion_keeps_the_earlier_shards(tmp_path):
+  prefix = str(tmp_path / 'train.record')
+  _write_shards(prefix, [b'a', b'b', b'c'])
+  before = _tree(tmp_path)
+  with pytest.raises(RuntimeError):
+    _write_shards(prefix, [b'x', b'y'], fail=True)
+  assert _tree(tmp_path) == before
+  _write_shards(prefix, [b'x', b'y'])
+  assert _read_shards(prefix) == [[b'x'], [b'y']]
+  assert len(os.listdir(tmp_path)) == 2
+
+
+def test_a_linked_shard_is_replaced_not_written_through(tmp_path):
+  elsewhere = tmp_path / 'elsewhere.record'
+  elsewhere.write_bytes(b'precious')
+  (tmp_path / 'out').mkdir()
+  prefix = str(tmp_path / 'out' / 'train.record')
+  os.symlink(str(elsewhere), dataset_util.sharded_filenames(prefix, 2)[0])
+  _write_shards(prefix, [b'x', b'y'])
+  assert elsewhere.read_bytes() == b'precious'
+  assert _read_shards(prefix) == [[b'x'], [b'y']]
