@@ -31,6 +31,8 @@ SLOWEST_MODULES = (
     'tests/test_cluster.py',
     'tests/test_preemption.py',
     'tests/test_export_vs_estimator.py',
+    'tests/test_evaluation_signals.py',
+    'tests/test_export_safety.py',
     'tests/test_fine_tune.py',
     'tests/test_mirrored_strategy.py',
     'tests/test_data_errors.py',
