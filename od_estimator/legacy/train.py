@@ -39,6 +39,7 @@ from od_estimator.builders import model_builder
 from od_estimator.legacy import cluster
 from od_estimator.legacy import configs as legacy_configs
 from od_estimator.legacy import step_logging
+from od_estimator.utils import flag_checks
 
 flags.DEFINE_string('master', '', 'Name of the TensorFlow master to use.')
 flags.DEFINE_integer('task', 0, 'task id')
@@ -60,6 +61,14 @@ flags.DEFINE_string('input_config_path', '',
 flags.DEFINE_string('model_config_path', '',
                     'Path to a model_pb2.DetectionModel config file.')
 FLAGS = flags.FLAGS
+
+# Count flags: smallest meaningful value (see flag_checks).
+_COUNT_FLAGS = {
+    'task': flag_checks.NON_NEGATIVE,
+    'num_clones': flag_checks.POSITIVE,
+    'worker_replicas': flag_checks.POSITIVE,
+    'ps_tasks': flag_checks.NON_NEGATIVE,
+}
 
 # The original saved a checkpoint every 60 seconds.
 _SAVE_CHECKPOINTS_SECS = 60
@@ -113,6 +122,7 @@ def _model_fn(configs, sync, resume=None):
 
 def main(unused_argv):
   logging.set_verbosity(logging.INFO)
+  flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   if not FLAGS.train_dir:
     raise errors.UserInputError('`train_dir` is missing (--train_dir).')
   _note_cluster_flags()
