@@ -80,8 +80,8 @@ def describe(error, pipeline_config_path):
   """
   message = _message(error)
   truncated = _TRUNCATED_FILE.search(message)
-  paths = ([truncated.group(1)] if truncated else
-           _input_files(pipeline_config_path))
+  configs = _configs(pipeline_config_path)
+  paths = [truncated.group(1)] if truncated else _input_files(configs)
   if truncated or isinstance(error, tf.errors.DataLossError):
     found = _first_unreadable(paths)
     if found:
@@ -105,6 +105,7 @@ def describe(error, pipeline_config_path):
     problem, record = assertion.groups()
     source_id = record.split(',')[0][len('source_id='):]
     found = _find(paths, lambda example: _source_id(example) == source_id)
+    problem = _found_problem(found, configs) or problem
   else:
     problem = ('image/encoded is not a decodable JPEG/PNG/GIF/BMP image in '
                'record')
@@ -127,23 +128,49 @@ def _last_line(message):
   return lines[-1] if lines else message
 
 
-def _input_files(pipeline_config_path):
-  """The files matched by the train and eval input_path globs, in order."""
+def _configs(pipeline_config_path):
+  """The configs dict of the pipeline config, or None if unreadable."""
   if not pipeline_config_path:
-    return []
+    return None
   try:
-    configs = config_util.get_configs_from_pipeline_file(pipeline_config_path)
+    return config_util.get_configs_from_pipeline_file(pipeline_config_path)
   except (ValueError, OSError, tf.errors.OpError):
-    return []
-  readers = [configs['train_input_config']] + list(
-      configs['eval_input_configs'])
+    return None
+
+
+def _readers(configs):
+  return [configs['train_input_config']] + list(configs['eval_input_configs'])
+
+
+def _reader_files(reader):
+  return [path for pattern in reader.tf_record_input_reader.input_path
+          for path in sorted(tf.io.gfile.glob(pattern))]
+
+
+def _input_files(configs):
+  """The files matched by the train and eval input_path globs, in order."""
   paths = []
-  for reader in readers:
-    for pattern in reader.tf_record_input_reader.input_path:
-      for path in sorted(tf.io.gfile.glob(pattern)):
-        if path not in paths:
-          paths.append(path)
+  for reader in _readers(configs) if configs else ():
+    for path in _reader_files(reader):
+      if path not in paths:
+        paths.append(path)
   return paths
+
+
+def _found_problem(found, configs):
+  """record_problem of a found (path, index, serialized), read as its input
+  reader reads it (label map, num_classes); None when there is none."""
+  if not found or not configs:
+    return None
+  path, _, serialized = found
+  reader = next((reader for reader in _readers(configs)
+                 if path in _reader_files(reader)), None)
+  if reader is None:
+    return None
+  problem = record_problem(
+      serialized, config_util.get_number_of_classes(configs['model']),
+      _label_ids(reader.label_map_path))
+  return problem and problem + ' in record'
 
 
 @contextlib.contextmanager
@@ -270,17 +297,15 @@ def scan(configs, limit=20):
   result = ScanResult()
   num_classes = config_util.get_number_of_classes(configs['model'])
   scanned = set()
-  for reader in [configs['train_input_config']] + list(
-      configs['eval_input_configs']):
+  for reader in _readers(configs):
     label_ids = _label_ids(reader.label_map_path)
-    for pattern in reader.tf_record_input_reader.input_path:
-      for path in sorted(tf.io.gfile.glob(pattern)):
-        if (path, reader.label_map_path) in scanned:
-          continue
-        scanned.add((path, reader.label_map_path))
-        if not _scan_file(path, num_classes, label_ids, result, limit):
-          result.stopped = True
-          return result
+    for path in _reader_files(reader):
+      if (path, reader.label_map_path) in scanned:
+        continue
+      scanned.add((path, reader.label_map_path))
+      if not _scan_file(path, num_classes, label_ids, result, limit):
+        result.stopped = True
+        return result
   return result
 
 

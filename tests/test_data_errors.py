@@ -142,7 +142,8 @@ def test_class_label_above_num_classes_names_the_record(trained, tmp_path):
     for example in examples[:2] + [bad]:
       writer.write(example.SerializeToString())
   line = _relaunch_on(trained, tmp_path, path, in_order=True)
-  assert line.startswith('error: class ids outside 1..num_classes')
+  assert line.startswith('error: image/object/class/label holds class ids 4 '
+                         'outside 1..num_classes=3')
   assert 'source_id=label-4' in line and 'record 2 of %s' % path in line
 
 
