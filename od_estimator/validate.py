@@ -175,9 +175,11 @@ def _check_input_pattern(pattern, field, report):
   else:
     files = sorted(match for match in matches
                    if not tf.io.gfile.isdir(match))
-    problem = dataset_builder.no_records_problem(
-        repr(pattern), files,
-        [tf.io.gfile.stat(file).length for file in files])
+    try:
+      problem = dataset_builder.no_records_problem(
+          repr(pattern), files, dataset_builder.file_sizes(files))
+    except errors.UserInputError as error:
+      problem = str(error)
     if problem:
       report.error(field, problem)
 

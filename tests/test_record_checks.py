@@ -343,3 +343,22 @@ def test_sampling_fewer_records_than_n_still_yields(data, tmp_path):
       'image/source_id'].bytes_list.value[0]
   # Every 50th of a 2-record stream is its record 0 (epochs 0, 25, 50).
   assert read == [first] * 3
+
+
+def test_a_dangling_link_among_the_input_files_is_named(data, tmp_path,
+                                                        capsys):
+  """Was a NotFoundError traceback when the pipeline was built."""
+  _write(tmp_path / 'part-0.record', data[3][:2])
+  link = tmp_path / 'part-1.record'
+  link.symlink_to(tmp_path / 'moved' / 'part-1.record')
+  configs = config_util.get_configs_from_pipeline_file(data[0])
+  reader = configs['train_input_config']
+  reader.tf_record_input_reader.input_path[:] = [
+      str(tmp_path / 'part-*.record')]
+  with pytest.raises(errors.UserInputError,
+                     match='input file %s .* cannot be read: .*No such file'
+                     % link):
+    dataset_builder.build(reader, batch_size=2)
+  config = _config_reading(data, tmp_path, str(tmp_path / 'part-*.record'))
+  assert validate.main(['--pipeline_config_path=%s' % config]) == 1
+  assert 'input file %s (matched by' % link in capsys.readouterr().out

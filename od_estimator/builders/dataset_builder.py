@@ -256,11 +256,25 @@ def read_dataset(file_read_func, input_files, config, filename_shard_fn=None):
   return tf.data.Dataset.sample_from_datasets(datasets, kept_weights)
 
 
-def _file_sizes(filenames):
+def _file_size(filename):
+  try:
+    return tf.io.gfile.stat(filename).length
+  except tf.errors.NotFoundError as error:
+    raise errors.UserInputError(
+        'input file %s (matched by tf_record_input_reader.input_path) cannot '
+        'be read: %s. A dangling symbolic link? Fix or remove it.' % (
+            filename, error.message)) from None
+
+
+def file_sizes(filenames):
+  """Sizes in bytes of the input files.
+
+  Raises:
+    errors.UserInputError: naming a matched file that cannot be read.
+  """
   # Stat in parallel: on remote file systems each call is a round trip.
   with concurrent.futures.ThreadPoolExecutor(_STAT_THREADS) as pool:
-    return list(pool.map(lambda name: tf.io.gfile.stat(name).length,
-                         filenames))
+    return list(pool.map(_file_size, filenames))
 
 
 def _checked_tfrecord_reader(filenames, sizes):
@@ -369,7 +383,7 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
   # the reader checks against and that must hold records.
   globbed = _glob_each(input_files)
   filenames = [file for _, matches in globbed for file in matches]
-  sizes = _file_sizes(filenames)
+  sizes = file_sizes(filenames)
   _refuse_inputs_without_records(
       globbed, dict(zip(filenames, sizes)),
       bool(input_reader_config.sample_from_datasets_weights), input_context)
