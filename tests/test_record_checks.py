@@ -11,12 +11,16 @@ import os
 import pytest
 import tensorflow as tf
 
+from od_estimator import detect
 from od_estimator import errors
 from od_estimator import inputs
 from od_estimator import launch_check
 from od_estimator import record_scanner
 from od_estimator import validate
 from od_estimator.builders import dataset_builder
+from od_estimator.dataset_tools import create_coco_tf_record
+from od_estimator.dataset_tools import create_pet_tf_record
+from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.utils import config_util
 from tests import tiny_ssd
 from tests.command_modules import import_command
@@ -362,3 +366,29 @@ def test_a_dangling_link_among_the_input_files_is_named(data, tmp_path,
   config = _config_reading(data, tmp_path, str(tmp_path / 'part-*.record'))
   assert validate.main(['--pipeline_config_path=%s' % config]) == 1
   assert 'input file %s (matched by' % link in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('module, argv, line', [
+    (create_synthetic_tf_record, ['--num_train_shards=0'],
+     'argument --num_train_shards: must be at least 1, got 0'),
+    (create_synthetic_tf_record, ['--num_train=-3'],
+     'argument --num_train: must be at least 0, got -3'),
+    (create_coco_tf_record, ['--num_val_shards=0'],
+     'argument --num_val_shards: must be at least 1, got 0'),
+    (create_pet_tf_record, ['--data_dir=x', '--num_shards=-1'],
+     'argument --num_shards: must be at least 1, got -1'),
+    (detect, ['--saved_model_dir=x', '--label_map_path=x', '--input=x',
+              '--max_boxes=0'],
+     'argument --max_boxes: must be at least 1, got 0'),
+])
+def test_tool_count_flags_out_of_range_are_one_line(tmp_path, capsys, module,
+                                                    argv, line):
+  """Were a ZeroDivisionError traceback, or empty shards written."""
+  output = tmp_path / 'out'
+  with pytest.raises(SystemExit) as raised:
+    module.main(['--output_dir=%s' % output] + argv)
+  assert raised.value.code == 2
+  errors_lines = [text for text in capsys.readouterr().err.splitlines()
+                  if ' error: ' in text]
+  assert len(errors_lines) == 1 and errors_lines[0].endswith(line)
+  assert not output.exists()

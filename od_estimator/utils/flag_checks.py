@@ -2,9 +2,12 @@
 
 absl parses `--num_train_steps=-5` as a valid integer; left unchecked, it
 fails later as a traceback (a uint32 config field refusing it) or is
-silently ignored. Each command lists its count flags with their smallest
-meaningful value here.
+silently ignored. The absl commands list their count flags with their
+smallest meaningful value for check_minimums; the argparse tools give
+their count flags the type at_least(minimum).
 """
+import argparse
+
 from od_estimator import errors
 
 
@@ -32,3 +35,22 @@ NUM_TRAIN_STEPS = (0, 'leave it unset, or 0, to train for '
 SAMPLE_1_OF_N = (1, '1 evaluates every example, n every n-th')
 NON_NEGATIVE = (0, None)
 POSITIVE = (1, None)
+
+
+def at_least(minimum):
+  """argparse type: an integer of at least `minimum`.
+
+  argparse then reports `argument --FLAG: must be at least N, got M` in its
+  one `error:` line, where a bad count would fail deep in the command.
+  """
+  def parse(text):
+    try:
+      value = int(text)
+    except ValueError:
+      raise argparse.ArgumentTypeError('expected an integer, got %r' %
+                                       text) from None
+    if value < minimum:
+      raise argparse.ArgumentTypeError('must be at least %d, got %d' % (
+          minimum, value))
+    return value
+  return parse
