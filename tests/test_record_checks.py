@@ -7,6 +7,8 @@ without records are refused when the pipeline is built. No training here:
 test_data_errors relaunches model_main on one such record.
 """
 import os
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -392,3 +394,25 @@ def test_tool_count_flags_out_of_range_are_one_line(tmp_path, capsys, module,
                   if ' error: ' in text]
   assert len(errors_lines) == 1 and errors_lines[0].endswith(line)
   assert not output.exists()
+
+
+def test_model_main_on_empty_records_stops_at_once(data, tmp_path):
+  """Was: the first checkpoint, then a silent spin ignoring SIGTERM."""
+  paths = _empty_files(tmp_path)
+  config = _config_reading(data, tmp_path, str(tmp_path / 'empty-*.record'))
+  model_dir = tmp_path / 'model'
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+       '--num_train_steps=2',
+       '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
+      capture_output=True, text=True, timeout=300, cwd=tiny_ssd.REPO,
+      check=False)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert 'Traceback' not in result.stderr
+  error_lines = [line for line in result.stderr.splitlines()
+                 if line.startswith('error:')]
+  assert 'every one is empty (0 records): %s' % ', '.join(paths) in (
+      error_lines[0])
+  assert 'nothing was written to --model_dir' in error_lines[-1]
+  assert not model_dir.exists()
