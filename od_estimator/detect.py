@@ -46,8 +46,9 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.metrics import coco_masks
-from od_estimator.utils import interrupts
 from od_estimator.utils import file_safety
+from od_estimator.utils import flag_checks
+from od_estimator.utils import interrupts
 from od_estimator.utils import label_map_util
 from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
@@ -106,7 +107,7 @@ def _parser():
   parser.add_argument('--min_score_threshold', type=float, default=0.5,
                       help='keep detections scoring at least this '
                            '(default 0.5).')
-  parser.add_argument('--max_boxes', type=int, default=100,
+  parser.add_argument('--max_boxes', type=flag_checks.at_least(1), default=100,
                       help='keep at most this many detections per image '
                            '(default 100).')
   ids = parser.add_mutually_exclusive_group()

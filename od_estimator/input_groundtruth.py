@@ -63,6 +63,21 @@ def drop_invalid_groundtruth(tensor_dict):
   return keep_boxes(tensor_dict, tf.reshape(tf.where(valid), [-1]))
 
 
+def _record(tensor_dict):
+  """`source_id=..., filename=...` of the example, as the decoder names it."""
+  return tf.strings.join([
+      'source_id=', tensor_dict.get(_IN.source_id, ''),
+      ', filename=', tensor_dict.get(_IN.filename, '')])
+
+
+def _checked_boxes(tensor_dict, checks):
+  """The boxes of tensor_dict, made to depend on the assertions `checks`."""
+  with tf.control_dependencies(checks):
+    tensor_dict[_IN.groundtruth_boxes] = tf.identity(
+        tensor_dict[_IN.groundtruth_boxes])
+  return tensor_dict
+
+
 def refuse_inverted_boxes(tensor_dict):
   """Fails the input pipeline on a box with ymax < ymin or xmax < xmin.
 
@@ -72,18 +87,65 @@ def refuse_inverted_boxes(tensor_dict):
   """
   ymin, xmin, ymax, xmax = tf.split(tensor_dict[_IN.groundtruth_boxes], 4,
                                     axis=1)
-  record = tf.strings.join([
-      'source_id=', tensor_dict.get(_IN.source_id, ''),
-      ', filename=', tensor_dict.get(_IN.filename, '')])
   check = tf.debugging.Assert(
       tf.reduce_all(tf.logical_and(ymax >= ymin, xmax >= xmin)),
       ['Inverted (ymin > ymax or xmin > xmax) groundtruth boxes in record',
-       record, 'boxes (ymin, xmin, ymax, xmax):',
+       _record(tensor_dict), 'boxes (ymin, xmin, ymax, xmax):',
        tensor_dict[_IN.groundtruth_boxes]], summarize=100)
-  with tf.control_dependencies([check]):
-    tensor_dict[_IN.groundtruth_boxes] = tf.identity(
-        tensor_dict[_IN.groundtruth_boxes])
-  return tensor_dict
+  return _checked_boxes(tensor_dict, [check])
+
+
+# The record keys of the per-object lists whose lengths must match the
+# boxes' (after fill_missing_per_box_fields gave absent ones a default).
+PER_OBJECT_KEYS = (
+    (_IN.groundtruth_classes, 'image/object/class/label'),
+    (_IN.groundtruth_weights, 'image/object/weight'),
+    (_IN.groundtruth_area, 'image/object/area'),
+    (_IN.groundtruth_is_crowd, 'image/object/is_crowd'),
+    (_IN.groundtruth_difficult, 'image/object/difficult'),
+    (_IN.groundtruth_group_of, 'image/object/group_of'))
+UNKNOWN_CLASS = -1
+# The first parts of the two messages of refuse_bad_objects (record_scanner
+# recognises them by their ` in record` ending).
+LENGTHS_PROBLEM = ('image/object lists (class/label or class/text, weight, '
+                   'area, is_crowd, difficult, group_of) differ in length '
+                   'from the boxes in record')
+CLASS_PROBLEM = ('class ids outside 1..num_classes (ids are 1-based; 0 is '
+                 'the background) in record')
+
+
+def refuse_bad_objects(tensor_dict, num_classes):
+  """Fails the input pipeline on per-object lists a record cannot mean.
+
+  Lists whose lengths differ from the box count, and class ids that are 0
+  or above num_classes, would otherwise be a shape error once training has
+  begun or a box silently trained as background. Ids of -1 (class texts
+  the label map does not know) stay, to be dropped as in the original.
+
+  Args:
+    tensor_dict: decoder output with groundtruth_boxes and
+      groundtruth_classes, after fill_missing_per_box_fields.
+    num_classes: classes without background.
+
+  Returns:
+    tensor_dict, its boxes depending on the checks (InvalidArgumentError at
+    run time naming the record, in the decoder's format).
+  """
+  num_boxes = tf.shape(tensor_dict[_IN.groundtruth_boxes])[0]
+  lengths = [(key, tf.shape(tensor_dict[field])[0])
+             for field, key in PER_OBJECT_KEYS if field in tensor_dict]
+  record = _record(tensor_dict)
+  check_lengths = tf.debugging.Assert(
+      tf.reduce_all([tf.equal(length, num_boxes) for _, length in lengths]),
+      [LENGTHS_PROBLEM, record, 'boxes:', num_boxes] +
+      [item for key, length in lengths for item in (key + ':', length)])
+  classes = tensor_dict[_IN.groundtruth_classes]
+  known = tf.logical_and(classes >= LABEL_OFFSET, classes <= num_classes)
+  check_classes = tf.debugging.Assert(
+      tf.reduce_all(tf.logical_or(known, tf.equal(classes, UNKNOWN_CLASS))),
+      [CLASS_PROBLEM, record, 'num_classes:', num_classes, 'ids:', classes],
+      summarize=100)
+  return _checked_boxes(tensor_dict, [check_lengths, check_classes])
 
 
 def multiclass_scores_or_one_hot(scores, classes, num_classes):

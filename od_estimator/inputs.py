@@ -60,8 +60,9 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
                          image_classes_field_map_empty_to_ones=True):
   """Turns one decoded example into model-ready tensors.
 
-  In order: multiclass scores to [N, num_classes]; drop boxes with NaN
-  coordinates or unknown classes, refuse inverted ones; k-hot labeled/image
+  In order: multiclass scores to [N, num_classes]; refuse per-object lists
+  of another length than the boxes and class ids out of 1..num_classes;
+  drop boxes with NaN coordinates or unknown classes, refuse inverted ones; k-hot labeled/image
   classes; keep the resized original image if asked; merge additional
   channels into the image; augment; model preprocess; express boxes in the
   preprocessed image's frame (padding excluded); one-hot classes without
@@ -89,7 +90,8 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
 
   Raises:
     tf.errors.InvalidArgumentError: at run time, for a box with ymax < ymin
-      or xmax < xmin.
+      or xmax < xmin, a class id of 0 or above num_classes, or per-object
+      lists of different lengths (see input_groundtruth.refuse_bad_objects).
   """
   out = dict(tensor_dict)
   if _IN.multiclass_scores in out and _IN.groundtruth_classes in out:
@@ -101,6 +103,8 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
       out[_IN.groundtruth_weights] = tf.ones_like(
           out[_IN.groundtruth_boxes][:, 0])
     out = groundtruth.fill_missing_per_box_fields(out)
+    if _IN.groundtruth_classes in out:
+      out = groundtruth.refuse_bad_objects(out, num_classes)
     out = groundtruth.refuse_inverted_boxes(
         groundtruth.drop_invalid_groundtruth(out))
   for field, empty_means_all in (

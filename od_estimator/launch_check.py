@@ -17,10 +17,17 @@ import sys
 from od_estimator import errors
 from od_estimator import validate
 
+# As the original: no step limit trains until the job is stopped.
+_UNBOUNDED_TRAINING = ('train_config.num_steps is 0%s: training runs until '
+                       'stopped.')
+
 
 def check(configs, pipeline_config_path, evaluation_only=False,
           stream=None, command=None):
   """Checks merged configs before launch: prints notes, raises on problems.
+
+  A training job without a step limit (train_config.num_steps 0, no
+  --num_train_steps) gets a note saying it runs until stopped.
 
   Args:
     configs: the configs dict of config_util, with every override applied.
@@ -39,11 +46,14 @@ def check(configs, pipeline_config_path, evaluation_only=False,
   """
   report = validate.Report(pipeline_config_path)
   task_type = _cluster_task_type()
+  trains = not evaluation_only and task_type not in ('evaluator', 'ps')
   validate.check_configs(
-      configs, report,
-      check_train_input_paths=not evaluation_only and task_type not in (
-          'evaluator', 'ps'),
+      configs, report, check_train_input_paths=trains,
       check_eval_input_paths=task_type != 'ps', command=command)
+  if trains and not configs['train_config'].num_steps:
+    report.note(_UNBOUNDED_TRAINING % (
+        '' if command == 'legacy_train' else
+        ' and --num_train_steps is not set'))
   stream = stream or sys.stderr
   for note in report.notes:
     print('note: %s' % note, file=stream)

@@ -41,6 +41,7 @@ from od_estimator import training_hooks
 from od_estimator import xla
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
+from od_estimator.utils import flag_checks
 from od_estimator.utils import interrupts
 
 # An evaluator task polls for new checkpoints this often by default.
@@ -103,6 +104,19 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
 FLAGS = flags.FLAGS
+
+# Count flags: smallest meaningful value (see flag_checks).
+_COUNT_FLAGS = {
+    'num_train_steps': flag_checks.NUM_TRAIN_STEPS,
+    'sample_1_of_n_eval_examples': flag_checks.SAMPLE_1_OF_N,
+    'sample_1_of_n_eval_on_train_examples': flag_checks.SAMPLE_1_OF_N,
+    'max_eval_retries': flag_checks.NON_NEGATIVE,
+    'save_checkpoints_steps': flag_checks.NON_NEGATIVE,
+    'log_every_n_steps': flag_checks.NON_NEGATIVE,
+    'eval_timeout_secs': flag_checks.NON_NEGATIVE,
+    'eval_throttle_secs': flag_checks.NON_NEGATIVE,
+    'num_gpus': flag_checks.NON_NEGATIVE,
+}
 
 
 def _run_config():
@@ -201,6 +215,7 @@ def _print_metrics(result):
 def main(unused_argv):
   flags.mark_flag_as_required('model_dir')
   flags.mark_flag_as_required('pipeline_config_path')
+  flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
   checkpoint = checkpoint_health.resume_point(
       FLAGS.checkpoint_dir, '--checkpoint_dir', FLAGS.resume_from_last_good,

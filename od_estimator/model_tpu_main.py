@@ -34,6 +34,7 @@ from od_estimator import model_lib
 from od_estimator import training_hooks
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
+from od_estimator.utils import flag_checks
 
 flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')
 flags.DEFINE_string('gcp_project', None, 'Project of the Cloud TPU; detected '
@@ -79,6 +80,19 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'kept.')
 FLAGS = flags.FLAGS
 
+# Count flags: smallest meaningful value (see flag_checks).
+_COUNT_FLAGS = {
+    'num_shards': flag_checks.POSITIVE,
+    'iterations_per_loop': flag_checks.POSITIVE,
+    'train_batch_size': flag_checks.NON_NEGATIVE,
+    'num_train_steps': flag_checks.NUM_TRAIN_STEPS,
+    'sample_1_of_n_eval_examples': flag_checks.SAMPLE_1_OF_N,
+    'sample_1_of_n_eval_on_train_examples': flag_checks.SAMPLE_1_OF_N,
+    'max_eval_retries': flag_checks.NON_NEGATIVE,
+    'save_checkpoints_steps': flag_checks.NON_NEGATIVE,
+    'eval_timeout_secs': flag_checks.NON_NEGATIVE,
+}
+
 
 def _run_config():
   """tpu_config.RunConfig; resolves the TPU only when --use_tpu."""
@@ -116,6 +130,7 @@ def _run_config():
 def main(unused_argv):
   flags.mark_flag_as_required('model_dir')
   flags.mark_flag_as_required('pipeline_config_path')
+  flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
   overrides = {}
   if FLAGS.train_batch_size:

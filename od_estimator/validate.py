@@ -2,7 +2,7 @@
 
 Usage:
   od-estimator validate --pipeline_config_path=PATH [--config_override=TEXT]
-      [--check_tpu [--num_shards=8] [--model_dir=gs://...]
+      [--scan_records] [--check_tpu [--num_shards=8] [--model_dir=gs://...]
        [--allow_local_paths]]
   python -m od_estimator.validate --pipeline_config_path=PATH
 
@@ -11,6 +11,7 @@ and exits 0 when the config is ready to train, 1 when it is not. Besides
 syntax, files and sizes, it builds the model, optimizer, augmentation steps
 and input decoders (no training graph), so options this version cannot
 honour are named before launch.
+--scan_records also reads every input record (see record_scanner.scan).
 --check_tpu also builds the TPU training step on CPU (see tpu_check).
 """
 import argparse
@@ -23,7 +24,9 @@ from od_estimator import config_notes
 from od_estimator import errors
 from od_estimator import eval_util
 from od_estimator import inputs
+from od_estimator import record_scanner
 from od_estimator import tpu_check
+from od_estimator.builders import dataset_builder
 from od_estimator.builders import decoder_builder
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
@@ -35,6 +38,8 @@ from od_estimator.utils import label_map_util
 FINE_TUNE_CHECKPOINT_TYPES = ('', 'classification', 'detection')
 _PLACEHOLDER = 'PATH_TO_BE_CONFIGURED'
 _REMOTE_PREFIXES = ('gs://', 's3://', 'hdfs://', 'http://', 'https://')
+# Bad records --scan_records lists before it stops.
+SCAN_LIMIT = 20
 
 
 class Report:
@@ -167,6 +172,16 @@ def _check_input_pattern(pattern, field, report):
     report.error(field, '%s matches only directories, no TFRecord files' %
                  pattern, hint='give a file pattern such as %s' %
                  os.path.join(matches[0], '*.record*'))
+  else:
+    files = sorted(match for match in matches
+                   if not tf.io.gfile.isdir(match))
+    try:
+      problem = dataset_builder.no_records_problem(
+          repr(pattern), files, dataset_builder.file_sizes(files))
+    except errors.UserInputError as error:
+      problem = str(error)
+    if problem:
+      report.error(field, problem)
 
 
 def _check_input_reader(input_config, field, num_classes, report,
@@ -346,7 +361,8 @@ def _check_eval_config(eval_config, report):
     report.error(error.field, error.problem, hint=error.hint)
 
 
-def validate(pipeline_config_path, config_override=None, tpu_options=None):
+def validate(pipeline_config_path, config_override=None, tpu_options=None,
+             scan_records=False):
   """Checks a pipeline config; returns a Report (no exception on bad input).
 
   Args:
@@ -354,6 +370,7 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
     config_override: text proto merged on top of it.
     tpu_options: a tpu_check.TpuOptions to also check the TPU training
       step, or None.
+    scan_records: also read every input record (see _scan_records).
   """
   report = Report(pipeline_config_path)
   dropped = []
@@ -375,7 +392,30 @@ def validate(pipeline_config_path, config_override=None, tpu_options=None):
   check_configs(configs, report)
   if tpu_options is not None:
     tpu_check.check(configs, tpu_options, report)
+  if scan_records:
+    _scan_records(configs, report)
   return report
+
+
+def _scan_records(configs, report):
+  """Adds an error per bad input record (record_scanner.scan) to report.
+
+  Skipped when the config already has problems: the inputs or num_classes
+  the records are checked against may be what is wrong.
+  """
+  if report.errors:
+    report.note('--scan_records: records not scanned; fix the problems '
+                'above first.')
+    return
+  result = record_scanner.scan(configs, limit=SCAN_LIMIT)
+  for problem in result.problems:
+    report.error(None, problem, hint='fix or drop that record')
+  if result.stopped:
+    report.note('--scan_records stopped at %d bad records (after %d '
+                'records); more may follow.' % (SCAN_LIMIT, result.records))
+  else:
+    report.note('--scan_records read %d records: %d bad.' % (
+        result.records, len(result.problems)))
 
 
 def check_configs(configs, report, check_train_input_paths=True,
@@ -431,6 +471,16 @@ def _parser():
   parser.add_argument('--config_override', default='',
                       help='pipeline_pb2.TrainEvalPipelineConfig text proto '
                       'merged on top of the file.')
+  parser.add_argument(
+      '--scan_records', action='store_true',
+      help='Also read every record of the train and eval inputs and list '
+      'each bad one (at most %d) with its file, index and source_id: '
+      'unreadable records, records that are not tf.Examples, images that do '
+      'not decode, box coordinate lists of different lengths, inverted or '
+      'non-finite boxes, per-object lists (class/label or class/text, '
+      'weight, area, is_crowd, difficult, group_of) of another length than '
+      'the boxes, and class ids of 0 or above num_classes. It decodes every '
+      'image: about as long as one epoch of input reading.' % SCAN_LIMIT)
   tpu = parser.add_argument_group(
       'TPU', 'With --check_tpu the training step is built on CPU (per-shard '
       'batch, static shapes, CrossShardOptimizer) and converted by XLA; it '
@@ -474,7 +524,7 @@ def main(argv=None):
   tpu_options = _tpu_options(args, parser)
   try:
     report = validate(args.pipeline_config_path, args.config_override,
-                      tpu_options)
+                      tpu_options, scan_records=args.scan_records)
   except Exception as error:  # pylint: disable=broad-except
     # A check that failed in an unforeseen way: still a report, not a
     # traceback, naming the file and the error.

@@ -124,14 +124,34 @@ def test_undecodable_image_names_file_and_source_id(trained, tmp_path):
   assert 'record 2 of %s' % bad in line
 
 
+def test_class_label_above_num_classes_names_the_record(trained, tmp_path):
+  """Was silently trained as background; now one line, before a step."""
+  examples = [tf.train.Example.FromString(serialized)
+              for serialized in tf.compat.v1.io.tf_record_iterator(
+                  trained[2])]
+  bad = tf.train.Example()
+  bad.CopyFrom(examples[0])
+  features = bad.features.feature
+  # Numeric labels only (class texts would go through the label map).
+  del features['image/object/class/text']
+  labels = features['image/object/class/label'].int64_list.value
+  labels[:] = [4] * len(labels)
+  features['image/source_id'].bytes_list.value[:] = [b'label-4']
+  path = str(tmp_path / 'bad_label.record')
+  with tf.io.TFRecordWriter(path) as writer:
+    for example in examples[:2] + [bad]:
+      writer.write(example.SerializeToString())
+  line = _relaunch_on(trained, tmp_path, path, in_order=True)
+  assert line.startswith('error: image/object/class/label holds class ids 4 '
+                         'outside 1..num_classes=3')
+  assert 'source_id=label-4' in line and 'record 2 of %s' % path in line
+
+
 @pytest.fixture(scope='module')
 def records(tmp_path_factory):
   """Synthetic records and their config, without training (fast tests)."""
-  root = tmp_path_factory.mktemp('scanner')
-  config = tiny_ssd.write_config(root, root / 'data')
-  with open(config) as f:
-    text = f.read()
-  train_glob = os.path.join(str(root / 'data'), 'shapes_train.record-*')
+  _, text, train_glob = tiny_ssd.written_config(
+      tmp_path_factory.mktemp('scanner'))
   return {'text': text, 'train_glob': train_glob,
           'train_record': sorted(tf.io.gfile.glob(train_glob))[0]}
 

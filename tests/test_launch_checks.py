@@ -80,13 +80,23 @@ def test_bad_launch_stops_before_model_dir_is_touched(config, model_dir,
     assert f.read() == _AS_RUN
 
 
-def test_good_launch_writes_the_as_run_config(config, model_dir, capsys):
+def test_good_launch_writes_the_as_run_config_with_the_graph(config, model_dir,
+                                                             capsys):
   parts = _launch(config, model_dir, train_steps=7)
-  with open(os.path.join(model_dir, 'pipeline.config')) as f:
-    as_run = f.read()
-  assert 'num_steps: 7' in as_run and 'depth_multiplier: 0.25' in as_run
   assert parts['train_steps'] == 7
   assert 'note:' not in capsys.readouterr().err
+  as_run = os.path.join(model_dir, 'pipeline.config')
+  with open(as_run) as f:
+    assert f.read() == _AS_RUN  # Not before the training graph is built.
+  estimator = parts['estimator']
+  train = tf.estimator.ModeKeys.TRAIN
+  with tf.Graph().as_default():
+    features, labels, _ = estimator._get_features_and_labels_from_input_fn(  # pylint: disable=protected-access
+        parts['train_input_fn'], train)
+    estimator._call_model_fn(features, labels, train, estimator.config)  # pylint: disable=protected-access
+  with open(as_run) as f:
+    text = f.read()
+  assert 'num_steps: 7' in text and 'depth_multiplier: 0.25' in text
 
 
 def test_notes_are_printed_once_at_launch(config, model_dir, tmp_path, capsys):

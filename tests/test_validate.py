@@ -323,6 +323,30 @@ def test_only_the_missing_glob_of_several_is_reported(data_dir, capsys):
   assert 'no file matches nowhere-*.record' in out
 
 
+def test_a_glob_of_empty_files_is_reported(data_dir, capsys):
+  """Files without records: training would wait forever for the first."""
+  empty = data_dir / 'empty-0.record'
+  empty.write_bytes(b'')
+  text = _break(str(data_dir / 'data' / 'shapes_val.record-?????-of-00001'),
+                str(data_dir / 'empty-*.record'))(_good_config(data_dir))
+  code, out, path = _run(data_dir, text, capsys, name='empty_input.config')
+  assert code == 1
+  assert out.splitlines()[0] == (
+      "error: %s: field `eval_input_reader[0].tf_record_input_reader."
+      "input_path`: '%s' reads 1 file(s) and every one is empty (0 records): "
+      "%s. Write the records first, or point input_path at files that hold "
+      "some." % (path, data_dir / 'empty-*.record', empty))
+
+
+def test_help_describes_scan_records(capsys):
+  with pytest.raises(SystemExit):
+    validate.main(['--help'])
+  help_text = ' '.join(capsys.readouterr().out.split())
+  assert ('--scan_records Also read every record of the train and eval '
+          'inputs and list each bad one (at most 20) with its file, index '
+          'and source_id') in help_text
+
+
 def test_empty_label_map(data_dir, capsys):
   (data_dir / 'empty.pbtxt').write_text('# no items\n')
   text = _good_config(data_dir).replace(

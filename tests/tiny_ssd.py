@@ -73,3 +73,13 @@ def write_config(directory, data_dir, extra=''):
   with open(path, 'w') as f:
     f.write(text + extra)
   return path
+
+
+def written_config(root):
+  """write_config into root/data; returns (path, its text, the train glob)."""
+  path = write_config(root, os.path.join(str(root), 'data'))
+  with open(path) as f:
+    text = f.read()
+  train_glob = os.path.join(str(root), 'data', 'shapes_train.record-*')
+  assert train_glob in text
+  return path, text, train_glob

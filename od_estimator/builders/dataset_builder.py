@@ -12,7 +12,12 @@ workers overlapping shards); fewer files than pipelines is an error.
 
 Missing files: every input_path pattern must match at least one file,
 otherwise build() raises a UserInputError naming the pattern (a typo in one of
-several patterns would otherwise silently drop part of the data).
+several patterns would otherwise silently drop part of the data). Likewise
+every pattern, and each input pipeline's share of the files, must hold
+records (a non-empty file): a repeated input of empty files would wait
+forever for its first record. Files that hold records always give one per
+epoch (sample_1_of_n_examples keeps the first of every n and nothing
+else drops whole examples), so no input can repeat empty epochs.
 
 Corrupt or truncated files are detected while reading, not at build time
 (validating every shard up front would read the whole dataset before
@@ -38,6 +43,7 @@ _READ_BUFFER_BYTES = 8 * 1000 * 1000
 _RECORD_FRAMING_BYTES = 16
 _CHECK_BATCH_SIZE = 16
 _STAT_THREADS = 16
+_FILES_SHOWN = 5
 _logging = tf.compat.v1.logging
 
 
@@ -57,13 +63,13 @@ def make_initializable_iterator(dataset):
   return iterator
 
 
-def _glob(patterns):
-  """Sorted matches of each pattern, concatenated.
+def _glob_each(patterns):
+  """[(pattern, its sorted matches)] for each pattern.
 
   Raises:
     errors.UserInputError: naming the first pattern that matches no file.
   """
-  filenames = []
+  globbed = []
   for pattern in patterns:
     try:
       matches = sorted(tf.io.gfile.glob(pattern))
@@ -73,8 +79,62 @@ def _glob(patterns):
       raise errors.UserInputError(
           'tf_record_input_reader.input_path pattern %r matches no files.'
           % pattern)
-    filenames.extend(matches)
-  return filenames
+    globbed.append((pattern, matches))
+  return globbed
+
+
+def _glob(patterns):
+  """Sorted matches of each pattern, concatenated (see _glob_each)."""
+  return [name for _, matches in _glob_each(patterns) for name in matches]
+
+
+def no_records_problem(what, filenames, sizes):
+  """The problem of an input whose files hold no record, or None.
+
+  A TFRecord file without records is empty (0 bytes); reading only such
+  files, a repeated input would wait forever for its first record.
+
+  Args:
+    what: the input, e.g. "tf_record_input_reader.input_path 'a-*'".
+    filenames: the files it reads.
+    sizes: their sizes in bytes.
+
+  Returns:
+    A one-line message naming the files, or None when one holds records.
+  """
+  if not filenames or any(sizes):
+    return None
+  shown = ', '.join(filenames[:_FILES_SHOWN])
+  if len(filenames) > _FILES_SHOWN:
+    shown += ' (and %d more)' % (len(filenames) - _FILES_SHOWN)
+  return ('%s reads %d file(s) and every one is empty (0 records): %s. '
+          'Write the records first, or point input_path at files that '
+          'hold some.' % (what, len(filenames), shown))
+
+
+def _refuse_inputs_without_records(globbed, sizes, weighted, input_context):
+  """Raises UserInputError when a pattern, or this pipeline, reads nothing.
+
+  Every pattern must hold records, as it must match files. Input pipeline i
+  of n reads every n-th file of each pattern (sample_from_datasets_weights)
+  or of all of them together (see _read_dataset_internal).
+  """
+  name = lambda patterns: 'tf_record_input_reader.input_path %s' % (
+      ', '.join(repr(pattern) for pattern in patterns))
+  inputs = [(name([pattern]), matches) for pattern, matches in globbed]
+  if input_context is not None:
+    shards = inputs if weighted else [
+        (name([pattern for pattern, _ in globbed]),
+         [file for _, matches in globbed for file in matches])]
+    num, index = (input_context.num_input_pipelines,
+                  input_context.input_pipeline_id)
+    inputs += [('input pipeline %d of %d of %s' % (index, num, what),
+                matches[index::num]) for what, matches in shards]
+  for what, matches in inputs:
+    problem = no_records_problem(what, matches,
+                                 [sizes[file] for file in matches])
+    if problem:
+      raise errors.UserInputError(problem)
 
 
 class _FileShardFn:
@@ -196,24 +256,38 @@ def read_dataset(file_read_func, input_files, config, filename_shard_fn=None):
   return tf.data.Dataset.sample_from_datasets(datasets, kept_weights)
 
 
-def _file_sizes(filenames):
+def _file_size(filename):
+  try:
+    return tf.io.gfile.stat(filename).length
+  except tf.errors.NotFoundError as error:
+    raise errors.UserInputError(
+        'input file %s (matched by tf_record_input_reader.input_path) cannot '
+        'be read: %s. A dangling symbolic link? Fix or remove it.' % (
+            filename, error.message)) from None
+
+
+def file_sizes(filenames):
+  """Sizes in bytes of the input files.
+
+  Raises:
+    errors.UserInputError: naming a matched file that cannot be read.
+  """
   # Stat in parallel: on remote file systems each call is a round trip.
   with concurrent.futures.ThreadPoolExecutor(_STAT_THREADS) as pool:
-    return list(pool.map(lambda name: tf.io.gfile.stat(name).length,
-                         filenames))
+    return list(pool.map(_file_size, filenames))
 
 
-def _checked_tfrecord_reader(filenames):
+def _checked_tfrecord_reader(filenames, sizes):
   """TFRecordDataset reader that names a corrupt or truncated file.
 
   Args:
-    filenames: the files that will be read; their sizes are taken now.
+    filenames: the files that will be read.
+    sizes: their sizes in bytes now, when the pipeline is built.
 
   Returns:
     Function of a file name tensor returning its records (see the module
     docstring for the check). Files not in `filenames` are read unchecked.
   """
-  sizes = _file_sizes(filenames)
 
   def read(filename):
     expected = tf.reduce_max(tf.where(tf.equal(filenames, filename),
@@ -280,7 +354,8 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
     ValueError: for a config of the wrong type, external_input_reader or
       another unsupported option (naming the field), an empty input_path,
       or fewer files than input pipelines.
-    errors.UserInputError: if an input_path pattern matches no file.
+    errors.UserInputError: if an input_path pattern matches no file, or
+      a pattern (or this pipeline's share of the files) only empty files.
   """
   if not isinstance(input_reader_config, input_reader_pb2.InputReader):
     raise ValueError('input_reader_config must be an '
@@ -304,9 +379,15 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
       calls = _parallel_calls(input_reader_config, 'num_parallel_map_calls')
     return dataset.map(fn_to_map, num_parallel_calls=calls)
 
-  # read_dataset globs again; this first glob only lists the files whose
-  # sizes the reader checks against.
-  dataset = read_dataset(_checked_tfrecord_reader(_glob(input_files)),
+  # read_dataset globs again; this first glob lists the files whose sizes
+  # the reader checks against and that must hold records.
+  globbed = _glob_each(input_files)
+  filenames = [file for _, matches in globbed for file in matches]
+  sizes = file_sizes(filenames)
+  _refuse_inputs_without_records(
+      globbed, dict(zip(filenames, sizes)),
+      bool(input_reader_config.sample_from_datasets_weights), input_context)
+  dataset = read_dataset(_checked_tfrecord_reader(filenames, sizes),
                          input_files, input_reader_config,
                          filename_shard_fn=shard_function_for_context(
                              input_context))

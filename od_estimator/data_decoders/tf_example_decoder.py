@@ -61,7 +61,7 @@ def _dense(sparse, default):
   return tf.sparse.to_dense(sparse, default_value=default)
 
 
-def _label_map_lookup(label_map_proto_file):
+def label_map_lookup(label_map_proto_file):
   """Returns (texts, ids) matching both item names and display names.
 
   The original looks a text up by name and by display_name and keeps the
@@ -124,7 +124,7 @@ class TfExampleDecoder:
     self._load_context_features = load_context_features
     self._label_map = None
     if label_map_proto_file:
-      self._label_map = _label_map_lookup(label_map_proto_file)
+      self._label_map = label_map_lookup(label_map_proto_file)
     self.keys_to_features = self._features()
 
   def _features(self):

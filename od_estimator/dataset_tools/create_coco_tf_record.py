@@ -35,6 +35,7 @@ from od_estimator import errors
 from od_estimator.dataset_tools import coco_person_features
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
+from od_estimator.utils import flag_checks
 from od_estimator.utils import label_map_util
 
 SKIP_ZERO_SIZE = 'zero width or height'
@@ -393,9 +394,12 @@ def _parser():
                         default='', help='DensePose JSON of the %s split.' %
                         split)
   parser.add_argument('--output_dir', default='/tmp/')
-  parser.add_argument('--num_train_shards', type=int, default=100)
-  parser.add_argument('--num_val_shards', type=int, default=50)
-  parser.add_argument('--num_testdev_shards', type=int, default=50)
+  parser.add_argument('--num_train_shards',
+                      type=flag_checks.at_least(1), default=100)
+  parser.add_argument('--num_val_shards', type=flag_checks.at_least(1),
+                      default=50)
+  parser.add_argument('--num_testdev_shards',
+                      type=flag_checks.at_least(1), default=50)
   return tool_flags.add_logging_flags(parser)
 
 

@@ -39,6 +39,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
+from od_estimator.utils import flag_checks
 from od_estimator.utils import label_map_util
 
 MASK_TYPES = ('png', 'numerical')
@@ -219,7 +220,7 @@ def _parser():
                       action='store_false', help=argparse.SUPPRESS)
   parser.add_argument('--mask_type', default='png', choices=MASK_TYPES,
                       help='How masks are stored with --nofaces_only.')
-  parser.add_argument('--num_shards', type=int, default=10)
+  parser.add_argument('--num_shards', type=flag_checks.at_least(1), default=10)
   return tool_flags.add_logging_flags(parser)
 
 

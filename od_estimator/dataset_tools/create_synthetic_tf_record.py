@@ -29,6 +29,7 @@ import tensorflow as tf
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import file_safety
+from od_estimator.utils import flag_checks
 
 CLASSES = ('circle', 'square', 'triangle')
 LABEL_MAP_NAME = 'shapes_label_map.pbtxt'
@@ -187,16 +188,19 @@ def _parser():
   parser = argparse.ArgumentParser(
       description='Write the synthetic coloured-shapes detection set.')
   parser.add_argument('--output_dir', required=True)
-  parser.add_argument('--num_train', type=int, default=800)
-  parser.add_argument('--num_val', type=int, default=200)
-  parser.add_argument('--image_size', type=int, default=128,
+  parser.add_argument('--num_train', type=flag_checks.at_least(0), default=800)
+  parser.add_argument('--num_val', type=flag_checks.at_least(0), default=200)
+  parser.add_argument('--image_size', type=flag_checks.at_least(1), default=128,
                       help='Images are square, this many pixels a side.')
-  parser.add_argument('--num_train_shards', type=int, default=2)
-  parser.add_argument('--num_val_shards', type=int, default=1)
-  parser.add_argument('--max_shapes', type=int, default=3,
+  parser.add_argument('--num_train_shards',
+                      type=flag_checks.at_least(1), default=2)
+  parser.add_argument('--num_val_shards', type=flag_checks.at_least(1),
+                      default=1)
+  parser.add_argument('--max_shapes', type=flag_checks.at_least(1), default=3,
                       help='Each image holds 1..max_shapes shapes.')
   parser.add_argument('--seed', type=int, default=0)
-  parser.add_argument('--num_sample_images', type=int, default=0,
+  parser.add_argument('--num_sample_images',
+                      type=flag_checks.at_least(0), default=0,
                       help='Also write this many unlabelled images, '
                       'images/shapes_<k>.png, to run a trained model on.')
   # tf.flags boolean spellings: --flag, --flag=true|false, --noflag.

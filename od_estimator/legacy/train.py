@@ -42,6 +42,7 @@ from od_estimator.legacy import cluster
 from od_estimator.legacy import configs as legacy_configs
 from od_estimator.legacy import step_logging
 from od_estimator.utils import checkpoint_health
+from od_estimator.utils import flag_checks
 
 flags.DEFINE_string('master', '', 'Name of the TensorFlow master to use.')
 flags.DEFINE_integer('task', 0, 'task id')
@@ -66,6 +67,14 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --train_dir is damaged, resume from the '
                      'newest intact one; the damaged files are kept.')
 FLAGS = flags.FLAGS
+
+# Count flags: smallest meaningful value (see flag_checks).
+_COUNT_FLAGS = {
+    'task': flag_checks.NON_NEGATIVE,
+    'num_clones': flag_checks.POSITIVE,
+    'worker_replicas': flag_checks.POSITIVE,
+    'ps_tasks': flag_checks.NON_NEGATIVE,
+}
 
 # The original saved a checkpoint every 60 seconds.
 _SAVE_CHECKPOINTS_SECS = 60
@@ -119,6 +128,7 @@ def _model_fn(configs, sync, resume=None):
 
 def main(unused_argv):
   logging.set_verbosity(logging.INFO)
+  flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   if not FLAGS.train_dir:
     raise errors.UserInputError('`train_dir` is missing (--train_dir).')
   _note_cluster_flags()
