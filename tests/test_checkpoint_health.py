@@ -21,7 +21,7 @@ from od_estimator import command_line
 from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator.utils import checkpoint_health
-from tests import file_snapshot
+from tests import file_trees
 from tests import log_capture
 from tests import tiny_ssd
 from tests.command_modules import import_command
@@ -95,14 +95,14 @@ def test_an_unreadable_state_file_is_named(tmp_path, content):
 def test_resume_from_last_good_rewrites_the_state_file_only(tmp_path):
   first, second, third = _save(tmp_path, [1, 2, 3])
   _truncate(third + '.data-00000-of-00001')
-  damaged = file_snapshot.snapshot(tmp_path)
+  damaged = file_trees.snapshot(tmp_path)
   with log_capture.absl_messages() as messages:
     assert checkpoint_health.resume_point(
         str(tmp_path), '--model_dir', resume_from_last_good=True) == second
   assert tf.train.latest_checkpoint(str(tmp_path)) == second
   state = tf.train.get_checkpoint_state(str(tmp_path))
   assert list(state.all_model_checkpoint_paths) == [first, second]
-  after = file_snapshot.snapshot(tmp_path)
+  after = file_trees.snapshot(tmp_path)
   assert after.pop('checkpoint') != damaged.pop('checkpoint')
   assert after == damaged
   assert not glob.glob(str(tmp_path / '*.tmp*'))
@@ -113,12 +113,12 @@ def test_resume_from_last_good_rewrites_the_state_file_only(tmp_path):
 def test_no_intact_checkpoint_left_is_said(tmp_path):
   only, = _save(tmp_path, [1])
   _truncate(only + '.data-00000-of-00001')
-  before = file_snapshot.snapshot(tmp_path)
+  before = file_trees.snapshot(tmp_path)
   with pytest.raises(errors.UserInputError,
                      match='no intact checkpoint is left in that directory'):
     checkpoint_health.resume_point(str(tmp_path), '--model_dir',
                                    resume_from_last_good=True)
-  assert file_snapshot.snapshot(tmp_path) == before
+  assert file_trees.snapshot(tmp_path) == before
 
 
 class _RecordingEstimator:
@@ -200,7 +200,7 @@ def _one_error_line(stderr):
 def test_model_main_refuses_a_truncated_checkpoint_untouched(
     damaged, monkeypatch, capsys):
   config, model_dir, data, intact = damaged
-  before = file_snapshot.snapshot(model_dir)
+  before = file_trees.snapshot(model_dir)
   code, stderr = _launch(model_main, monkeypatch, capsys,
                          _model_main_args(config, model_dir), model_dir)
   assert code == 1
@@ -209,7 +209,7 @@ def test_model_main_refuses_a_truncated_checkpoint_untouched(
   assert 'The last intact checkpoint there is %s' % intact in error
   assert '--resume_from_last_good' in error
   # pipeline.config included: the refusal comes before any write.
-  assert file_snapshot.snapshot(model_dir) == before
+  assert file_trees.snapshot(model_dir) == before
 
 
 def test_model_main_refuses_a_state_naming_missing_files(
@@ -217,7 +217,7 @@ def test_model_main_refuses_a_state_naming_missing_files(
   config, model_dir, data, intact = damaged
   for path in glob.glob(os.path.join(model_dir, 'model.ckpt-1.*')):
     os.remove(path)
-  before = file_snapshot.snapshot(model_dir)
+  before = file_trees.snapshot(model_dir)
   code, stderr = _launch(model_main, monkeypatch, capsys,
                          _model_main_args(config, model_dir), model_dir)
   assert code == 1
@@ -225,7 +225,7 @@ def test_model_main_refuses_a_state_naming_missing_files(
   assert '%s.index does not exist' % os.path.join(
       model_dir, 'model.ckpt-1') in error
   assert intact in error and data not in error
-  assert file_snapshot.snapshot(model_dir) == before
+  assert file_trees.snapshot(model_dir) == before
 
 
 def test_model_main_resumes_from_last_good(damaged, monkeypatch, capsys):
@@ -251,7 +251,7 @@ def test_evaluation_names_the_damaged_checkpoint(damaged, monkeypatch,
   args = ['--pipeline_config_path=%s' % config, '--model_dir=%s' % eval_dir,
           '--checkpoint_dir=%s' % model_dir, '--run_once',
           '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
-  before = file_snapshot.snapshot(model_dir)
+  before = file_trees.snapshot(model_dir)
   code, stderr = _launch(model_main, monkeypatch, capsys, args, eval_dir)
   assert code == 1
   error = _one_error_line(stderr)
@@ -266,13 +266,13 @@ def test_evaluation_names_the_damaged_checkpoint(damaged, monkeypatch,
   code, _ = _launch(model_main, monkeypatch, capsys,
                     args + ['--resume_from_last_good'], eval_dir)
   assert code is None and evaluated == [intact]
-  assert file_snapshot.snapshot(model_dir) == before
+  assert file_trees.snapshot(model_dir) == before
 
 
 def test_legacy_train_refuses_a_truncated_checkpoint(damaged, monkeypatch,
                                                      capsys):
   config, model_dir, data, intact = damaged
-  before = file_snapshot.snapshot(model_dir)
+  before = file_trees.snapshot(model_dir)
   code, stderr = _launch(
       legacy_train, monkeypatch, capsys,
       ['--train_dir=%s' % model_dir, '--pipeline_config_path=%s' % config],
@@ -281,7 +281,7 @@ def test_legacy_train_refuses_a_truncated_checkpoint(damaged, monkeypatch,
   error = _one_error_line(stderr)
   assert error.startswith('error: --train_dir=%s: ' % model_dir)
   assert '%s is truncated' % data in error and intact in error
-  assert file_snapshot.snapshot(model_dir) == before
+  assert file_trees.snapshot(model_dir) == before
 
 
 # ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator import model_lib
 from od_estimator import resume_check
-from tests import file_snapshot
+from tests import file_trees
 from tests import tiny_ssd
 
 
@@ -60,7 +60,7 @@ def test_model_main_stops_before_touching_the_model_dir(trained):
   assert 'num_classes: 3' in text
   five_classes = root / 'five_classes.config'
   five_classes.write_text(text.replace('num_classes: 3', 'num_classes: 5'))
-  before = file_snapshot.snapshot(model_dir)
+  before = file_trees.snapshot(model_dir)
   result = subprocess.run(
       [sys.executable, '-m', 'od_estimator.model_main',
        '--pipeline_config_path=%s' % five_classes,
@@ -78,7 +78,7 @@ def test_model_main_stops_before_touching_the_model_dir(trained):
                    r'\[[\d, ]+\]', error), error
   assert os.path.join(model_dir, 'model.ckpt-1') in error
   assert 'new --model_dir' in error and 'fine_tune_checkpoint' in error
-  assert file_snapshot.snapshot(model_dir) == before
+  assert file_trees.snapshot(model_dir) == before
 
 
 def _model_fn(features, labels, mode, params):
@@ -137,12 +137,12 @@ def test_a_fitting_checkpoint_resumes_after_then_ran_once(one_step):
 
 
 def test_a_mismatch_raises_before_the_estimator_writes(one_step):
-  before, calls = file_snapshot.snapshot(one_step), []
+  before, calls = file_trees.snapshot(one_step), []
   with pytest.raises(errors.UserInputError) as raised:
     _resume(one_step, 4, calls)
   assert 'Box/weights [3, 2] vs [4, 2]' in str(raised.value)
   assert 'Not in the checkpoint' not in str(raised.value)
-  assert not calls and file_snapshot.snapshot(one_step) == before
+  assert not calls and file_trees.snapshot(one_step) == before
 
 
 def test_variables_missing_from_the_checkpoint_are_named(tmp_path):
@@ -175,12 +175,12 @@ def test_replicas_are_checked_once_all_are_built(one_step):
 def test_a_finished_training_is_checked_by_its_evaluation(one_step):
   """At the last step the Estimator skips training: the evaluation graph
   is checked instead, before anything is written."""
-  before, calls = file_snapshot.snapshot(one_step), []
+  before, calls = file_trees.snapshot(one_step), []
   estimator = _estimator(one_step, calls)
   estimator.train(_input_fn(4), max_steps=1)
-  assert file_snapshot.snapshot(one_step) == before
+  assert file_trees.snapshot(one_step) == before
   with pytest.raises(errors.UserInputError, match=r'\[3, 2\] vs \[4, 2\]'):
     estimator.evaluate(_input_fn(4), steps=1)
-  assert not calls and file_snapshot.snapshot(one_step) == before
+  assert not calls and file_trees.snapshot(one_step) == before
   _estimator(one_step, calls).evaluate(_input_fn(3), steps=1)
   assert calls == [one_step]
