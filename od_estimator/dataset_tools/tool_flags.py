@@ -9,6 +9,7 @@ import argparse
 import functools
 import hashlib
 import io
+import json
 import os
 import sys
 
@@ -64,6 +65,25 @@ def read_bytes(path, what='file'):
   except tf.errors.OpError as error:
     raise errors.UserInputError('cannot read %s %s: %s' % (
         what, path, error.message)) from None
+
+
+def read_json(path, what='file'):
+  """The parsed JSON object in `path`; unreadable or invalid JSON is bad input.
+
+  Raises:
+    errors.UserInputError: naming the file and, for invalid JSON, the line.
+  """
+  try:
+    parsed = json.loads(read_bytes(path, what))
+  except ValueError as error:
+    if isinstance(error, errors.UserInputError):
+      raise
+    raise errors.UserInputError('%s %s is not valid JSON: %s' % (
+        what, path, error)) from None
+  if not isinstance(parsed, dict):
+    raise errors.UserInputError('%s %s holds a JSON %s, not an object.' % (
+        what, path, type(parsed).__name__))
+  return parsed
 
 
 def read_image(path):
