@@ -167,6 +167,10 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
   if isinstance(error, (tf.errors.UnavailableError,
                         tf.errors.DeadlineExceededError)):
     return _describe_unreachable(message, environ)
+  if isinstance(error, tf.errors.FailedPreconditionError) and re.search(
+      r'\bis (not )?a directory\b', message):
+    return ('%s. Check the paths in the flags and the pipeline config.' %
+            message)
   if isinstance(error, tf.errors.DataLossError):
     return ('%s is damaged or truncated (%s). Recreate or re-download it.' %
             (path, message) if path else

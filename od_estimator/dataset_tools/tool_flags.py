@@ -16,6 +16,7 @@ import sys
 from PIL import Image
 import tensorflow as tf
 
+from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.utils import dataset_util
 from od_estimator.utils import interrupts
@@ -109,8 +110,9 @@ def read_image(path):
 def reporting_input_errors(main):
   """Decorates a tool's main(argv): bad input becomes one line, exit 1.
 
-  SIGTERM and Ctrl-C stop the tool after the record under way: one line
-  says what was kept, and the exit status is 143 or 130.
+  TensorFlow errors the user can act on (command_line.describe_op_error)
+  too. SIGTERM and Ctrl-C stop the tool after the record under way: one
+  line says what was kept, and the exit status is 143 or 130.
   """
 
   @functools.wraps(main)
@@ -126,6 +128,12 @@ def reporting_input_errors(main):
       sys.exit(stop.exit_status)
     except errors.UserInputError as error:
       errors.fail(error)
+    except tf.errors.OpError as error:
+      # A full disk, a forbidden or misnamed path: one line; else a bug.
+      described = command_line.describe_op_error(error)
+      if not described:
+        raise
+      errors.fail(described)
 
   return wrapper
 
