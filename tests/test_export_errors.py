@@ -6,39 +6,26 @@ defines the same flags, so its CLI is tested in a subprocess in
 test_export_tflite_ssd_graph.py.
 """
 import pytest
-import tensorflow as tf
 
 from tests.command_modules import import_command
 
+from tests import small_checkpoints
 from tests import tiny_ssd
 
 export_inference_graph = import_command('export_inference_graph')
 
 
-def _write_checkpoint(prefix):
-  """An intact checkpoint of one variable (not of the model) at prefix."""
-  with tf.Graph().as_default():
-    variable = tf.compat.v1.Variable(1.0, name='v')
-    saver = tf.compat.v1.train.Saver([variable])
-    with tf.compat.v1.Session() as sess:
-      sess.run(variable.initializer)
-      saver.save(sess, prefix, write_meta_graph=False, write_state=False)
-  return prefix
-
-
 @pytest.fixture
 def fake_checkpoint(tmp_path):
   """An intact checkpoint: enough to pass the checkpoint lookup."""
-  return _write_checkpoint(str(tmp_path / 'model.ckpt-1'))
+  return small_checkpoints.save(tmp_path, [1])[0]
 
 
 def test_damaged_checkpoint_names_file_and_intact_one(capsys, tmp_path):
   # The newest checkpoint's data cut short, the older one beside it intact.
-  older = _write_checkpoint(str(tmp_path / 'model.ckpt-1'))
-  newest = _write_checkpoint(str(tmp_path / 'model.ckpt-2'))
+  older, newest = small_checkpoints.save(tmp_path, [1, 2])
   data = newest + '.data-00000-of-00001'
-  with open(data, 'r+b') as f:
-    f.truncate(1)
+  small_checkpoints.truncate(data)
   line = _one_error_line(capsys, export_inference_graph.main,
                          _inference_graph_flags(
                              tmp_path, trained_checkpoint_prefix=newest))
