@@ -29,6 +29,7 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.builders import preprocessor_builder
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
 
@@ -293,6 +294,11 @@ def _check_train_config(train_config, report):
     report.error('train_config.fine_tune_checkpoint',
                  'no checkpoint at %s (%s.index not found)' %
                  (checkpoint, checkpoint), hint=hint)
+  elif checkpoint_health.problem(checkpoint):
+    report.error('train_config.fine_tune_checkpoint',
+                 'checkpoint %s is damaged: %s' % (
+                     checkpoint, checkpoint_health.problem(checkpoint)),
+                 hint='download or copy it again')
 
 
 # What builders raise for an option they cannot honour.
