@@ -86,6 +86,17 @@ class DetectError(errors.UserInputError):
   """A problem that stops the whole run; the message is one line."""
 
 
+def _non_negative_int(text):
+  """--max_boxes: -1 would silently keep no detection at all."""
+  try:
+    value = int(text)
+  except ValueError:
+    value = -1
+  if value < 0:
+    raise argparse.ArgumentTypeError('must be 0 or more, got %s' % text)
+  return value
+
+
 def _parser():
   parser = argparse.ArgumentParser(
       prog='od-estimator detect',
@@ -106,7 +117,7 @@ def _parser():
   parser.add_argument('--min_score_threshold', type=float, default=0.5,
                       help='keep detections scoring at least this '
                            '(default 0.5).')
-  parser.add_argument('--max_boxes', type=int, default=100,
+  parser.add_argument('--max_boxes', type=_non_negative_int, default=100,
                       help='keep at most this many detections per image '
                            '(default 100).')
   ids = parser.add_mutually_exclusive_group()
