@@ -14,6 +14,7 @@ honour are named before launch.
 --check_tpu also builds the TPU training step on CPU (see tpu_check).
 """
 import argparse
+import math
 import os
 import sys
 
@@ -238,7 +239,9 @@ def _check_learning_rate(optimizer_config, report):
     rates += [('schedule[%d].learning_rate' % index, step.learning_rate, True)
               for index, step in enumerate(schedule.schedule)]
   for name, rate, must_be_positive in rates:
-    if rate < 0 or (must_be_positive and rate == 0):
+    # NaN or inf would make every loss non-finite from the first step.
+    if not math.isfinite(rate) or rate < 0 or (must_be_positive and
+                                               rate == 0):
       report.error('%s.%s' % (prefix, name), 'a learning rate must be %s, '
                    'got %g' % ('positive' if must_be_positive else
                                'zero or positive', rate),

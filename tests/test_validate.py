@@ -199,6 +199,11 @@ LEARNING_RATE_CASES = {
         'manual_step_learning_rate.schedule[1].learning_rate',
     'cosine_decay_learning_rate { learning_rate_base: -0.002 }':
         'cosine_decay_learning_rate.learning_rate_base',
+    # Not numbers: every loss would be NaN from the first step.
+    'constant_learning_rate { learning_rate: nan }':
+        'constant_learning_rate.learning_rate',
+    'cosine_decay_learning_rate { learning_rate_base: inf }':
+        'cosine_decay_learning_rate.learning_rate_base',
 }
 
 
