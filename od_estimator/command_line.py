@@ -140,8 +140,7 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
   Returns:
     The message, or None when the error is not one of the kinds below.
   """
-  # Without the op context TensorFlow appends (`[[{{node ...}}]]`).
-  message = ' '.join((error.message or '').split('[[')[0].split())
+  message = _own_words(error)
   path = _path_in(message)
   if isinstance(error, tf.errors.ResourceExhaustedError):
     if 'no space left' in message.lower():
@@ -176,6 +175,18 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
             (path, message) if path else
             'a file is damaged or truncated: %s' % message)
   return None
+
+
+def _own_words(error):
+  """An OpError's message on one line, without what TensorFlow adds.
+
+  Not the op context (`[[{{node ...}}]]`), nor the Python stack of the
+  failing node (`Detected at node X defined at ...: <stack> Node: 'X'`),
+  whose source files would be taken for the path at fault.
+  """
+  text = (error.message or '').split('[[')[0]
+  text = re.split(r"^Node: '[^'\n]*'$", text, flags=re.MULTILINE)[-1]
+  return ' '.join(text.split())
 
 
 def _path_in(message):

@@ -221,6 +221,15 @@ def test_config_mistakes_deep_in_the_code_are_user_input_errors(
     (tf.errors.UnavailableError(None, None, 'Socket closed'),
      'a service did not answer in time (Socket closed). Check the network '
      'and retry.'),
+    # A graph execution error: the node's Python stack is left out.
+    (tf.errors.ResourceExhaustedError(None, None, (
+        "Graph execution error:\n\nDetected at node 'save/SaveV2' defined "
+        'at (most recent call last):\n  File "/usr/lib/od/export.py", line '
+        "9, in main\nNode: 'save/SaveV2'\n/data/out/model.ckpt.tmp; No "
+        'space left on device\n\t [[{{node save/SaveV2}}]]')),
+     'no space left on the device holding /data/out/model.ckpt.tmp '
+     '(/data/out/model.ckpt.tmp; No space left on device). Free some space '
+     'or write to another disk.'),
     (tf.errors.InvalidArgumentError(None, None, 'shape mismatch'), None),
     (tf.errors.InternalError(None, None, 'cuDNN failed'), None),
 ])
