@@ -55,6 +55,7 @@ def run_training(main, model_dir, doc, module_name):
     return _print_help(doc, module_name)
 
   def checked_main(argv):
+    check_tf_config()
     file_safety.check_directory_destination(model_dir(), '--model_dir')
     # A full disk: one line (disk_full.describe), the failed save removed.
     with disk_full.reported(model_dir()):
@@ -62,6 +63,33 @@ def run_training(main, model_dir, doc, module_name):
 
   program = os.path.splitext(os.path.basename(sys.argv[0]))[0]
   _run_at_boundary(lambda: app.run(checked_main), program, model_dir)
+
+
+def check_tf_config():
+  """Raises UserInputError when the TF_CONFIG cluster cannot be used.
+
+  Every training command's RunConfig reads it; malformed JSON, a value
+  that is not an object or a task missing from its cluster is one line
+  naming TF_CONFIG, before anything is built.
+  """
+  text = os.environ.get('TF_CONFIG')
+  if not text:
+    return
+  try:
+    parsed = json.loads(text)
+  except ValueError as error:
+    raise errors.UserInputError(
+        'TF_CONFIG is not valid JSON (%s): %s. Fix the environment variable '
+        'or unset it to train on this machine alone.' % (error, text))
+  if not isinstance(parsed, dict):
+    raise errors.UserInputError(
+        'TF_CONFIG must be a JSON object with "cluster" and "task", got: %s'
+        % text)
+  try:
+    tf.estimator.RunConfig()
+  except ValueError as error:
+    raise errors.UserInputError('TF_CONFIG does not describe a usable task: '
+                                '%s (TF_CONFIG=%s)' % (error, text))
 
 
 def _run_at_boundary(command, name, model_dir=lambda: None):
@@ -112,8 +140,7 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
   Returns:
     The message, or None when the error is not one of the kinds below.
   """
-  # Without the op context TensorFlow appends (`[[{{node ...}}]]`).
-  message = ' '.join((error.message or '').split('[[')[0].split())
+  message = _own_words(error)
   path = _path_in(message)
   if isinstance(error, tf.errors.ResourceExhaustedError):
     if 'no space left' in message.lower():
@@ -139,11 +166,27 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
   if isinstance(error, (tf.errors.UnavailableError,
                         tf.errors.DeadlineExceededError)):
     return _describe_unreachable(message, environ)
+  if isinstance(error, tf.errors.FailedPreconditionError) and re.search(
+      r'\bis (not )?a directory\b', message):
+    return ('%s. Check the paths in the flags and the pipeline config.' %
+            message)
   if isinstance(error, tf.errors.DataLossError):
     return ('%s is damaged or truncated (%s). Recreate or re-download it.' %
             (path, message) if path else
             'a file is damaged or truncated: %s' % message)
   return None
+
+
+def _own_words(error):
+  """An OpError's message on one line, without what TensorFlow adds.
+
+  Not the op context (`[[{{node ...}}]]`), nor the Python stack of the
+  failing node (`Detected at node X defined at ...: <stack> Node: 'X'`),
+  whose source files would be taken for the path at fault.
+  """
+  text = (error.message or '').split('[[')[0]
+  text = re.split(r"^Node: '[^'\n]*'$", text, flags=re.MULTILINE)[-1]
+  return ' '.join(text.split())
 
 
 def _path_in(message):

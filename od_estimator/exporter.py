@@ -33,6 +33,7 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.protos import pipeline_pb2
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 from od_estimator.utils import file_safety
 from od_estimator.utils import graph_building
@@ -172,7 +173,7 @@ def _resolve_checkpoint(trained_checkpoint_prefix):
   """Returns the checkpoint prefix; a directory means its latest checkpoint.
 
   Raises:
-    ValueError: when there is no readable checkpoint there.
+    UserInputError: when there is no checkpoint there, or it is damaged.
   """
   prefix = trained_checkpoint_prefix
   if prefix and tf.io.gfile.isdir(prefix):
@@ -188,7 +189,22 @@ def _resolve_checkpoint(trained_checkpoint_prefix):
         'checkpoint not found: %s (pass the prefix of the '
         '.index/.data files, e.g. path/model.ckpt-50000).' %
         prefix)
+  _check_intact(prefix)
   return prefix
+
+
+def _check_intact(prefix):
+  """Raises UserInputError naming the damaged file and an intact neighbour."""
+  wrong = checkpoint_health.problem(prefix)
+  if wrong is None:
+    return
+  good = checkpoint_health.last_intact(os.path.dirname(prefix) or '.',
+                                       skip=(prefix,))
+  raise errors.UserInputError(
+      'checkpoint %s is damaged: %s. %s' % (
+          prefix, wrong, 'The last intact checkpoint beside it is %s: '
+          'export that one.' % good if good else
+          'No intact checkpoint is beside it.'))
 
 
 def _restore_lenient(sess, name_to_variable, checkpoint_prefix):

@@ -380,7 +380,8 @@ def create_estimator_and_inputs(run_config, hparams=None,
                                 save_final_config=False,
                                 postprocess_on_cpu=False, export_to_tpu=None,
                                 check_configs=None,
-                                resume_from_last_good=False, **kwargs):
+                                resume_from_last_good=False,
+                                evaluated_checkpoint=None, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -410,6 +411,9 @@ def create_estimator_and_inputs(run_config, hparams=None,
     resume_from_last_good: when model_dir's latest checkpoint is damaged,
       resume from its newest intact one (see checkpoint_health.resume_point)
       instead of raising errors.UserInputError.
+    evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
+      evaluated first; the evaluation graph is checked against it
+      (resume_check) before it is restored.
     **kwargs: further generic config overrides (key=value).
 
   Returns:
@@ -474,6 +478,10 @@ def create_estimator_and_inputs(run_config, hparams=None,
     # Written once the graph is built (and fits the checkpoint resumed from).
     model_fn = resume_check.checked_model_fn(
         model_fn, run_config.model_dir, checkpoint, save)
+  elif evaluated_checkpoint:
+    model_fn = resume_check.checked_model_fn(
+        model_fn, os.path.dirname(evaluated_checkpoint), evaluated_checkpoint,
+        lambda: None, evaluating=True)
   if use_tpu_estimator:
     estimator = tpu_estimator.TPUEstimator(
         model_fn=model_fn, train_batch_size=train_config.batch_size,

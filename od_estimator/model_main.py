@@ -229,6 +229,7 @@ def main(unused_argv):
           FLAGS.sample_1_of_n_eval_on_train_examples),
       save_final_config=FLAGS.checkpoint_dir is None,
       resume_from_last_good=FLAGS.resume_from_last_good,
+      evaluated_checkpoint=checkpoint,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,

@@ -16,7 +16,8 @@ from od_estimator import errors
 _MAX_NAMES = 20
 
 
-def checked_model_fn(model_fn, model_dir, checkpoint, then):
+def checked_model_fn(model_fn, model_dir, checkpoint, then,
+                     evaluating=False):
   """model_fn, checking the training graph it builds against `checkpoint`.
 
   The graph's global variables are what the Estimator's Saver restores
@@ -35,6 +36,8 @@ def checked_model_fn(model_fn, model_dir, checkpoint, then):
     checkpoint: the checkpoint in model_dir training would resume from, or
       None when it starts afresh (then only `then()` runs).
     then: fn() run once the check has passed (writing the run's files).
+    evaluating: model_dir is the --checkpoint_dir of an evaluation-only
+      run, which the message names instead.
 
   Returns:
     fn(features, labels, mode, params=None), the same EstimatorSpecs.
@@ -50,8 +53,8 @@ def checked_model_fn(model_fn, model_dir, checkpoint, then):
          for variable in tf.compat.v1.global_variables()}
     ) if checkpoint else ([], [])
     if mismatched or missing:
-      raise errors.UserInputError(
-          mismatch_message(model_dir, checkpoint, mismatched, missing))
+      raise errors.UserInputError(mismatch_message(
+          model_dir, checkpoint, mismatched, missing, evaluating))
     then()
     checked.append(checkpoint)
 
@@ -116,12 +119,15 @@ def _listed(items):
   return shown
 
 
-def mismatch_message(model_dir, checkpoint, mismatched, missing):
+def mismatch_message(model_dir, checkpoint, mismatched, missing,
+                     evaluating=False):
   """The error naming what differs and how to go on."""
-  parts = ['--model_dir=%s holds checkpoint %s of a different model than '
-           'this pipeline config builds (did num_classes, the feature '
-           'extractor or the optimizer change since it was written?), so '
-           'training cannot resume from it.' % (model_dir, checkpoint)]
+  parts = ['%s=%s holds checkpoint %s of a different model than this '
+           'pipeline config builds (did num_classes, the feature extractor '
+           'or the optimizer change since it was written?), so %s.' % (
+               '--checkpoint_dir' if evaluating else '--model_dir',
+               model_dir, checkpoint, 'it cannot be evaluated with this '
+               'config' if evaluating else 'training cannot resume from it')]
   if mismatched:
     parts.append('Shape differs (checkpoint vs model) for %d variable(s): '
                  '%s.' % (len(mismatched), _listed(
@@ -129,6 +135,10 @@ def mismatch_message(model_dir, checkpoint, mismatched, missing):
   if missing:
     parts.append('Not in the checkpoint: %d variable(s): %s.' % (
         len(missing), _listed(missing)))
+  if evaluating:
+    parts.append('Nothing was changed. Evaluate with the pipeline.config '
+                 'the training wrote into its model_dir.')
+    return ' '.join(parts)
   parts.append(
       'Nothing in --model_dir was changed. Train into a new --model_dir, '
       'or start a new --model_dir from the old weights with train_config { '

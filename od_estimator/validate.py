@@ -15,6 +15,7 @@ honour are named before launch.
 --check_tpu also builds the TPU training step on CPU (see tpu_check).
 """
 import argparse
+import math
 import os
 import sys
 
@@ -32,6 +33,7 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.builders import optimizer_builder
 from od_estimator.builders import preprocessor_builder
+from od_estimator.utils import checkpoint_health
 from od_estimator.utils import config_util
 from od_estimator.utils import label_map_util
 
@@ -252,7 +254,9 @@ def _check_learning_rate(optimizer_config, report):
     rates += [('schedule[%d].learning_rate' % index, step.learning_rate, True)
               for index, step in enumerate(schedule.schedule)]
   for name, rate, must_be_positive in rates:
-    if rate < 0 or (must_be_positive and rate == 0):
+    # NaN or inf would make every loss non-finite from the first step.
+    if not math.isfinite(rate) or rate < 0 or (must_be_positive and
+                                               rate == 0):
       report.error('%s.%s' % (prefix, name), 'a learning rate must be %s, '
                    'got %g' % ('positive' if must_be_positive else
                                'zero or positive', rate),
@@ -308,6 +312,11 @@ def _check_train_config(train_config, report):
     report.error('train_config.fine_tune_checkpoint',
                  'no checkpoint at %s (%s.index not found)' %
                  (checkpoint, checkpoint), hint=hint)
+  elif checkpoint_health.problem(checkpoint):
+    report.error('train_config.fine_tune_checkpoint',
+                 'checkpoint %s is damaged: %s' % (
+                     checkpoint, checkpoint_health.problem(checkpoint)),
+                 hint='download or copy it again')
 
 
 # What builders raise for an option they cannot honour.

@@ -23,6 +23,7 @@ from od_estimator import model_lib
 from od_estimator.utils import checkpoint_health
 from tests import file_trees
 from tests import log_capture
+from tests import small_checkpoints
 from tests import tiny_ssd
 from tests.command_modules import import_command
 
@@ -30,25 +31,8 @@ model_main = import_command('model_main')
 legacy_train = import_command('legacy.train')
 
 
-def _save(directory, steps, size=100):
-  """Saves a one-variable checkpoint at each step; returns the prefixes."""
-  prefixes = []
-  with tf.Graph().as_default():
-    step = tf.compat.v1.train.get_or_create_global_step()
-    tf.compat.v1.get_variable('weights', [size, 3])
-    saver = tf.compat.v1.train.Saver(sharded=True)
-    with tf.compat.v1.Session() as session:
-      session.run(tf.compat.v1.global_variables_initializer())
-      for value in steps:
-        session.run(step.assign(value))
-        prefixes.append(saver.save(session, os.path.join(
-            str(directory), 'model.ckpt'), global_step=step))
-  return prefixes
-
-
-def _truncate(path, size=100):
-  with open(path, 'r+b') as f:
-    f.truncate(size)
+_save = small_checkpoints.save
+_truncate = small_checkpoints.truncate
 
 
 def test_problem_finds_truncated_and_missing_files(tmp_path):

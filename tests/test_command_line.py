@@ -91,6 +91,27 @@ def test_model_dir_under_a_file_is_one_line(capsys, monkeypatch, tmp_path):
       model_dir, tmp_path / 'file'))
 
 
+@pytest.mark.parametrize('tf_config, expected', [
+    ("{cluster: {chief: ['a:1']}}", 'TF_CONFIG is not valid JSON'),
+    ('["chief"]', 'TF_CONFIG must be a JSON object'),
+    (json.dumps({'cluster': {'chief': ['a:1']},
+                 'task': {'type': 'worker', 'index': 0}}),
+     'TF_CONFIG does not describe a usable task')])
+def test_unusable_tf_config_is_one_line(capsys, monkeypatch, tf_config,
+                                        expected):
+  monkeypatch.setattr('sys.argv', ['model_main'])
+  monkeypatch.setenv('TF_CONFIG', tf_config)
+
+  def main(argv):
+    del argv  # Unused.
+    tf.estimator.RunConfig()  # As every training command does first.
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_training(
+      main, lambda: None, 'doc', __name__))
+  assert code == 1
+  assert err.count('\n') == 1
+  assert err.startswith('error: ' + expected)
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
 def test_read_only_model_dir_is_one_line(capsys, monkeypatch, tmp_path):
   monkeypatch.setattr('sys.argv', ['model_main'])
@@ -200,6 +221,15 @@ def test_config_mistakes_deep_in_the_code_are_user_input_errors(
     (tf.errors.UnavailableError(None, None, 'Socket closed'),
      'a service did not answer in time (Socket closed). Check the network '
      'and retry.'),
+    # A graph execution error: the node's Python stack is left out.
+    (tf.errors.ResourceExhaustedError(None, None, (
+        "Graph execution error:\n\nDetected at node 'save/SaveV2' defined "
+        'at (most recent call last):\n  File "/usr/lib/od/export.py", line '
+        "9, in main\nNode: 'save/SaveV2'\n/data/out/model.ckpt.tmp; No "
+        'space left on device\n\t [[{{node save/SaveV2}}]]')),
+     'no space left on the device holding /data/out/model.ckpt.tmp '
+     '(/data/out/model.ckpt.tmp; No space left on device). Free some space '
+     'or write to another disk.'),
     (tf.errors.InvalidArgumentError(None, None, 'shape mismatch'), None),
     (tf.errors.InternalError(None, None, 'cuDNN failed'), None),
 ])

@@ -252,6 +252,16 @@ def test_bad_label_map_and_input_are_one_line(export_dir, inputs, tmp_path,
   assert err.strip().count('\n') == 0 and 'no images' in err
 
 
+def test_negative_max_boxes_is_refused(capsys):
+  # Read as "no limit" by users, it kept no detection and exited 0.
+  with pytest.raises(SystemExit) as raised:
+    detect.main(['--saved_model_dir=m', '--label_map_path=l', '--input=i',
+                 '--max_boxes=-1'])
+  assert raised.value.code == 2
+  assert ('argument --max_boxes: must be at least 1, got -1' in
+          capsys.readouterr().err)
+
+
 def test_help_documents_the_exit_code(capsys):
   with pytest.raises(SystemExit):
     cli.main(['detect', '--help'])

@@ -9,6 +9,7 @@ import pytest
 
 from tests.command_modules import import_command
 
+from tests import small_checkpoints
 from tests import tiny_ssd
 
 export_inference_graph = import_command('export_inference_graph')
@@ -16,9 +17,22 @@ export_inference_graph = import_command('export_inference_graph')
 
 @pytest.fixture
 def fake_checkpoint(tmp_path):
-  """A prefix whose .index exists: enough to pass the checkpoint lookup."""
-  (tmp_path / 'model.ckpt-1.index').write_bytes(b'')
-  return str(tmp_path / 'model.ckpt-1')
+  """An intact checkpoint: enough to pass the checkpoint lookup."""
+  return small_checkpoints.save(tmp_path, [1])[0]
+
+
+def test_damaged_checkpoint_names_file_and_intact_one(capsys, tmp_path):
+  # The newest checkpoint's data cut short, the older one beside it intact.
+  older, newest = small_checkpoints.save(tmp_path, [1, 2])
+  data = newest + '.data-00000-of-00001'
+  small_checkpoints.truncate(data)
+  line = _one_error_line(capsys, export_inference_graph.main,
+                         _inference_graph_flags(
+                             tmp_path, trained_checkpoint_prefix=newest))
+  assert line.startswith('error: checkpoint %s is damaged: %s is truncated' %
+                         (newest, data))
+  assert 'The last intact checkpoint beside it is %s' % older in line
+  assert not (tmp_path / 'out').exists()
 
 
 def _one_error_line(capsys, main, argv):

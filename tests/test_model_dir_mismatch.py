@@ -184,3 +184,21 @@ def test_a_finished_training_is_checked_by_its_evaluation(one_step):
   assert not calls and file_trees.snapshot(one_step) == before
   _estimator(one_step, calls).evaluate(_input_fn(3), steps=1)
   assert calls == [one_step]
+
+
+def test_an_evaluation_only_run_names_its_checkpoint_dir(one_step):
+  """model_main --checkpoint_dir: the evaluation graph is checked before the
+  restore, which otherwise failed deep in the graph with a traceback."""
+  checkpoint = tf.train.latest_checkpoint(one_step)
+  model_fn = resume_check.checked_model_fn(
+      _model_fn, one_step, checkpoint, lambda: None, evaluating=True)
+  before = file_snapshot.snapshot(one_step)
+  estimator = tf.estimator.Estimator(model_fn)
+  with pytest.raises(errors.UserInputError) as raised:
+    estimator.evaluate(_input_fn(4), steps=1, checkpoint_path=checkpoint)
+  message = str(raised.value)
+  assert message.startswith('--checkpoint_dir=%s holds checkpoint %s' % (
+      one_step, checkpoint))
+  assert 'cannot be evaluated with this config' in message
+  assert 'Box/weights [3, 2] vs [4, 2]' in message
+  assert file_snapshot.snapshot(one_step) == before

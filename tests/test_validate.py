@@ -9,6 +9,7 @@ from od_estimator import cli
 from od_estimator import validate
 from od_estimator.builders import model_builder
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
+from tests import small_checkpoints
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
@@ -198,6 +199,11 @@ LEARNING_RATE_CASES = {
         'manual_step_learning_rate.schedule[1].learning_rate',
     'cosine_decay_learning_rate { learning_rate_base: -0.002 }':
         'cosine_decay_learning_rate.learning_rate_base',
+    # Not numbers: every loss would be NaN from the first step.
+    'constant_learning_rate { learning_rate: nan }':
+        'constant_learning_rate.learning_rate',
+    'cosine_decay_learning_rate { learning_rate_base: inf }':
+        'cosine_decay_learning_rate.learning_rate_base',
 }
 
 
@@ -355,6 +361,19 @@ def test_empty_label_map(data_dir, capsys):
   code, out, _ = _run(data_dir, text, capsys, name='empty_map.config')
   assert code == 1
   assert 'empty.pbtxt has no items' in out
+
+
+def test_damaged_fine_tune_checkpoint(data_dir, capsys):
+  # Found before training instead of an OutOfRangeError once it restores.
+  prefix, = small_checkpoints.save(data_dir / 'fine_tune', [5])
+  small_checkpoints.truncate(prefix + '.data-00000-of-00001')
+  text = _good_config(data_dir).replace(
+      'batch_size: 16', 'batch_size: 16 fine_tune_checkpoint: "%s"' % prefix)
+  code, out, path = _run(data_dir, text, capsys, name='damaged_ft.config')
+  assert code == 1
+  assert out.startswith('error: %s: field `train_config.fine_tune_checkpoint`'
+                        ': checkpoint %s is damaged: %s.data-00000-of-00001 '
+                        'is truncated' % (path, prefix, prefix)), out
 
 
 def test_relative_paths_are_read_from_the_launch_directory(

@@ -189,8 +189,8 @@ FAILING = {
     'checkpoint_without_matching_variables': (
         (('batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: '
           '"{checkpoint}" fine_tune_checkpoint_type: "detection"'),), ALLOW,
-        ['train_config.fine_tune_checkpoint', 'scaffold_fn would restore '
-         'nothing', "a 'detection' checkpoint", 'unrelated/weights'],
+        ['train_config.fine_tune_checkpoint', '(detection): only 0 of the 2 '
+         'variables', 'unrelated/weights'],
         'train_config.fine_tune_checkpoint'),
 }
 

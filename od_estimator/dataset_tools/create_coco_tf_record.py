@@ -21,7 +21,6 @@ import argparse
 import collections
 import hashlib
 import io
-import json
 import logging
 import os
 import sys
@@ -249,7 +248,7 @@ def _annotations_by_image(annotations_file, what):
   """{image id: {annotation id: annotation}} of a COCO JSON, or None."""
   if not annotations_file:
     return None
-  data = json.loads(tool_flags.read_bytes(annotations_file, what))
+  data = tool_flags.read_json(annotations_file, what)
   index = collections.defaultdict(dict)
   for annotation in data.get('annotations', []):
     index[annotation['image_id']][annotation['id']] = annotation
@@ -282,13 +281,16 @@ def _create_tf_record_from_coco_annotations(
     skipped', 'num_densepose_annotations_skipped', 'output_path', 'files'
     (shard names).
   """
-  groundtruth = json.loads(
-      tool_flags.read_bytes(annotations_file, 'annotations file'))
+  groundtruth = tool_flags.read_json(annotations_file, 'annotations file')
   person_annotations = [
       _annotations_by_image(keypoint_annotations_file,
                             'keypoint annotations file'),
       _annotations_by_image(densepose_annotations_file,
                             'DensePose annotations file')]
+  if not isinstance(groundtruth.get('images'), list):
+    raise errors.UserInputError(
+        'annotations file %s has no "images" list: not a COCO annotations '
+        'file.' % annotations_file)
   images = groundtruth['images']
   category_index = label_map_util.create_category_index(
       groundtruth.get('categories', []))

@@ -9,12 +9,14 @@ import argparse
 import functools
 import hashlib
 import io
+import json
 import os
 import sys
 
 from PIL import Image
 import tensorflow as tf
 
+from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.utils import dataset_util
 from od_estimator.utils import interrupts
@@ -66,6 +68,25 @@ def read_bytes(path, what='file'):
         what, path, error.message)) from None
 
 
+def read_json(path, what='file'):
+  """The parsed JSON object in `path`; unreadable or invalid JSON is bad input.
+
+  Raises:
+    errors.UserInputError: naming the file and, for invalid JSON, the line.
+  """
+  try:
+    parsed = json.loads(read_bytes(path, what))
+  except ValueError as error:
+    if isinstance(error, errors.UserInputError):
+      raise
+    raise errors.UserInputError('%s %s is not valid JSON: %s' % (
+        what, path, error)) from None
+  if not isinstance(parsed, dict):
+    raise errors.UserInputError('%s %s holds a JSON %s, not an object.' % (
+        what, path, type(parsed).__name__))
+  return parsed
+
+
 def read_image(path):
   """Reads an image file; returns (encoded bytes, opened PIL image).
 
@@ -89,8 +110,9 @@ def read_image(path):
 def reporting_input_errors(main):
   """Decorates a tool's main(argv): bad input becomes one line, exit 1.
 
-  SIGTERM and Ctrl-C stop the tool after the record under way: one line
-  says what was kept, and the exit status is 143 or 130.
+  TensorFlow errors the user can act on (command_line.describe_op_error)
+  too. SIGTERM and Ctrl-C stop the tool after the record under way: one
+  line says what was kept, and the exit status is 143 or 130.
   """
 
   @functools.wraps(main)
@@ -106,6 +128,12 @@ def reporting_input_errors(main):
       sys.exit(stop.exit_status)
     except errors.UserInputError as error:
       errors.fail(error)
+    except tf.errors.OpError as error:
+      # A full disk, a forbidden or misnamed path: one line; else a bug.
+      described = command_line.describe_op_error(error)
+      if not described:
+        raise
+      errors.fail(described)
 
   return wrapper
 

@@ -450,6 +450,24 @@ def supported_override_keys():
                 set(input_config_overrides.LEGACY_INPUT_KEYS))
 
 
+class OverrideError(errors.UserInputError, TypeError):
+  """An override whose value or config does not fit its key.
+
+  A TypeError too, as the original raised for these.
+  """
+
+
+def _apply_strategy_override(configs, key, value):
+  """Runs the updater of `key`; a value or config it rejects is bad input."""
+  try:
+    _STRATEGY_UPDATERS[key](configs, value)
+  except errors.UserInputError:
+    raise
+  except (TypeError, ValueError) as error:
+    raise OverrideError('Override %s=%r does not fit: %s. Fix it in '
+                        '--hparams_overrides.' % (key, value, error)) from error
+
+
 def merge_external_params_with_configs(configs, hparams=None,
                                        kwargs_dict=None):
   """Returns a copy of `configs` with the given overrides applied.
@@ -479,8 +497,9 @@ def merge_external_params_with_configs(configs, hparams=None,
     A new configs dict.
 
   Raises:
-    ValueError: for an unknown key, naming the keys that are accepted.
-    TypeError: for a value that does not fit its field.
+    UserInputError: for an unknown key, naming the keys that are accepted,
+      or (an OverrideError, also a TypeError) a value that does not fit
+      its field or a config the key does not apply to.
   """
   overrides = dict(kwargs_dict or {})
   if hparams:
@@ -492,7 +511,7 @@ def merge_external_params_with_configs(configs, hparams=None,
       continue
     logging.info('Overriding config %s: %s', key, value)
     if key in _STRATEGY_UPDATERS:
-      _STRATEGY_UPDATERS[key](configs, value)
+      _apply_strategy_override(configs, key, value)
     elif input_config_overrides.apply_input_override(configs, key, value):
       continue
     elif _is_generic_key(key):

@@ -323,6 +323,22 @@ def test_missing_annotations_file_is_one_line(tmp_path, capsys):
   assert err.count('\n') == 1 and missing in err
 
 
+@pytest.mark.parametrize('text, expected', [
+    ('{"images": [', 'is not valid JSON: Expecting value: line 1'),
+    ('[]', 'holds a JSON list, not an object'),
+    ('{"annotations": []}', 'has no "images" list')])
+def test_annotations_file_that_is_not_coco_json_is_one_line(
+    tmp_path, capsys, text, expected):
+  annotations = tmp_path / 'instances_val.json'
+  annotations.write_text(text)
+  with pytest.raises(SystemExit):
+    coco.main(['--val_image_dir', str(tmp_path), '--val_annotations_file',
+               str(annotations), '--output_dir', str(tmp_path / 'out')])
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1 and str(annotations) in err, err
+  assert expected in err
+
+
 def test_compressed_rle_and_missing_segmentation(tmp_path):
   _write_jpeg(str(tmp_path / 'a.jpg'), 12, 10)
   image = {'id': 1, 'file_name': 'a.jpg', 'width': 12, 'height': 10}

@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 from PIL import Image
+import pytest
 import tensorflow as tf
 
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
@@ -106,3 +107,17 @@ def test_include_masks_flag(tmp_path):
       mask_counts(tmp_path / 'a') == mask_counts(tmp_path / 'b'))
   for example in _examples(str(tmp_path / 'c' / val)):
     assert 'image/object/mask' not in example.features.feature
+
+
+def test_output_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+  # A TensorFlow error about the path the user gave: one line, no traceback.
+  existing = tmp_path / 'data'
+  existing.write_text('kept')
+  with pytest.raises(SystemExit) as raised:
+    synth.main(['--output_dir=%s' % existing, '--num_train=1', '--num_val=1',
+                '--image_size=32'])
+  err = capsys.readouterr().err
+  assert raised.value.code == 1
+  assert err.count('\n') == 1 and err.startswith('error: '), err
+  assert str(existing) in err and 'is not a directory' in err
+  assert existing.read_text() == 'kept'

@@ -203,6 +203,16 @@ def test_focal_override_needs_focal_loss():
     _merge(configs, focal_loss_gamma=1.0)
 
 
+@pytest.mark.parametrize('key, value', [
+    ('batch_size', 'four'), ('train_steps', '1e3x'), ('learning_rate', 'fast'),
+    ('use_bfloat16', 'maybe'), ('mask_type', 'PNG_MASK'),
+    ('eval_num_epochs', -1)])
+def test_override_value_that_does_not_fit_is_user_input(key, value):
+  # Typed on the command line: bad input named by its key, not a bug.
+  with pytest.raises(errors.UserInputError, match='Override %s=' % key):
+    _merge(**{key: value})
+
+
 def test_steps_classes_and_flags():
   merged = _merge(train_steps=7, num_classes=5, use_bfloat16=True,
                   eval_with_moving_averages=True,
