@@ -192,7 +192,7 @@ def test_an_evaluation_only_run_names_its_checkpoint_dir(one_step):
   checkpoint = tf.train.latest_checkpoint(one_step)
   model_fn = resume_check.checked_model_fn(
       _model_fn, one_step, checkpoint, lambda: None, evaluating=True)
-  before = file_snapshot.snapshot(one_step)
+  before = file_trees.snapshot(one_step)
   estimator = tf.estimator.Estimator(model_fn)
   with pytest.raises(errors.UserInputError) as raised:
     estimator.evaluate(_input_fn(4), steps=1, checkpoint_path=checkpoint)
@@ -201,4 +201,4 @@ def test_an_evaluation_only_run_names_its_checkpoint_dir(one_step):
       one_step, checkpoint))
   assert 'cannot be evaluated with this config' in message
   assert 'Box/weights [3, 2] vs [4, 2]' in message
-  assert file_snapshot.snapshot(one_step) == before
+  assert file_trees.snapshot(one_step) == before
