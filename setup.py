@@ -83,7 +83,7 @@ setup(
     },
     entry_points={
         'console_scripts': [
-            'od-estimator=od_estimator.cli:main',
+            'od-estimator=od_estimator.__main__:main',
             'model_main=od_estimator.model_main:run',
             'model_tpu_main=od_estimator.model_tpu_main:run',
             # The original's legacy train.py / eval.py.

@@ -27,10 +27,10 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from od_estimator import exporter  # pylint: disable=g-import-not-at-top
-from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+from od_estimator.export import exporter
+from od_estimator.estimator import model_lib
 from od_estimator.data_decoders import tf_example_decoder  # pylint: disable=g-import-not-at-top
-from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+from od_estimator.config import config_util
 
 
 def _val_images(configs, count):

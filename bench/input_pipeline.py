@@ -38,13 +38,13 @@ import time
 
 import tensorflow as tf
 
-from od_estimator import inputs
-from od_estimator import model_lib
+from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import model_lib
 from od_estimator.builders import dataset_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_tf_record
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 
 # The parts of the original's samples/configs/ssd_mobilenet_v2_coco.config
 # that the input pipeline and one training step depend on; input paths and

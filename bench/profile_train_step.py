@@ -19,10 +19,10 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from od_estimator import inputs  # pylint: disable=g-import-not-at-top
-from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder  # pylint: disable=g-import-not-at-top
-from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+from od_estimator.config import config_util
 
 
 def _scope(node_name):

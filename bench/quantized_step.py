@@ -30,10 +30,10 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from od_estimator import export_tflite_ssd_graph_lib  # pylint: disable=g-import-not-at-top
-from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
-from od_estimator import tflite_conversion  # pylint: disable=g-import-not-at-top
-from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+from od_estimator.export import export_tflite_ssd_graph_lib
+from od_estimator.estimator import model_lib
+from od_estimator.export import tflite_conversion
+from od_estimator.config import config_util
 
 QUANTIZATION = '\ngraph_rewriter { quantization { delay: 0 } }\n'
 

@@ -28,7 +28,7 @@ import tf_slim as slim
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
+from od_estimator.estimator import model_lib
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as frcnn_resnet  # pylint: disable=g-import-not-at-top
 from od_estimator.nets import mobilenet_v2  # pylint: disable=g-import-not-at-top
 

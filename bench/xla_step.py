@@ -1,7 +1,7 @@
 r"""The training step of bench/train_step.py compiled with XLA (--xla).
 
 The same measurement with XLA auto-clustering switched on for every session
-of the process, as model_main --xla does it (od_estimator/xla.py: the
+of the process, as model_main --xla does it (od_estimator/estimator/xla.py: the
 fusible ops, and on CPU --tf_xla_cpu_global_jit); run_all.py sets it next
 to train_step.py's figure without XLA.
 
@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from od_estimator import xla  # pylint: disable=g-import-not-at-top,wrong-import-position
+from od_estimator.estimator import xla
 import train_step  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 if __name__ == '__main__':

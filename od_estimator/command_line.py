@@ -21,9 +21,9 @@ from absl import app
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator import model_lib
-from od_estimator import record_scanner
-from od_estimator.utils import config_util
+from od_estimator.estimator import model_lib
+from od_estimator.checks import record_scanner
+from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 from od_estimator.utils import interrupts
 from od_estimator.utils import disk_full

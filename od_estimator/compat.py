@@ -19,9 +19,36 @@ from od_estimator import errors
 ORIGINAL = 'object_detection'
 OURS = 'od_estimator'
 
+# The original's modules that live at another path here. Every other
+# object_detection.X is od_estimator.X (when od_estimator has an X).
+COUNTERPARTS = {
+    'object_detection.eval_util': 'od_estimator.metrics.eval_util',
+    'object_detection.export_tflite_ssd_graph_lib':
+        'od_estimator.export.export_tflite_ssd_graph_lib',
+    'object_detection.exporter': 'od_estimator.export.exporter',
+    'object_detection.inputs': 'od_estimator.input_pipeline.inputs',
+    'object_detection.model_hparams': 'od_estimator.estimator.model_hparams',
+    'object_detection.model_lib': 'od_estimator.estimator.model_lib',
+    'object_detection.utils.config_util': 'od_estimator.config.config_util',
+    'object_detection.utils.shape_utils': 'od_estimator.core.shape_utils',
+    'object_detection.utils.spatial_transform_ops':
+        'od_estimator.core.spatial_transform_ops',
+}
 
-def _ours(fullname):
-  return OURS + fullname[len(ORIGINAL):]
+
+def counterpart(original_module_name):
+  """od_estimator's module name for one of the original's, or None."""
+  name = COUNTERPARTS.get(original_module_name)
+  if name is None:
+    if original_module_name != ORIGINAL and not original_module_name.startswith(
+        ORIGINAL + '.'):
+      return None
+    name = OURS + original_module_name[len(ORIGINAL):]
+  try:
+    found = importlib.util.find_spec(name)
+  except ModuleNotFoundError:  # A parent package is missing.
+    found = None
+  return None if found is None else name
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -47,7 +74,7 @@ def _found_elsewhere(alias_finder, fullname):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-  """object_detection[.x.y] → od_estimator[.x.y] (the same module object)."""
+  """object_detection[.x.y] → counterpart(...) (the same module object)."""
 
   def find_spec(self, fullname, path=None, target=None):
     del path, target
@@ -57,11 +84,11 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
     elif not fullname.startswith(ORIGINAL + '.') or getattr(
         sys.modules.get(ORIGINAL), '__name__', None) != OURS:
       return None  # Not ours, or below the real package.
-    name = _ours(fullname)
-    if importlib.util.find_spec(name) is None:
+    name = counterpart(fullname)
+    if name is None:
       raise ModuleNotFoundError(
-          '%s has no od_estimator counterpart (no module %s); see README '
-          '"Coming from the original".' % (fullname, name), name=fullname)
+          '%s has no od_estimator counterpart; see README "Coming from the '
+          'original".' % fullname, name=fullname)
     module = importlib.import_module(name)
     return importlib.util.spec_from_loader(
         fullname, _AliasLoader(module),

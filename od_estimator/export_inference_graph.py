@@ -30,8 +30,8 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import exporter
-from od_estimator.utils import config_util
+from od_estimator.export import exporter
+from od_estimator.config import config_util
 
 flags.DEFINE_string('input_type', 'image_tensor', 'Type of input node. Can be '
                     'one of [`image_tensor`, `encoded_image_string_tensor`, '

@@ -37,9 +37,9 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import export_tflite_ssd_graph_lib
-from od_estimator import tflite_conversion
-from od_estimator.utils import config_util
+from od_estimator.export import export_tflite_ssd_graph_lib
+from od_estimator.export import tflite_conversion
+from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 
 flags.DEFINE_string('output_directory', None, 'Path to write outputs.')

@@ -35,12 +35,12 @@ import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import launch_check
-from od_estimator import model_lib
-from od_estimator import training_hooks
-from od_estimator import xla
+from od_estimator.checks import launch_check
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import training_hooks
+from od_estimator.estimator import xla
 from od_estimator.utils import checkpoint_health
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
 from od_estimator.utils import interrupts
 
@@ -93,7 +93,7 @@ flags.DEFINE_integer('num_gpus', 0, 'Train with tf.distribute.'
                      'train_config.batch_size is split across them.')
 flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
                      'the element-wise, reduction and shape ops; see '
-                     'od_estimator/xla.py). Slower on CPU as measured in '
+                     'od_estimator/estimator/xla.py). Slower on CPU as measured in '
                      'bench/NOTES.md: for accelerators and comparisons.')
 flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
                      '(RunConfig.tf_random_seed): weight initialization, '

@@ -29,11 +29,11 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import launch_check
-from od_estimator import model_lib
-from od_estimator import training_hooks
+from od_estimator.checks import launch_check
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import training_hooks
 from od_estimator.utils import checkpoint_health
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
 
 flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')

@@ -29,11 +29,11 @@ SLOWEST_MODULES = (
     'tests/test_upstream_ssd_configs.py',
     'tests/test_training_robustness.py',
     'tests/test_cluster.py',
-    'tests/test_preemption.py',
+    'tests/estimator/test_preemption.py',
     'tests/test_export_vs_estimator.py',
     'tests/test_evaluation_signals.py',
     'tests/test_export_safety.py',
-    'tests/test_fine_tune.py',
+    'tests/estimator/test_fine_tune.py',
     'tests/test_mirrored_strategy.py',
     'tests/test_data_errors.py',
     'tests/test_upstream_faster_rcnn_configs.py',
@@ -116,8 +116,8 @@ def one_step_tiny_ssd(tmp_path_factory):
   the relaunch may write). Returns (root, config path, model_dir); the
   records are in root/data.
   """
-  from od_estimator import model_lib  # pylint: disable=g-import-not-at-top
-  from od_estimator.utils import config_util  # pylint: disable=g-import-not-at-top
+  from od_estimator.estimator import model_lib
+  from od_estimator.config import config_util
   from tests import tiny_ssd  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp('one_step')
   config = tiny_ssd.write_config(root, root / 'data')

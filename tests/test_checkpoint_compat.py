@@ -22,7 +22,7 @@ import tf_slim as slim
 
 from od_estimator.builders import model_builder
 from od_estimator.nets import mobilenet_v2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import variables_helper
 from tests import tiny_ssd
 from tests import upstream_folder

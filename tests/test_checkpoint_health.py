@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import model_lib
+from od_estimator.estimator import model_lib
 from od_estimator.utils import checkpoint_health
 from tests import file_trees
 from tests import log_capture

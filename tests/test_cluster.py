@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from od_estimator import inputs
+from od_estimator.input_pipeline import inputs
 from tests import tiny_ssd
 
 TRAIN_STEPS = 4

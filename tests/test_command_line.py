@@ -10,13 +10,13 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator import detect
 from od_estimator import errors
-from od_estimator import model_lib
-from od_estimator import tflite_conversion
+from od_estimator.estimator import model_lib
+from od_estimator.export import tflite_conversion
 from od_estimator.builders import box_coder_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.protos import box_coder_pb2
 from od_estimator.protos import post_processing_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import interrupts
 from od_estimator.utils import label_map_util
 from tests import tiny_ssd

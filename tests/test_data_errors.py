@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import record_scanner
+from od_estimator.checks import record_scanner
 from tests import tiny_ssd
 
 MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']

@@ -1,7 +1,7 @@
 """`od-estimator detect` on a SavedModel exported from a tiny fake SSD.
 
 The model is SSDMetaArch with the fake feature extractor of tests/fakes.py
-(registered as 'fake_ssd', as tests/test_exporter.py does) and freshly
+(registered as 'fake_ssd', as tests/export/test_exporter.py does) and freshly
 initialized weights. Reference detections come from the frozen graph of the
 same export, converted to COCO boxes with numpy.
 """
@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import cli
+from od_estimator import __main__ as cli
 from od_estimator import detect
-from od_estimator import exporter
+from od_estimator.export import exporter
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.protos import pipeline_pb2

@@ -18,7 +18,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from od_estimator import training_hooks
+from od_estimator.estimator import training_hooks
 from od_estimator.utils import interrupts
 from tests import tiny_ssd
 from tests.command_modules import import_command

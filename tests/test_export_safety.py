@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import detect
-from od_estimator import exporter
+from od_estimator.export import exporter
 from od_estimator.utils import file_safety
 from tests import file_trees
 from tests.command_modules import import_command

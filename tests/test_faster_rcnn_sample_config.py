@@ -10,13 +10,13 @@ import os
 import pytest
 import tensorflow as tf
 
-from od_estimator import config_notes
-from od_estimator import inputs
-from od_estimator import model_lib
-from od_estimator import validate
+from od_estimator.checks import config_notes
+from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import model_lib
+from od_estimator.checks import config_check
 from od_estimator.builders import model_builder
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_CONFIGS = [
@@ -59,7 +59,7 @@ def test_validate_passes_the_sample_config_from_the_repository_root(
     tmp_path, monkeypatch, sample_config):
   _write_demo_data(tmp_path)
   monkeypatch.chdir(tmp_path)
-  report = validate.validate(sample_config)
+  report = config_check.validate(sample_config)
   assert not report.errors, [str(error) for error in report.errors]
 
 

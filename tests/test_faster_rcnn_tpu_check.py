@@ -8,7 +8,7 @@ named with the fields to set.
 """
 import pytest
 
-from od_estimator import cli
+from od_estimator import __main__ as cli
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
 from tests import tiny_faster_rcnn

@@ -16,8 +16,8 @@ from od_estimator.legacy import evaluation as legacy_evaluation
 from od_estimator.metrics import coco_evaluation
 from od_estimator.metrics import coco_export
 from od_estimator.protos import pipeline_pb2
-from od_estimator.utils import config_util
-from od_estimator.utils import eval_visualization
+from od_estimator.config import config_util
+from od_estimator.metrics import eval_visualization
 from od_estimator.utils import visualization_utils
 
 _CATEGORIES = [{'id': 1, 'name': 'square'}]

@@ -11,10 +11,10 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator import model_lib
-from od_estimator import training_graph
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import training_graph
 from od_estimator.protos import train_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import tiny_ssd
 
 FEATURE = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'

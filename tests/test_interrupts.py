@@ -12,7 +12,7 @@ import threading
 import pytest
 import tensorflow as tf
 
-from od_estimator import training_hooks
+from od_estimator.estimator import training_hooks
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
 from od_estimator.utils import file_safety
 from od_estimator.utils import interrupts

@@ -7,7 +7,7 @@ crop-and-resize; XLA compiles the training step.
 """
 import pytest
 
-from od_estimator import cli
+from od_estimator import __main__ as cli
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
 from tests import tiny_mask_rcnn

@@ -2,9 +2,9 @@
 deprecated, or refused saying what it needs; never called unknown."""
 import pytest
 
-from od_estimator import eval_util
+from od_estimator.metrics import eval_util
 from od_estimator.protos import eval_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import log_capture
 
 CATS = [{'id': 1, 'name': 'cat'}]

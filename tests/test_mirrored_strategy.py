@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from od_estimator import model_lib
-from od_estimator.utils import config_util
+from od_estimator.estimator import model_lib
+from od_estimator.config import config_util
 from tests import tiny_ssd
 
 NUM_REPLICAS = 2

@@ -16,8 +16,8 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator import model_lib
-from od_estimator import resume_check
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import resume_check
 from tests import file_trees
 from tests import tiny_ssd
 

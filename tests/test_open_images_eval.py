@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import eval_util
-from od_estimator import inputs
-from od_estimator import model_lib
+from od_estimator.metrics import eval_util
+from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import tiny_ssd
 
 _IN = fields.InputDataFields

@@ -28,11 +28,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import exporter
-from od_estimator import export_tflite_ssd_graph_lib
-from od_estimator import tflite_conversion
+from od_estimator.export import exporter
+from od_estimator.export import export_tflite_ssd_graph_lib
+from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import event_tags
 from tests import tflite_runs
 from tests import tiny_ssd

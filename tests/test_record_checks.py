@@ -15,15 +15,15 @@ import tensorflow as tf
 
 from od_estimator import detect
 from od_estimator import errors
-from od_estimator import inputs
-from od_estimator import launch_check
-from od_estimator import record_scanner
+from od_estimator.input_pipeline import inputs
+from od_estimator.checks import launch_check
+from od_estimator.checks import record_scanner
 from od_estimator import validate
 from od_estimator.builders import dataset_builder
 from od_estimator.dataset_tools import create_coco_tf_record
 from od_estimator.dataset_tools import create_pet_tf_record
 from od_estimator.dataset_tools import create_synthetic_tf_record
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import tiny_ssd
 from tests.command_modules import import_command
 

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import model_lib
-from od_estimator.utils import config_util
+from od_estimator.estimator import model_lib
+from od_estimator.config import config_util
 from tests import log_capture
 from tests import tiny_ssd
 from tests import upstream_folder

@@ -18,7 +18,7 @@ import tensorflow as tf
 from od_estimator.builders import model_builder
 from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import graph_building
 from tests import upstream_folder
 

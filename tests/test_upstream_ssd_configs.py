@@ -11,7 +11,7 @@ import tensorflow as tf
 from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.models import ssd_feature_extractor_registry
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import graph_building
 from tests import upstream_folder
 

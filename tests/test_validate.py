@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from od_estimator import cli
+from od_estimator import __main__ as cli
 from od_estimator import validate
 from od_estimator.builders import model_builder
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth

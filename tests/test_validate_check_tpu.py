@@ -11,8 +11,8 @@ import re
 import pytest
 import tensorflow as tf
 
-from od_estimator import cli
-from od_estimator import tpu_check
+from od_estimator import __main__ as cli
+from od_estimator.checks import tpu_check
 from od_estimator import validate
 from od_estimator.models import ssd_feature_extractor_registry as registry
 from tests import fakes

@@ -12,11 +12,11 @@ import pytest
 from google.protobuf import text_format
 
 from od_estimator import errors
-from od_estimator import inputs
-from od_estimator import launch_check
-from od_estimator import validate
+from od_estimator.input_pipeline import inputs
+from od_estimator.checks import launch_check
+from od_estimator.checks import config_check
 from od_estimator.protos import pipeline_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import upstream_folder
 
 _FIELD = 'load_instance_masks'
@@ -53,7 +53,7 @@ def test_upstream_mask_configs(upstream_configs, skip_model_build):
     mask_configs += 1
     pipeline = config_util.read_pipeline_config(path)
     expected = _readers_without_masks(pipeline)
-    report = validate.validate(path)
+    report = config_check.validate(path)
     lines = _mask_error_lines(report)
     assert len(lines) == len(expected), (path, lines)
     for reader, line in zip(expected, lines):
@@ -99,8 +99,8 @@ def _tiny_pipeline(predict_masks, train_masks, eval_masks, metrics_set=''):
 ])
 def test_readers_named(skip_model_build, case, expected):
   configs = _tiny_pipeline(*case)
-  report = validate.Report('tiny.config')
-  validate.check_configs(configs, report, check_train_input_paths=False,
+  report = config_check.Report('tiny.config')
+  config_check.check_configs(configs, report, check_train_input_paths=False,
                          check_eval_input_paths=False)
   lines = _mask_error_lines(report)
   assert [line.split('`')[1] for line in lines] == [

@@ -4,7 +4,7 @@ import os
 import tensorflow as tf
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',

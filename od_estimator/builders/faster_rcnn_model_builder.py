@@ -31,7 +31,7 @@ from od_estimator.errors import UserInputError
 from od_estimator.matchers import argmax_matcher
 from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.models import faster_rcnn_feature_extractor_registry
-from od_estimator.utils import spatial_transform_ops
+from od_estimator.core import spatial_transform_ops
 
 _FRCNN = 'model.faster_rcnn'
 _FE = _FRCNN + '.feature_extractor'

@@ -18,7 +18,7 @@ from od_estimator.core import augment_common
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
 from od_estimator.core import preprocessor_cache
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 _CACHE = preprocessor_cache.PreprocessorCache
 

@@ -21,7 +21,7 @@ loop ends at the greedy result.
 """
 import tensorflow as tf
 
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Widening of the ymin window over the real-arithmetic bound, far above the
 # few float32 roundings the kernel's IOU and the window's sums make.

@@ -13,7 +13,7 @@ from od_estimator.core.box_list_distances import giou, l1, matched_giou
 from od_estimator.core.box_list_sampling import (
     get_minimal_coverage_box, sample_boxes_by_jittering, select_random_box)
 # pylint: enable=unused-import
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class SortOrder:

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 ResizeMethod = tf.compat.v1.image.ResizeMethod
 

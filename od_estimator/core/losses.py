@@ -20,7 +20,7 @@ import tensorflow as tf
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
 from od_estimator.core import hard_example_miner
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Defined in its own module; the original's name is losses.HardExampleMiner.
 HardExampleMiner = hard_example_miner.HardExampleMiner

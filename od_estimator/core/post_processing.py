@@ -20,7 +20,7 @@ import tensorflow as tf
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 _SCORES = fields.BoxListFields.scores
 _CLASSES = fields.BoxListFields.classes

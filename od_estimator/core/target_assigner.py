@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from od_estimator.core import box_list
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class TargetAssigner:

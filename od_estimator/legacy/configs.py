@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 
 

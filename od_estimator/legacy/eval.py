@@ -33,8 +33,8 @@ import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator import errors
-from od_estimator import launch_check
-from od_estimator import model_lib
+from od_estimator.checks import launch_check
+from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.legacy import configs as legacy_configs
 from od_estimator.legacy import evaluation

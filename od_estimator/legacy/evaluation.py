@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_tools
-from od_estimator.utils import eval_visualization
+from od_estimator.metrics import eval_visualization
 from od_estimator.utils import file_safety
 
 _IN = fields.InputDataFields

@@ -14,7 +14,7 @@ With thresholds, a column's best similarity s falls into one of three bands:
 import tensorflow as tf
 
 from od_estimator.core import matcher
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class ArgMaxMatcher(matcher.Matcher):

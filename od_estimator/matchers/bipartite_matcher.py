@@ -7,7 +7,7 @@ rows and columns not yet paired, until the valid rows or the columns run out.
 import tensorflow as tf
 
 from od_estimator.core import matcher
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class GreedyBipartiteMatcher(matcher.Matcher):

@@ -25,7 +25,7 @@ from od_estimator.core import losses
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner as target_assigner_lib
 from od_estimator.meta_architectures import region_proposal_network as rpn
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 BOX_PREDICTOR_SCOPE = 'SecondStageBoxPredictor'
 

@@ -38,7 +38,7 @@ from od_estimator.meta_architectures import box_classifier
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Re-exported for code written against the original's module layout.
 FasterRCNNFeatureExtractor = (

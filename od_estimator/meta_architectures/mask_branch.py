@@ -27,7 +27,7 @@ from od_estimator.core import losses
 from od_estimator.core import target_assigner as target_assigner_lib
 from od_estimator.meta_architectures import box_classifier
 from od_estimator.meta_architectures import region_proposal_network as rpn
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class MaskBranch:

@@ -22,7 +22,7 @@ from od_estimator.core import box_list_ops
 from od_estimator.core import box_predictor
 from od_estimator.core import losses
 from od_estimator.core import target_assigner as target_assigner_lib
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 BOX_PREDICTOR_SCOPE = 'FirstStageBoxPredictor'
 # The RPN convolution's scope: `Conv/weights` and `Conv/biases` at the root.

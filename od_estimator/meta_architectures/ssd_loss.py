@@ -13,7 +13,7 @@ from od_estimator.core import box_list
 from od_estimator.core import matcher
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Keys of the box predictor's outputs in predict()'s dictionary.
 BOX_ENCODINGS = 'box_encodings'

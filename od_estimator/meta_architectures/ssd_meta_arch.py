@@ -21,7 +21,7 @@ from od_estimator.core import standard_fields as fields
 from od_estimator.meta_architectures import batch_norm_mode
 from od_estimator.meta_architectures import ssd_loss
 from od_estimator.models import ssd_feature_extractor
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Re-exported: code written for the original imports the extractor base class
 # from this module.

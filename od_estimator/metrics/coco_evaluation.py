@@ -17,7 +17,7 @@ from od_estimator.metrics import coco_masks
 from od_estimator.metrics import coco_tools
 from od_estimator.metrics import evaluator_base
 from od_estimator.metrics import overlaps
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 
 _IN = fields.InputDataFields

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields

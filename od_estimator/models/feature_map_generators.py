@@ -26,7 +26,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator import errors
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # Activations are clipped to [-ACTIVATION_BOUND, ACTIVATION_BOUND] when
 # use_bounded_activations is set (TPU v1 / quantization friendly).

@@ -29,7 +29,7 @@ from od_estimator.models import feature_map_generators
 from od_estimator.models import ssd_feature_extractor
 from od_estimator.models import ssd_fpn_feature_extractor
 from od_estimator.nets import mobilenet_v2
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 # One node of a MnasFPN cell. `inputs` index the cell's node list: first the
 # cell inputs (one per feature level), then the blocks built so far. The

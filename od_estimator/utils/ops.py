@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from od_estimator.core import box_list_ops
 from od_estimator.models import feature_map_generators
-from od_estimator.utils import shape_utils
-from od_estimator.utils import spatial_transform_ops
+from od_estimator.core import shape_utils
+from od_estimator.core import spatial_transform_ops
 # pylint: disable=unused-import
-from od_estimator.utils.groundtruth_filters import (
+from od_estimator.core.groundtruth_filters import (
     filter_groundtruth_with_crowd_boxes,
     filter_groundtruth_with_nan_box_coordinates, filter_unrecognized_classes,
     replace_nan_groundtruth_label_scores_with_ones, retain_groundtruth,

@@ -13,8 +13,8 @@ from PIL import Image
 from PIL import ImageDraw
 import tensorflow as tf
 
-from od_estimator.utils import eval_visualization
-from od_estimator.utils import shape_utils
+from od_estimator.metrics import eval_visualization
+from od_estimator.core import shape_utils
 from od_estimator.utils import visualization_maps
 from od_estimator.utils import visualization_utils
 

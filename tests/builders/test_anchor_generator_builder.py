@@ -14,7 +14,7 @@ from od_estimator.anchor_generators import multiscale_grid_anchor_generator
 from od_estimator.builders import anchor_generator_builder
 from od_estimator.protos import anchor_generator_pb2
 from od_estimator.protos import grid_anchor_generator_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import upstream_folder
 
 

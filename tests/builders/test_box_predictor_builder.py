@@ -19,7 +19,7 @@ from od_estimator.predictors import convolutional_box_predictor as cbp
 from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import upstream_folder
 
 BOXES = box_predictor.BOX_ENCODINGS

@@ -226,7 +226,7 @@ def test_backbone_batch_norm_follows_training_mode_with_override():
   """With override_base_feature_extractor_hyperparams the backbone's batch
   norm must still train in training graphs and use moving averages in
   evaluation graphs (regression: it was frozen in inference mode)."""
-  from od_estimator.utils import config_util
+  from od_estimator.config import config_util
   from tests import tiny_ssd
   configs = config_util.get_configs_from_pipeline_file(tiny_ssd.DEMO_CONFIG)
   model_config = configs['model']

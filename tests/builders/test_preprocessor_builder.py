@@ -9,7 +9,7 @@ from od_estimator.builders import preprocessor_builder
 from od_estimator.core import preprocessor
 from od_estimator.core import standard_fields as fields
 from od_estimator.protos import preprocessor_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import upstream_folder
 
 

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import inputs
+from od_estimator.input_pipeline import inputs
 from od_estimator.builders import image_resizer_builder
 from od_estimator.builders import preprocessor_builder
 from od_estimator.core import preprocessor

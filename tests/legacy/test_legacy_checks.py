@@ -7,12 +7,12 @@ from google.protobuf import text_format
 import pytest
 import tensorflow as tf
 
-from od_estimator import config_notes
+from od_estimator.checks import config_notes
 from od_estimator import errors
 from od_estimator.legacy import cluster
 from od_estimator.legacy import configs as legacy_configs
 from od_estimator.protos import pipeline_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests.command_modules import import_command
 
 legacy_train = import_command('legacy.train')

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import event_tags
 from tests import tiny_ssd
 from tests.command_modules import import_command

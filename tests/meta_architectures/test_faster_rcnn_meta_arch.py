@@ -25,7 +25,7 @@ from od_estimator.core import target_assigner
 from od_estimator.matchers import argmax_matcher
 from od_estimator.meta_architectures import faster_rcnn_meta_arch as arch
 from od_estimator.predictors.heads import mask_head
-from od_estimator.utils import spatial_transform_ops
+from od_estimator.core import spatial_transform_ops
 from tests import fakes
 
 NUM_CLASSES = 2

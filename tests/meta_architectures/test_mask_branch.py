@@ -13,7 +13,7 @@ from od_estimator.core import target_assigner
 from od_estimator.matchers import argmax_matcher
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.predictors.heads import mask_head
-from od_estimator.utils import spatial_transform_ops
+from od_estimator.core import spatial_transform_ops
 
 NUM_CLASSES = 2
 SIZE = 8

@@ -11,11 +11,11 @@ from pycocotools import mask as mask_utils
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from od_estimator import eval_util
+from od_estimator.metrics import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import coco_evaluation
 from od_estimator.protos import eval_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields

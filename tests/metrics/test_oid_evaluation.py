@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import eval_util
+from od_estimator.metrics import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import oid_evaluation
 from od_estimator.metrics import pascal_evaluation

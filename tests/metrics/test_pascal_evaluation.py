@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import eval_util
+from od_estimator.metrics import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import pascal_evaluation
 from od_estimator.protos import eval_pb2

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import eval_util
+from od_estimator.metrics import eval_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.metrics import overlaps
 from od_estimator.metrics import pascal_evaluation

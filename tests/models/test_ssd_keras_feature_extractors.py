@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator import fine_tune
+from od_estimator.estimator import fine_tune
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v2_keras_feature_extractor

@@ -15,7 +15,7 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
 from od_estimator.protos import hyperparams_pb2
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from tests import upstream_folder
 
 

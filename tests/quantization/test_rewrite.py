@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import tpu_check
+from od_estimator.checks import tpu_check
 from od_estimator.quantization import rewrite
 from tests.quantization import tiny_graphs
 

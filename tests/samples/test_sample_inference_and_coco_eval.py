@@ -15,11 +15,11 @@ from pycocotools import mask as mask_utils
 import pytest
 import tensorflow as tf
 
-from od_estimator import exporter
+from od_estimator.export import exporter
 from od_estimator.builders import model_builder
 from od_estimator.metrics import coco_tools
 from od_estimator.models import faster_rcnn_feature_extractor_registry
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import ops
 from tests import fakes
 from tests import tiny_mask_rcnn

@@ -3,9 +3,9 @@ import threading
 
 import tensorflow as tf
 
-from od_estimator import model_lib
+from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
-from od_estimator.utils import config_util
+from od_estimator.config import config_util
 from od_estimator.utils import graph_building
 from tests import tiny_ssd
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from od_estimator.utils import ops
-from od_estimator.utils import spatial_transform_ops
+from od_estimator.core import spatial_transform_ops
 
 
 def test_nearest_neighbor_upsampling_repeats_pixels(execute):

@@ -92,7 +92,7 @@ def test_visualize_single_frame_detections_takes_normalized_boxes():
   images = visualization_utils.VisualizeSingleFrameDetections(
       CATEGORY_INDEX, max_examples_to_draw=1)
   assert images.names() == ['Detections_Left_Groundtruth_Right/0']
-  from od_estimator.utils import eval_visualization  # pylint: disable=g-import-not-at-top
+  from od_estimator.metrics import eval_visualization
   frame = eval_visualization._Frame((10, 20), (10, 20), (10, 20))  # pylint: disable=protected-access
   box = np.array([[0.2, 0.25, 0.8, 0.75]], np.float32)
   drawn = images.draw(np.zeros([10, 20, 3], np.uint8),

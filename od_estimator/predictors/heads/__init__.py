@@ -6,7 +6,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator import errors
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 def check_depthwise_kernel(use_depthwise, kernel_size):

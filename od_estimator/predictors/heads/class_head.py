@@ -8,7 +8,7 @@ Detection API, so its model-zoo checkpoints restore.
 import tensorflow as tf
 
 from od_estimator.predictors import heads
-from od_estimator.utils import shape_utils
+from od_estimator.core import shape_utils
 
 
 class MaskRCNNClassHead(heads.FullyConnectedRoiHead):

@@ -1,0 +1,2 @@
+"""Export: SavedModel and frozen graph, their inputs, the TFLite SSD graph
+and its conversion, the resize rewrite."""

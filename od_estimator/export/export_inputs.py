@@ -1,0 +1,140 @@
+"""The exported graph's input placeholders, named as the original's.
+
+`image_tensor` (uint8 [batch, height, width, 3]), `encoded_image_string_tensor`
+(JPEG/PNG strings [batch]) and `tf_example` (serialized tf.Examples [batch]),
+each returning (placeholder, decoded uint8 image batch), plus the side
+inputs of --side_input_shapes/names/types.
+"""
+import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator.core import standard_fields as fields
+from od_estimator.data_decoders import tf_example_decoder
+from od_estimator.core import shape_utils
+
+
+def parse_side_inputs(side_input_shapes_string, side_input_names_string,
+                      side_input_types_string):
+  """Parses the --side_input_* flags.
+
+  Args:
+    side_input_shapes_string: shapes separated by `/`, each a comma list of
+      ints with -1 for an unknown dimension, e.g. "1,-1/3".
+    side_input_names_string: comma list of names.
+    side_input_types_string: comma list of `float`, `int` or `string`.
+
+  Returns:
+    (shapes: list of lists of int or None, names: list of str, types: list
+    of tf.DType).
+
+  Raises:
+    ValueError: when one of the three is missing or a type is unknown.
+  """
+  for value, flag in ((side_input_shapes_string, 'side_input_shapes'),
+                      (side_input_names_string, 'side_input_names'),
+                      (side_input_types_string, 'side_input_types')):
+    if not value:
+      raise errors.UserInputError(
+          '--%s is required with --use_side_inputs.' % flag)
+  shapes = [_parse_shape(part)
+            for part in side_input_shapes_string.split('/')]
+  names = side_input_names_string.split(',')
+  types = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
+  unknown = [t for t in side_input_types_string.split(',') if t not in types]
+  if unknown:
+    raise errors.UserInputError(
+        '--side_input_types: unknown type(s) %s; use float, int '
+        'or string.' % ', '.join(unknown))
+  return shapes, names, [types[t] for t in side_input_types_string.split(',')]
+
+
+def _parse_shape(text):
+  """"1,-1,3" -> [1, None, 3]."""
+  return [None if dim.strip() == '-1' else int(dim) for dim in text.split(',')]
+
+
+def _resize_fn(input_shape):
+  """Returns fn(image [H, W, 3]) resizing to input_shape[1:3], or None."""
+  if input_shape is None:
+    return None
+  height, width = input_shape[1:3]
+  if height is None or width is None:
+    raise errors.UserInputError(
+        'input_shape %s: height and width must be known (not '
+        '-1) to resize decoded images.' % (list(input_shape),))
+  return lambda image: tf.image.resize(image, [height, width])
+
+
+def _image_tensor_input_placeholder(input_shape=None):
+  """uint8 [batch, height, width, 3] images fed directly.
+
+  Returns:
+    (placeholder, images): the same tensor twice.
+  """
+  if input_shape is None:
+    input_shape = (None, None, None, 3)
+  images = tf.compat.v1.placeholder(tf.uint8, shape=input_shape,
+                                    name='image_tensor')
+  return images, images
+
+
+def _decoded_batch(strings, decode, input_shape):
+  """Maps `decode` (string -> uint8 [H, W, 3]) over a batch of strings.
+
+  Without input_shape every image of a batch must have the same size (they
+  are stacked); with it each is resized to input_shape[1:3] (float32).
+  """
+  resize = _resize_fn(input_shape)
+  if resize is None:
+    fn, dtype = decode, tf.uint8
+  else:
+    fn, dtype = (lambda string: resize(decode(string))), tf.float32
+  return shape_utils.static_or_dynamic_map_fn(
+      fn, elems=strings, dtype=dtype, parallel_iterations=32,
+      back_prop=False)
+
+
+def _encoded_image_string_tensor_input_placeholder(input_shape=None):
+  """A batch of encoded (JPEG, PNG, GIF, BMP) image strings.
+
+  Returns:
+    (placeholder string [None], decoded images [None, H, W, 3]).
+  """
+  strings = tf.compat.v1.placeholder(tf.string, shape=[None],
+                                     name='encoded_image_string_tensor')
+
+  def decode(encoded):
+    image = tf.image.decode_image(encoded, channels=3,
+                                  expand_animations=False)
+    return tf.ensure_shape(image, [None, None, 3])
+  return strings, _decoded_batch(strings, decode, input_shape)
+
+
+def _tf_example_input_placeholder(input_shape=None):
+  """A batch of serialized tf.Examples holding `image/encoded`.
+
+  Returns:
+    (placeholder string [None], decoded images [None, H, W, 3]).
+  """
+  strings = tf.compat.v1.placeholder(tf.string, shape=[None],
+                                     name='tf_example')
+  decoder = tf_example_decoder.TfExampleDecoder()
+
+  def decode(serialized):
+    return decoder.decode(serialized)[fields.InputDataFields.image]
+  return strings, _decoded_batch(strings, decode, input_shape)
+
+
+def side_input_tensor_placeholder(side_input_shape, side_input_name,
+                                   side_input_type):
+  placeholder = tf.compat.v1.placeholder(
+      side_input_type, shape=side_input_shape, name=side_input_name)
+  return placeholder, placeholder
+
+
+input_placeholder_fn_map = {
+    'image_tensor': _image_tensor_input_placeholder,
+    'encoded_image_string_tensor':
+        _encoded_image_string_tensor_input_placeholder,
+    'tf_example': _tf_example_input_placeholder,
+}

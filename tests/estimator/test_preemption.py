@@ -1,0 +1,172 @@
+"""SIGTERM and Ctrl-C during training: a checkpoint at the step reached.
+
+The hook alone, then model_main in a subprocess: the tiny SSD trains
+towards a far step count, gets SIGTERM once steps are logged, must save a
+checkpoint at the step it reached and exit 0 without evaluating; the
+relaunch resumes from that checkpoint and stops on SIGINT the same way
+(exit status 130).
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+from tensorflow_estimator.python.estimator.tpu import tpu_config
+
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import training_hooks
+from od_estimator.config import config_util
+from tests import tiny_ssd
+
+DEADLINE_SECS = 600
+
+
+def test_hook_stops_on_sigterm_and_restores_the_handlers():
+  previous = signal.getsignal(signal.SIGTERM)
+  previous_sigint = signal.getsignal(signal.SIGINT)
+  hook = training_hooks.PreemptionHook('train_dir')
+  hook.begin()
+  try:
+    assert signal.getsignal(signal.SIGTERM) != previous
+    os.kill(os.getpid(), signal.SIGTERM)
+    context = tf.compat.v1.train.SessionRunContext(original_args=None,
+                                                   session=None)
+    hook.after_run(context, None)
+    assert context.stop_requested
+    with pytest.raises(training_hooks.TrainingPreempted) as stopped:
+      hook.checkpoint_saved(7)
+    assert (stopped.value.step, stopped.value.exit_status) == (7, 0)
+    assert signal.getsignal(signal.SIGTERM) == previous
+  finally:
+    hook.end(None)
+  assert signal.getsignal(signal.SIGTERM) == previous
+  assert signal.getsignal(signal.SIGINT) == previous_sigint
+
+
+def test_hook_without_a_signal_lets_training_run():
+  previous = signal.getsignal(signal.SIGTERM)
+  hook = training_hooks.PreemptionHook()
+  hook.begin()
+  context = tf.compat.v1.train.SessionRunContext(original_args=None,
+                                                 session=None)
+  hook.after_run(context, None)
+  hook.checkpoint_saved(3)
+  hook.end(None)
+  assert not context.stop_requested
+  assert signal.getsignal(signal.SIGTERM) == previous
+
+
+class _SignalAtStep(tf.compat.v1.train.SessionRunHook):
+  """Sends this process `signum` once the global step reaches `step`."""
+
+  def __init__(self, signum, step):
+    self._signum, self._step = signum, step
+
+  def begin(self):
+    self._global_step = tf.compat.v1.train.get_global_step()
+
+  def before_run(self, run_context):
+    return tf.compat.v1.train.SessionRunArgs(self._global_step)
+
+  def after_run(self, run_context, run_values):
+    if run_values.results + 1 == self._step:
+      os.kill(os.getpid(), self._signum)
+
+
+def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
+  # model_tpu_main's path (TPUEstimator, here on CPU), in this process.
+  config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
+  model_dir = str(tmp_path / 'model')
+  run_config = tpu_config.RunConfig(
+      model_dir=model_dir, save_summary_steps=None, log_step_count_steps=None,
+      checkpoint_save_graph_def=False,  # Only the step is checked.
+      tpu_config=tpu_config.TPUConfig(iterations_per_loop=1, num_shards=1))
+  parts = model_lib.create_estimator_and_inputs(
+      run_config, pipeline_config_path=config, use_tpu_estimator=True,
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+  preemption = training_hooks.PreemptionHook(model_dir)
+  previous = signal.getsignal(signal.SIGINT)
+  with pytest.raises(training_hooks.TrainingPreempted) as stopped:
+    parts['estimator'].train(
+        parts['train_input_fn'], max_steps=100000,
+        hooks=[_SignalAtStep(signal.SIGINT, 2), preemption],
+        saving_listeners=[preemption.saving_listener()])
+  assert (stopped.value.step, stopped.value.exit_status) == (2, 130)
+  assert _checkpoint_step(model_dir) == 2
+  assert signal.getsignal(signal.SIGINT) == previous
+
+
+class _Training:
+  """model_main training in a subprocess, its log in a file."""
+
+  def __init__(self, command, log_path):
+    self.log_path = log_path
+    with open(log_path, 'w') as log:
+      self._process = subprocess.Popen(command, stdout=log, stderr=log,
+                                       cwd=tiny_ssd.REPO)
+
+  def log(self):
+    with open(self.log_path) as f:
+      return f.read()
+
+  def steps(self):
+    """Steps the progress lines reported so far."""
+    return [int(step) for step in re.findall(r'step (\d+)/', self.log())]
+
+  def signal_after_step(self, signum, step):
+    """Sends `signum` once a step beyond `step` is logged; returns status."""
+    deadline = time.monotonic() + DEADLINE_SECS
+    while (self._process.poll() is None and time.monotonic() < deadline and
+           not any(reached > step for reached in self.steps())):
+      time.sleep(0.5)
+    assert self._process.poll() is None, self.log()[-3000:]
+    assert any(reached > step for reached in self.steps()), (
+        self.log()[-3000:])
+    self._process.send_signal(signum)
+    try:
+      return self._process.wait(timeout=DEADLINE_SECS)
+    finally:
+      if self._process.poll() is None:
+        self._process.kill()
+
+
+def _checkpoint_step(model_dir):
+  checkpoint = tf.train.latest_checkpoint(model_dir)
+  return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
+
+
+def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
+  config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
+  model_dir = str(tmp_path / 'model')
+  command = [sys.executable, '-m', 'od_estimator.model_main',
+             '--pipeline_config_path=%s' % config,
+             '--model_dir=%s' % model_dir, '--num_train_steps=100000',
+             '--log_every_n_steps=1',
+             '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+
+  first = _Training(command, str(tmp_path / 'first.log'))
+  assert first.signal_after_step(signal.SIGTERM, 1) == 0, (
+      first.log()[-3000:])
+  reached = max(first.steps())
+  assert _checkpoint_step(model_dir) == reached
+  log = first.log()
+  assert 'SIGTERM: saved a checkpoint at step %d in %s' % (
+      reached, model_dir) in log
+  assert 'Relaunch the same command' in log
+  assert 'Starting evaluation' not in log
+  assert not os.path.exists(os.path.join(model_dir, 'export'))
+
+  second = _Training(command, str(tmp_path / 'second.log'))
+  assert second.signal_after_step(signal.SIGINT, reached + 1) == 130, (
+      second.log()[-3000:])
+  log = second.log()
+  assert 'Restoring parameters from %s' % os.path.join(
+      model_dir, 'model.ckpt-%d' % reached) in log
+  # Its first progress line comes after its first step, from `reached`.
+  assert second.steps()[0] == reached + 2, second.steps()
+  assert _checkpoint_step(model_dir) == max(second.steps())
+  assert 'SIGINT: saved a checkpoint at step %d' % max(second.steps()) in log
