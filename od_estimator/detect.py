@@ -24,8 +24,8 @@ a file of an earlier run is replaced whole or not at all, and a link found
 there is replaced, never written through.
 
 Masks are exported relative to their boxes; they are pasted into the image
-with utils/ops.reframe_box_masks_to_image_masks and thresholded at 0.5, as
-the original's evaluation does.
+with core/spatial_transform_ops.reframe_box_masks_to_image_masks and
+thresholded at 0.5, as the original's evaluation does.
 
 image_id comes from --coco_annotations (the id of the annotations' image
 whose file_name is the file's name) or --image_id_map ({file name: id});
@@ -45,12 +45,12 @@ from PIL import Image
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.core import spatial_transform_ops
 from od_estimator.metrics import coco_masks
 from od_estimator.utils import file_safety
 from od_estimator.utils import flag_checks
 from od_estimator.utils import interrupts
 from od_estimator.utils import label_map_util
-from od_estimator.utils import ops
 from od_estimator.utils import visualization_utils
 
 IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.gif')
@@ -316,9 +316,9 @@ class _MaskPaster:
     self._masks = placeholder(tf.float32, [None, None, None])
     self._boxes = placeholder(tf.float32, [None, 4])
     self._size = placeholder(tf.int32, [2])
-    self._pasted = tf.cast(tf.greater(ops.reframe_box_masks_to_image_masks(
-        self._masks, self._boxes, self._size[0], self._size[1]),
-                                      _MASK_THRESHOLD), tf.uint8)
+    pasted = spatial_transform_ops.reframe_box_masks_to_image_masks(
+        self._masks, self._boxes, self._size[0], self._size[1])
+    self._pasted = tf.cast(tf.greater(pasted, _MASK_THRESHOLD), tf.uint8)
 
   def __call__(self, sess, masks, boxes, height, width):
     return sess.run(self._pasted, feed_dict={

@@ -46,8 +46,8 @@ def test_an_unchanged_script_runs_on_od_estimator(tmp_path):
   result = _run(tmp_path)
   assert result.returncode == 0, result.stderr
   assert "CATEGORIES [(1, 'Cat'), (2, 'dog')]" in result.stdout
-  assert ('SAME MODULE od_estimator.utils.label_map_util od_estimator '
-          'od_estimator.utils.ops') in result.stdout
+  assert ('SAME MODULE od_estimator.utils.label_map_util object_detection '
+          'od_estimator.core.spatial_transform_ops') in result.stdout
   assert ('MISSING object_detection.no_such_module has no od_estimator '
           'counterpart' in result.stdout)
 
@@ -102,8 +102,14 @@ WALK = textwrap.dedent('''
         module = importlib.import_module(name)
       except DuplicateFlagError:
         continue  # Found and run: two commands' flags clash in one process.
-      if module.__name__ != compat.counterpart(name):
-        print('WRONG', name, module.__name__)
+      served = getattr(module, '__wrapped__', module).__name__  # A package.
+      if served != compat.counterpart(name):
+        print('WRONG', name, served)
+      parent, _, child = name.rpartition('.')
+      found = {}
+      exec('from %s import %s as found' % (parent, child), found)
+      if found['found'] is not module:
+        print('FROM', name, found['found'])
     ''')
 
 

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import detect
-from od_estimator.utils import ops
+from od_estimator.compat import ops
 
 BOXES = np.array([[0.1, 0.2, 0.6, 0.7], [0.5, 0.05, 0.95, 0.4],
                   [0.0, 0.0, 0.1, 0.1]], np.float32)

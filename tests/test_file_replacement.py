@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from od_estimator.legacy import configs as legacy_configs
+from od_estimator.compat import coco_export
 from od_estimator.legacy import evaluation as legacy_evaluation
 from od_estimator.metrics import coco_evaluation
-from od_estimator.metrics import coco_export
 from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_util
 from od_estimator.metrics import eval_visualization

@@ -36,6 +36,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.builders import decoder_builder
 from od_estimator.protos import input_reader_pb2
+from od_estimator.utils import dataset_util
 
 _READ_BUFFER_BYTES = 8 * 1000 * 1000
 # Each TFRecord is framed by a length (8 bytes), its CRC (4) and a data CRC
@@ -47,20 +48,8 @@ _FILES_SHOWN = 5
 _logging = tf.compat.v1.logging
 
 
-def make_initializable_iterator(dataset):
-  """An initializable iterator whose initializer runs with the tables'.
-
-  Args:
-    dataset: a tf.data.Dataset.
-
-  Returns:
-    A tf.compat.v1.data.Iterator; its initializer is added to the
-    TABLE_INITIALIZERS collection so Estimator/Scaffold sessions run it.
-  """
-  iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
-  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS,
-                                 iterator.initializer)
-  return iterator
+# The original's name for utils/dataset_util's iterator helper.
+make_initializable_iterator = dataset_util.make_initializable_iterator
 
 
 def _glob_each(patterns):

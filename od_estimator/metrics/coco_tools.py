@@ -4,17 +4,14 @@ Two interchangeable backends compute the same numbers: `faster` (the
 faster-coco-eval package, C++, the default) and `pycocotools` (the
 reference implementation). Metric names are the original's.
 
-The original's coco_tools API is here too: COCOWrapper and COCOEvalWrapper
-(coco_wrappers.py) and the Export*ToCOCO / ExportSingleImage*ToCoco
-functions (coco_export.py).
+The original's coco_tools API (COCOWrapper, COCOEvalWrapper, the
+Export*ToCOCO functions) is od_estimator.compat.coco_tools.
 """
 import collections
 import contextlib
 import io
 
 import numpy as np
-
-from od_estimator.utils import lazy_names
 
 BACKENDS = ('faster', 'pycocotools')
 
@@ -174,21 +171,3 @@ def summarize(coco_eval, categories, include_metrics_per_category=False,
         [map_by_name[name] for name in members]))
   return summary, per_category
 
-
-# The original's coco_tools names kept in sibling modules, loaded on first
-# use (they import pycocotools, and import this module).
-_ORIGINAL_NAMES = {
-    'COCOWrapper': 'coco_wrappers',
-    'COCOEvalWrapper': 'coco_wrappers',
-    'COCO_KEYPOINT_METRIC_NAMES_AND_INDEX': 'coco_wrappers',
-    'ExportGroundtruthToCOCO': 'coco_export',
-    'ExportDetectionsToCOCO': 'coco_export',
-    'ExportSegmentsToCOCO': 'coco_export',
-    'ExportKeypointsToCOCO': 'coco_export',
-    'ExportSingleImageGroundtruthToCoco': 'coco_export',
-    'ExportSingleImageDetectionBoxesToCoco': 'coco_export',
-    'ExportSingleImageDetectionMasksToCoco': 'coco_export',
-}
-
-
-__getattr__ = lazy_names.from_siblings(__name__, _ORIGINAL_NAMES)

@@ -7,8 +7,8 @@ them, or model_lib's TPU metric_fn later).
 """
 import tensorflow as tf
 
+from od_estimator.core import spatial_transform_ops
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import ops
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -31,8 +31,8 @@ def detection_masks_to_images(masks, boxes, num_detections,
   """Box-relative detection masks → binary masks of the original images.
 
   As the original's evaluation: each image's masks are pasted into its
-  original size with ops.reframe_box_masks_to_image_masks (bilinear) and
-  thresholded at 0.5. One image at a time and only its num_detections
+  original size with spatial_transform_ops.reframe_box_masks_to_image_masks
+  (bilinear) and thresholded at 0.5. One image at a time and only its num_detections
   masks, so the float intermediate stays [num_detections, height, width]
   (e.g. 100 x 800 x 1365) whatever the batch size.
 
@@ -52,7 +52,7 @@ def detection_masks_to_images(masks, boxes, num_detections,
 
   def one_image(args):
     image_masks, image_boxes, count, shape = args
-    pasted = ops.reframe_box_masks_to_image_masks(
+    pasted = spatial_transform_ops.reframe_box_masks_to_image_masks(
         image_masks[:count], image_boxes[:count], shape[0], shape[1])
     binary = tf.cast(tf.greater(pasted, 0.5), tf.uint8)
     binary = tf.pad(binary, [[0, max_detections - count], [0, 0], [0, 0]])

@@ -3,17 +3,14 @@
 The feature helpers, read_examples_list and recursive_parse_xml_to_dict keep
 the original's names and results (object_detection.utils.dataset_util), so
 dataset converters written for it work. make_initializable_iterator lived
-here in older versions of the original; it is re-exported for them.
+here in older versions of the original (builders/dataset_builder gives it
+too, as the newer ones do).
 """
 import contextlib
 
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.utils import file_safety
-# pylint: disable=unused-import
-from od_estimator.builders.dataset_builder import make_initializable_iterator
-# pylint: enable=unused-import
 from od_estimator.utils import file_safety
 
 
@@ -41,6 +38,22 @@ def float_feature(value):
 
 def float_list_feature(value):
   return tf.train.Feature(float_list=tf.train.FloatList(value=list(value)))
+
+
+def make_initializable_iterator(dataset):
+  """An initializable iterator whose initializer runs with the tables'.
+
+  Args:
+    dataset: a tf.data.Dataset.
+
+  Returns:
+    A tf.compat.v1.data.Iterator; its initializer is added to the
+    TABLE_INITIALIZERS collection so Estimator/Scaffold sessions run it.
+  """
+  iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+  tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS,
+                                 iterator.initializer)
+  return iterator
 
 
 def read_examples_list(path):

@@ -17,7 +17,6 @@ from PIL import ImageDraw
 from PIL import ImageFont
 
 from od_estimator.utils import file_safety
-from od_estimator.utils import lazy_names
 
 # Box colors are picked by class id (modulo the list length), as in the
 # original, so a class keeps its color across images and tools.
@@ -477,21 +476,3 @@ def visualize_boxes_and_labels_on_image_array(
           keypoint_edge_width=line_thickness // 2)
   return image
 
-
-# The original's other names, kept in sibling modules and loaded on first
-# use (they import this module).
-_SIBLING_NAMES = {
-    'draw_heatmaps_on_image': 'visualization_maps',
-    'draw_heatmaps_on_image_array': 'visualization_maps',
-    'draw_part_mask_on_image_array': 'visualization_maps',
-    'draw_float_channel_on_image_array': 'visualization_maps',
-    'create_visualization_fn': 'visualization_tensors',
-    'draw_bounding_boxes_on_image_tensors': 'visualization_tensors',
-    'draw_heatmaps_on_image_tensors': 'visualization_tensors',
-    'add_cdf_image_summary': 'visualization_tensors',
-    'add_hist_image_summary': 'visualization_tensors',
-    'VisualizeSingleFrameDetections': 'visualization_tensors',
-}
-
-
-__getattr__ = lazy_names.from_siblings(__name__, _SIBLING_NAMES)

@@ -14,7 +14,7 @@ import json
 
 import tensorflow as tf
 
-from od_estimator.metrics import coco_tools
+from od_estimator.compat import coco_tools
 from od_estimator.utils import file_safety
 
 flags = tf.compat.v1.app.flags

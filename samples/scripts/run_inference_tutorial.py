@@ -17,10 +17,10 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from od_estimator.metrics import coco_tools
+from od_estimator.compat import coco_tools
+from od_estimator.compat import ops as utils_ops
+from od_estimator.compat import visualization_utils as vis_util
 from od_estimator.utils import label_map_util
-from od_estimator.utils import ops as utils_ops
-from od_estimator.utils import visualization_utils as vis_util
 
 # The tutorial runs the TF1 graph API.
 tf = tf.compat.v1  # pylint: disable=invalid-name

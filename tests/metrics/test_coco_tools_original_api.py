@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from od_estimator.metrics import coco_tools
+from od_estimator.compat import coco_tools
+from od_estimator.metrics import coco_tools as metrics_coco_tools
 from od_estimator.utils import json_utils
 
 CATEGORIES = [{'id': 1, 'name': 'cat'}, {'id': 2, 'name': 'dog'}]
@@ -86,7 +87,7 @@ def test_wrappers_give_compute_metrics_numbers():
       image_ids, gt_boxes, gt_classes, CATEGORIES)
   detections_list = coco_tools.ExportDetectionsToCOCO(
       image_ids, det_boxes, det_scores, det_classes, CATEGORIES)
-  expected, expected_per_category = coco_tools.compute_metrics(
+  expected, expected_per_category = metrics_coco_tools.compute_metrics(
       groundtruth_dict, detections_list, include_metrics_per_category=True,
       all_metrics_per_category=True, backend='pycocotools')
   groundtruth = coco_tools.COCOWrapper(groundtruth_dict)

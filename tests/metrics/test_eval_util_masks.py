@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from od_estimator.metrics import eval_util
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import ops
+from od_estimator.compat import ops
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields

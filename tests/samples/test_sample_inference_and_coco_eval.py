@@ -15,12 +15,13 @@ from pycocotools import mask as mask_utils
 import pytest
 import tensorflow as tf
 
+from od_estimator.compat import coco_export
+from od_estimator.compat import ops
 from od_estimator.export import exporter
 from od_estimator.builders import model_builder
 from od_estimator.metrics import coco_tools
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.config import config_util
-from od_estimator.utils import ops
 from tests import fakes
 from tests import tiny_mask_rcnn
 from tests.samples import sample_scripts
@@ -127,7 +128,7 @@ def test_coco_evaluation_of_the_exported_detections(inference, tmp_path):
   categories = [{'id': 1, 'name': 'circle'}, {'id': 2, 'name': 'square'},
                 {'id': 3, 'name': 'triangle'}]
   groundtruth_path = str(tmp_path / 'groundtruth.json')
-  groundtruth = coco_tools.ExportGroundtruthToCOCO(
+  groundtruth = coco_export.ExportGroundtruthToCOCO(
       image_ids, boxes, classes, categories, output_path=groundtruth_path)
   metrics_path = str(tmp_path / 'metrics.json')
   stdout = sample_scripts.run(

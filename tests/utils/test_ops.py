@@ -1,7 +1,7 @@
 """utils/ops: pasting box-relative masks into the image, as the original."""
 import numpy as np
 
-from od_estimator.utils import ops
+from od_estimator.compat import ops
 
 
 def _bilinear_paste(mask, box, height, width):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from od_estimator.utils import ops
+from od_estimator.compat import ops
 from od_estimator.core import spatial_transform_ops
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator.utils import visualization_utils
+from od_estimator.compat import visualization_utils
 
 CATEGORY_INDEX = {1: {'id': 1, 'name': 'cat'}, 2: {'id': 2, 'name': 'dog'}}
 

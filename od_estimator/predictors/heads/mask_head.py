@@ -15,7 +15,7 @@ import tensorflow as tf
 import tf_slim as slim
 from tf_slim.ops import arg_scope as arg_scope_lib
 
-from od_estimator.utils import ops
+from od_estimator.models import feature_map_generators
 
 
 def mask_conv_depth(num_feature_channels, num_classes, class_weight=3.0,
@@ -132,7 +132,7 @@ class MaskRCNNMaskHead:
               'convolve_then_upsample_masks needs a mask size that is a '
               'multiple of the ROI feature size %dx%d, got %dx%d.' % (
                   height, width, self._mask_height, self._mask_width))
-        features = ops.nearest_neighbor_upsampling(
+        features = feature_map_generators.nearest_neighbor_upsampling(
             features, self._mask_height // height, self._mask_width // width)
         features = slim.conv2d(features, num_outputs=depth,
                                kernel_size=[3, 3])

@@ -1,4 +1,4 @@
-"""The original's utils/ops groundtruth filters (utils.ops gives them too):
+"""The original's utils/ops groundtruth filters (compat.ops gives them):
 keep the boxes of a decoded tensor dict that are not crowd, NaN, unknown
 or background, with every per-box field.
 """

@@ -1,33 +1,29 @@
-"""Tensor helpers under the original's object_detection.utils.ops names.
+"""The original's object_detection.utils.ops, for scripts written for it.
 
-Scripts written for the original import these (its inference tutorial uses
-`reframe_box_masks_to_image_masks`); the same arguments give the same
-numbers. Helpers od_estimator already has elsewhere are re-exported from
-their home: the crops from spatial_transform_ops, the padding helpers from
-feature_map_generators, the matmul gather from box_list_ops, the
-groundtruth filters (retain_groundtruth, filter_*) from groundtruth_filters.
+Nothing in od_estimator imports this module: the helpers it uses live in
+their homes and are re-exported here under the original's names
+(reframe_box_masks_to_image_masks and the crops from
+core/spatial_transform_ops, the padding and upsampling helpers from
+models/feature_map_generators, the groundtruth filters from
+groundtruth_filters); the others, defined below, exist for the original's
+users only. The same arguments give the same numbers as the original.
 """
 import tensorflow as tf
 
 from od_estimator.core import box_list_ops
-from od_estimator.models import feature_map_generators
 from od_estimator.core import shape_utils
-from od_estimator.core import spatial_transform_ops
-# pylint: disable=unused-import
-from od_estimator.core.groundtruth_filters import (
+# The original's names kept in their homes. pylint: disable=unused-import
+from od_estimator.compat.groundtruth_filters import (
     filter_groundtruth_with_crowd_boxes,
     filter_groundtruth_with_nan_box_coordinates, filter_unrecognized_classes,
     replace_nan_groundtruth_label_scores_with_ones, retain_groundtruth,
     retain_groundtruth_with_positive_classes)
+from od_estimator.core.spatial_transform_ops import (
+    matmul_crop_and_resize, native_crop_and_resize,
+    reframe_box_masks_to_image_masks, reframe_image_corners_relative_to_boxes)
+from od_estimator.models.feature_map_generators import (
+    fixed_padding, nearest_neighbor_upsampling, pad_to_multiple)
 # pylint: enable=unused-import
-
-# pylint: disable=invalid-name
-matmul_crop_and_resize = spatial_transform_ops.matmul_crop_and_resize
-native_crop_and_resize = spatial_transform_ops.native_crop_and_resize
-fixed_padding = feature_map_generators.fixed_padding
-pad_to_multiple = feature_map_generators.pad_to_multiple
-nearest_neighbor_upsampling = feature_map_generators.nearest_neighbor_upsampling
-# pylint: enable=invalid-name
 
 
 def expanded_shape(orig_shape, start_dim, num_dims):
@@ -205,58 +201,3 @@ def gather_with_padding_values(input_tensor, indices, padding_value):
   padded = tf.concat([tf.expand_dims(padding_value, 0), input_tensor], 0)
   return tf.gather(padded, indices + 1)
 
-
-def reframe_image_corners_relative_to_boxes(boxes):
-  """The image's corners [0, 0, 1, 1] in each box's own frame.
-
-  Args:
-    boxes: [N, 4] float32 normalized ymin, xmin, ymax, xmax.
-
-  Returns:
-    [N, 4] float32: where the image's top-left and bottom-right corners fall
-    when the box spans [0, 1] in both directions (a box thinner than 1e-4 is
-    taken as 1e-4 wide, so the division stays finite).
-  """
-  ymin, xmin, ymax, xmax = tf.unstack(boxes, num=4, axis=1)
-  height = tf.maximum(ymax - ymin, 1e-4)
-  width = tf.maximum(xmax - xmin, 1e-4)
-  return tf.stack([-ymin / height, -xmin / width, (1.0 - ymin) / height,
-                   (1.0 - xmin) / width], axis=1)
-
-
-def reframe_box_masks_to_image_masks(box_masks, boxes, image_height,
-                                     image_width, resize_method='bilinear'):
-  """Pastes masks given relative to their boxes into image-sized masks.
-
-  Each mask is resampled over its box; pixels outside the box are 0.
-
-  Args:
-    box_masks: [N, mask_height, mask_width] masks, e.g. the exported
-      detection_masks of one image (float probabilities).
-    boxes: [N, 4] float32 normalized ymin, xmin, ymax, xmax of the masks'
-      boxes (the exported detection_boxes).
-    image_height: int or scalar int32 tensor, the output height.
-    image_width: int or scalar int32 tensor, the output width.
-    resize_method: 'bilinear' or 'nearest'; uint8 masks always use
-      'nearest'.
-
-  Returns:
-    [N, image_height, image_width] masks of box_masks' dtype (threshold
-    float masks, e.g. > 0.5, for binary ones).
-  """
-  if box_masks.dtype == tf.uint8:
-    resize_method = 'nearest'
-
-  def reframe():
-    count = tf.shape(box_masks)[0]
-    pasted = tf.image.crop_and_resize(
-        tf.expand_dims(box_masks, axis=3),
-        reframe_image_corners_relative_to_boxes(boxes),
-        tf.range(count), [image_height, image_width], method=resize_method,
-        extrapolation_value=0)
-    return tf.cast(pasted, box_masks.dtype)
-
-  image_masks = tf.cond(
-      tf.shape(box_masks)[0] > 0, reframe,
-      lambda: tf.zeros([0, image_height, image_width, 1], box_masks.dtype))
-  return tf.squeeze(image_masks, axis=3)

@@ -5,7 +5,7 @@ outputs: annotation ids count from 1 across images, 'iscrowd' is 0 unless
 given, 'area' is the box area unless a positive area is given, boxes become
 [x, y, width, height] computed in the input's dtype, masks become RLE dicts
 with text counts, files are JSON with floats written to 4 digits and an
-indent of 2. coco_tools gives these names too (loaded on first use).
+indent of 2. compat.coco_tools gives these names.
 """
 import numpy as np
 

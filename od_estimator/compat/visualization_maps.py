@@ -1,6 +1,6 @@
 """Heat maps, part masks and float channels drawn on numpy images, as the
 original's visualization_utils functions of the same names (which
-visualization_utils gives too).
+compat.visualization_utils gives).
 """
 import numpy as np
 from PIL import Image

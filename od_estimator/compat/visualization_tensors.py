@@ -1,6 +1,6 @@
 """Drawing on image tensors and plot summaries in TF graphs, under the
-original's visualization_utils names (which visualization_utils gives too):
-draw_bounding_boxes_on_image_tensors, draw_heatmaps_on_image_tensors,
+original's visualization_utils names (compat.visualization_utils gives
+them): draw_bounding_boxes_on_image_tensors, draw_heatmaps_on_image_tensors,
 create_visualization_fn, add_cdf_image_summary, add_hist_image_summary and
 VisualizeSingleFrameDetections.
 
@@ -13,9 +13,9 @@ from PIL import Image
 from PIL import ImageDraw
 import tensorflow as tf
 
-from od_estimator.metrics import eval_visualization
+from od_estimator.compat import visualization_maps
 from od_estimator.core import shape_utils
-from od_estimator.utils import visualization_maps
+from od_estimator.metrics import eval_visualization
 from od_estimator.utils import visualization_utils
 
 

@@ -7,12 +7,19 @@ od_estimator.utils.label_map_util. Opt-in only, and never over the real
 thing: when the original's object_detection package can be imported, the
 alias refuses to install, and its finder steps aside whenever the ordinary
 finders find a real object_detection later (it then serves nothing).
+
+This package also holds the original's re-export surfaces, which nothing in
+od_estimator imports: ops (utils.ops), visualization_utils (the original's
+utils.visualization_utils: od_estimator.utils.visualization_utils' drawing
+plus visualization_tensors and visualization_maps) and coco_tools (the
+original's metrics.coco_tools: coco_wrappers and coco_export).
 """
 import importlib
 import importlib.abc
 import importlib.util
 import runpy
 import sys
+import types
 
 from od_estimator import errors
 
@@ -27,12 +34,23 @@ COUNTERPARTS = {
         'od_estimator.export.export_tflite_ssd_graph_lib',
     'object_detection.exporter': 'od_estimator.export.exporter',
     'object_detection.inputs': 'od_estimator.input_pipeline.inputs',
+    'object_detection.metrics.coco_export': 'od_estimator.compat.coco_export',
+    'object_detection.metrics.coco_tools': 'od_estimator.compat.coco_tools',
+    'object_detection.metrics.coco_wrappers':
+        'od_estimator.compat.coco_wrappers',
     'object_detection.model_hparams': 'od_estimator.estimator.model_hparams',
     'object_detection.model_lib': 'od_estimator.estimator.model_lib',
     'object_detection.utils.config_util': 'od_estimator.config.config_util',
+    'object_detection.utils.ops': 'od_estimator.compat.ops',
     'object_detection.utils.shape_utils': 'od_estimator.core.shape_utils',
     'object_detection.utils.spatial_transform_ops':
         'od_estimator.core.spatial_transform_ops',
+    'object_detection.utils.visualization_maps':
+        'od_estimator.compat.visualization_maps',
+    'object_detection.utils.visualization_tensors':
+        'od_estimator.compat.visualization_tensors',
+    'object_detection.utils.visualization_utils':
+        'od_estimator.compat.visualization_utils',
 }
 
 
@@ -51,8 +69,35 @@ def counterpart(original_module_name):
   return None if found is None else name
 
 
+class _AliasPackage(types.ModuleType):
+  """object_detection[.pkg] while aliased: a package of the original's name.
+
+  `from object_detection.utils import ops` looks `ops` up on this module and
+  then imports `<its __name__>.ops`: through the finder, so the original's
+  path gets its counterpart (od_estimator.compat.ops), even where
+  od_estimator's own package of that path holds another module (its home).
+  Attributes that are not submodules come from od_estimator's package.
+  """
+
+  def __init__(self, name, package):
+    super().__init__(name, package.__doc__)
+    self.__path__ = []  # Submodules are found by the alias finder only.
+    self.__wrapped__ = package
+
+  def __getattr__(self, name):
+    original = '%s.%s' % (self.__name__, name)
+    if not name.startswith('__') and counterpart(original) is not None:
+      return importlib.import_module(original)
+    return getattr(self.__wrapped__, name)
+
+
+def _aliased():
+  """Whether `object_detection` is our alias package (not a real one)."""
+  return isinstance(sys.modules.get(ORIGINAL), _AliasPackage)
+
+
 class _AliasLoader(importlib.abc.Loader):
-  """Hands out the already-imported od_estimator module."""
+  """Hands out the module it was given."""
 
   def __init__(self, module):
     self._module = module
@@ -74,15 +119,15 @@ def _found_elsewhere(alias_finder, fullname):
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder):
-  """object_detection[.x.y] → counterpart(...) (the same module object)."""
+  """object_detection[.x.y] → counterpart(...): the same module object, in
+  an _AliasPackage of the original's name for a package."""
 
   def find_spec(self, fullname, path=None, target=None):
     del path, target
     if fullname == ORIGINAL:
       if _found_elsewhere(self, fullname):
         return None  # A real installation wins.
-    elif not fullname.startswith(ORIGINAL + '.') or getattr(
-        sys.modules.get(ORIGINAL), '__name__', None) != OURS:
+    elif not fullname.startswith(ORIGINAL + '.') or not _aliased():
       return None  # Not ours, or below the real package.
     name = counterpart(fullname)
     if name is None:
@@ -90,16 +135,18 @@ class _AliasFinder(importlib.abc.MetaPathFinder):
           '%s has no od_estimator counterpart; see README "Coming from the '
           'original".' % fullname, name=fullname)
     module = importlib.import_module(name)
+    is_package = hasattr(module, '__path__')
+    if is_package:
+      module = _AliasPackage(fullname, module)
     return importlib.util.spec_from_loader(
-        fullname, _AliasLoader(module),
-        is_package=hasattr(module, '__path__'))
+        fullname, _AliasLoader(module), is_package=is_package)
 
 
 def _real_original():
   """Where an importable non-alias object_detection lives, else None."""
   module = sys.modules.get(ORIGINAL)
   if module is not None:
-    if module.__name__ == OURS:
+    if isinstance(module, _AliasPackage):
       return None
     return getattr(module, '__file__', None) or ORIGINAL
   if any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
@@ -156,6 +203,3 @@ def main(argv=None):
     errors.fail(error)
   return 0
 
-
-if __name__ == '__main__':
-  sys.exit(main())
