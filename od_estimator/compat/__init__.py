@@ -1,18 +1,21 @@
 """Runs scripts written for the original without editing their imports.
 
 `install_alias()` (or `python -m od_estimator.compat run script.py ...`)
-makes `import object_detection...` load od_estimator's module of the same
-path: `from object_detection.utils import label_map_util` gives
-od_estimator.utils.label_map_util. Opt-in only, and never over the real
-thing: when the original's object_detection package can be imported, the
-alias refuses to install, and its finder steps aside whenever the ordinary
-finders find a real object_detection later (it then serves nothing).
+makes `import object_detection...` load od_estimator's counterpart: the
+module of the same path (`from object_detection.utils import
+label_map_util` gives od_estimator.utils.label_map_util) unless COUNTERPARTS
+names another (object_detection.exporter is od_estimator.export.exporter).
+Opt-in only, and never over the real thing: when the original's
+object_detection package can be imported, the alias refuses to install, and
+its finder steps aside whenever the ordinary finders find a real
+object_detection later (it then serves nothing).
 
-This package also holds the original's re-export surfaces, which nothing in
-od_estimator imports: ops (utils.ops), visualization_utils (the original's
+This package's modules keep the original's names that od_estimator itself
+does not use, and nothing in od_estimator imports them: ops (the original's
+utils.ops, with groundtruth_filters), visualization_utils (its
 utils.visualization_utils: od_estimator.utils.visualization_utils' drawing
-plus visualization_tensors and visualization_maps) and coco_tools (the
-original's metrics.coco_tools: coco_wrappers and coco_export).
+plus visualization_tensors and visualization_maps) and coco_tools (its
+metrics.coco_tools: coco_wrappers and coco_export).
 """
 import importlib
 import importlib.abc
