@@ -19,6 +19,6 @@ from od_estimator.utils.visualization_utils import (
     draw_bounding_box_on_image_array, draw_bounding_boxes_on_image,
     draw_bounding_boxes_on_image_array, draw_keypoints_on_image,
     draw_keypoints_on_image_array, draw_mask_on_image_array,
-    encode_image_array_as_png_str, label_font_size, label_position,
-    save_image_array_as_png, visualize_boxes_and_labels_on_image_array)
+    encode_image_array_as_png_str, save_image_array_as_png,
+    visualize_boxes_and_labels_on_image_array)
 # pylint: enable=unused-import
