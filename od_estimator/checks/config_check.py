@@ -310,8 +310,11 @@ def _check_train_config(train_config, report):
                  hint='download or copy it again')
 
 
-# What builders raise for an option they cannot honour.
-_BUILD_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
+# What builders raise for an option they cannot honour: a UserInputError,
+# or the ValueError of a constructor refusing a value (an unknown feature
+# extractor type, a learning rate below its warm-up rate). A TypeError or
+# KeyError is a bug in a builder and keeps its traceback.
+_BUILD_ERRORS = (ValueError,)
 
 
 def _check_builds(field, build, report):
@@ -320,7 +323,7 @@ def _check_builds(field, build, report):
     with tf.Graph().as_default():
       build()
   except _BUILD_ERRORS as error:
-    report.error(field, 'cannot be built: %s' % error)
+    report.error(field, 'cannot be built: %s' % errors.one_line(error))
 
 
 def _check_model_builds(model_config, report):
