@@ -110,7 +110,7 @@ def main(argv=None):
 def _stopped(path, problem):
   """A Report of the one problem the checks of `path` stopped on."""
   report = config_check.Report(path)
-  report.error(None, 'checking stopped: %s' % errors.one_line(problem))
+  report.error(None, 'checking stopped: %s' % problem)
   return report
 
 

@@ -458,3 +458,15 @@ def test_a_path_tensorflow_cannot_reach_is_a_report_line(data_dir, capsys):
   assert out.startswith(
       'error: %s: checking stopped: %s: this TensorFlow has no file system '
       'for that scheme' % (path, pattern)), out
+
+
+def test_each_problem_of_a_report_is_one_line():
+  report = config_check.Report('a.config')
+  report.error('model', 'cannot be built:\n  depth must be\tpositive',
+               hint='set\ndepth')
+  report.note('one note')
+  assert report.text().splitlines() == [
+      'error: a.config: field `model`: cannot be built: depth must be '
+      'positive (hint: set depth)',
+      'note: one note',
+      'a.config: 1 problem(s); fix them before training.']

@@ -51,7 +51,7 @@ class Report:
     self.notes.append(text)
 
   def text(self):
-    lines = ['error: %s' % e for e in self.errors]
+    lines = ['error: %s' % errors.one_line(e) for e in self.errors]
     lines += ['note: %s' % n for n in self.notes]
     if self.errors:
       lines.append('%s: %d problem(s); fix them before training.' %
@@ -323,7 +323,7 @@ def _check_builds(field, build, report):
     with tf.Graph().as_default():
       build()
   except _BUILD_ERRORS as error:
-    report.error(field, 'cannot be built: %s' % errors.one_line(error))
+    report.error(field, 'cannot be built: %s' % error)
 
 
 def _check_model_builds(model_config, report):
