@@ -1,15 +1,16 @@
 """What the original's commands share: absl flags, and bad input reported as
 one `error: ...` line on stderr with exit status 1 instead of a traceback.
 
-Bad input is an errors.UserInputError (config_util.ConfigError is one), an
+Bad input is an errors.UserInputError (errors.ConfigError is one), an
 unusable --model_dir, or a bad input record (see record_scanner).
 TensorFlow's errors are told apart by kind (`describe_op_error`): memory
-or disk exhausted, a path missing or forbidden, a cluster task out of
-reach, a damaged file: one line each. Any other exception is a bug in
-od_estimator: it keeps its traceback, followed by one line asking for a
-report. SIGTERM and Ctrl-C stop the command (see utils/interrupts): one
-line says what was kept, and the exit status is 130 after Ctrl-C, 143
-after SIGTERM (0 for a training that saved its checkpoint).
+or disk exhausted, a path missing, forbidden, out of reach or of an
+unknown scheme, a cluster task out of reach, a damaged file: one line
+each. Any other exception is a bug in od_estimator: it keeps its
+traceback, followed by one line asking for a report. SIGTERM and Ctrl-C
+stop the command (see utils/interrupts): one line says what was kept, and
+the exit status is 130 after Ctrl-C, 143 after SIGTERM (0 for a training
+that saved its checkpoint).
 """
 import json
 import os
@@ -27,6 +28,15 @@ from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 from od_estimator.utils import interrupts
 from od_estimator.utils import disk_full
+
+# The flags of the training commands that name a remote cluster or TPU.
+_CLUSTER_FLAGS = ('master', 'tpu_name')
+# A file system scheme TensorFlow has no support for (s3:// in TF 2.15).
+_SCHEME = 'File system scheme'
+# A remote file system whose host could not be reached (gs:// offline).
+_UNREACHABLE_HOST = re.compile(
+    r"Couldn't resolve host|Could not resolve host|Couldn't connect|"
+    r'Connection timed out|Failed to connect', re.IGNORECASE)
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -120,7 +130,9 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
       _fail_non_finite_loss(error, model_dir())
     if record_scanner.is_data_error(error):
       fail(record_scanner.describe(error, _flag('pipeline_config_path')))
-    described = describe_op_error(error, _flag('pipeline_config_path'))
+    described = describe_op_error(
+        error, _flag('pipeline_config_path'),
+        cluster_flags={'--' + name: _flag(name) for name in _CLUSTER_FLAGS})
     if described:
       fail(described)
     report_bug()
@@ -128,7 +140,8 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
     report_bug()
 
 
-def describe_op_error(error, pipeline_config_path=None, environ=None):
+def describe_op_error(error, pipeline_config_path=None, environ=None,
+                      cluster_flags=None):
   """One line for a TensorFlow error the user can act on, else None (a bug).
 
   Args:
@@ -136,6 +149,8 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
     pipeline_config_path: the command's pipeline config, for the batch
       size and image size to lower when memory runs out.
     environ: the environment (default os.environ), for TF_CONFIG.
+    cluster_flags: {'--flag': value} of the flags naming the cluster or TPU
+      the command runs on (unset ones None), for a task that did not answer.
 
   Returns:
     The message, or None when the error is not one of the kinds below.
@@ -151,6 +166,12 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
       return ('out of memory (%s). Lower %s.' % (
           _first_sentence(message), _memory_settings(pipeline_config_path)))
     return 'a resource ran out: %s' % message
+  if isinstance(error, tf.errors.UnimplementedError) and _SCHEME in message:
+    return ('%s: this TensorFlow has no file system for that scheme (%s). '
+            'Use a local path or gs://.' % (path, message))
+  if path and _UNREACHABLE_HOST.search(message):
+    return ('%s cannot be reached from here (%s). Check the network, the '
+            'bucket name and the credentials.' % (path, message))
   if isinstance(error, tf.errors.PermissionDeniedError):
     return ('permission denied: %s. Make it readable (and its folder '
             'writable) by this user, or choose another path.' % (
@@ -165,7 +186,7 @@ def describe_op_error(error, pipeline_config_path=None, environ=None):
             message)
   if isinstance(error, (tf.errors.UnavailableError,
                         tf.errors.DeadlineExceededError)):
-    return _describe_unreachable(message, environ)
+    return _describe_unreachable(message, environ, cluster_flags)
   if isinstance(error, tf.errors.FailedPreconditionError) and re.search(
       r'\bis (not )?a directory\b', message):
     return ('%s. Check the paths in the flags and the pipeline config.' %
@@ -201,38 +222,47 @@ def _first_sentence(message):
 
 
 def _memory_settings(pipeline_config_path):
-  """'train_config.batch_size (now 8) or the image size (...) in PATH'."""
-  what = 'train_config.batch_size or the image size (model.*.image_resizer)'
+  """'the batch size (train_config.batch_size, now 8; ...) ... in PATH'."""
+  what = ('the batch size (train_config.batch_size; eval_config.batch_size '
+          'in evaluation), then the image size (model.*.image_resizer)')
   if not pipeline_config_path:
     return what
   try:
     configs = config_util.get_configs_from_pipeline_file(
         pipeline_config_path)
-  except Exception:  # pylint: disable=broad-except
+  except (errors.UserInputError, tf.errors.OpError):
     return '%s in %s' % (what, pipeline_config_path)
   model = configs['model']
-  meta_architecture = getattr(model, model.WhichOneof('model') or '', None)
-  resizer = getattr(meta_architecture, 'image_resizer', None)
+  kind = model.WhichOneof('model')
+  resizer = getattr(getattr(model, kind or '', None), 'image_resizer', None)
   size = ''
   if resizer is not None and resizer.WhichOneof('image_resizer_oneof'):
-    kind = resizer.WhichOneof('image_resizer_oneof')
-    size = ' %s { %s }' % (kind, ' '.join(
+    resize = resizer.WhichOneof('image_resizer_oneof')
+    size = ' %s { %s }' % (resize, ' '.join(
         '%s: %s' % (field.name, value)
-        for field, value in getattr(resizer, kind).ListFields()
+        for field, value in getattr(resizer, resize).ListFields()
         if field.type != field.TYPE_MESSAGE))
-  return ('train_config.batch_size (now %d) or the image size (image_resizer'
-          '%s) in %s' % (configs['train_config'].batch_size, size,
-                         pipeline_config_path))
+  return ('the batch size (train_config.batch_size, now %d; '
+          'eval_config.batch_size, now %d, in evaluation), then the image '
+          'size (model.%s.image_resizer%s) in %s' % (
+              configs['train_config'].batch_size,
+              configs['eval_config'].batch_size, kind or '*', size,
+              pipeline_config_path))
 
 
-def _describe_unreachable(message, environ=None):
-  """Names the TF_CONFIG cluster and task a lost connection belongs to."""
+def _describe_unreachable(message, environ=None, cluster_flags=None):
+  """Names the cluster (TF_CONFIG, --master, --tpu_name) that did not answer."""
   environ = os.environ if environ is None else environ
   try:
     tf_config = json.loads(environ.get('TF_CONFIG') or '{}')
   except ValueError:
     tf_config = {}
   cluster = tf_config.get('cluster') if isinstance(tf_config, dict) else None
+  given = ['%s=%s' % (flag, value) for flag, value in
+           sorted((cluster_flags or {}).items()) if value]
+  if not cluster and given:
+    return ('the cluster of %s did not answer (%s). Check that it is running '
+            'and reachable from here.' % (', '.join(given), message))
   if not cluster:
     return ('a service did not answer in time (%s). Check the network and '
             'retry.' % message)

@@ -431,8 +431,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   try:
     category_index = label_map_util.create_category_index_from_labelmap(
         label_map_path, use_display_name=True)
-  except ValueError as error:
-    raise DetectError(str(error).splitlines()[0]) from None
+  except label_map_util.LabelMapError as error:
+    raise DetectError('--label_map_path: %s' % error) from None
   paths = _list_images(input_path)
   known_ids = known_image_ids(coco_annotations, image_id_map)
   ids = image_ids_for(paths, known_ids)
@@ -508,7 +508,8 @@ def main(argv=None):
     print('od-estimator detect: %s' % stop.line(), file=sys.stderr)
     return stop.exit_status
   except errors.UserInputError as error:
-    print('od-estimator detect: error: %s' % error, file=sys.stderr)
+    print('od-estimator detect: error: %s' % errors.one_line(error),
+          file=sys.stderr)
     return 1
   print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
       summary['images'], summary['detections'], summary['output'],

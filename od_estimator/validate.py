@@ -17,6 +17,10 @@ honour are named before launch.
 import argparse
 import sys
 
+import tensorflow as tf
+
+from od_estimator import command_line
+from od_estimator import errors
 from od_estimator.checks import config_check
 from od_estimator.checks import tpu_check
 
@@ -87,16 +91,27 @@ def main(argv=None):
   args = parser.parse_args(argv)
   tpu_options = _tpu_options(args, parser)
   try:
-    report = config_check.validate(args.pipeline_config_path, args.config_override,
-                      tpu_options, scan_records=args.scan_records)
-  except Exception as error:  # pylint: disable=broad-except
-    # A check that failed in an unforeseen way: still a report, not a
-    # traceback, naming the file and the error.
-    report = config_check.Report(args.pipeline_config_path)
-    report.error(None, 'checking stopped on %s: %s' % (
-        type(error).__name__, error))
+    report = config_check.validate(
+        args.pipeline_config_path, args.config_override, tpu_options,
+        scan_records=args.scan_records)
+  except errors.UserInputError as error:
+    report = _stopped(args.pipeline_config_path, error)
+  except tf.errors.OpError as error:
+    # A file the checks could not read (out of reach, forbidden, damaged).
+    # Any other exception is a bug in a check: it keeps its traceback.
+    problem = command_line.describe_op_error(error, args.pipeline_config_path)
+    if problem is None:
+      raise
+    report = _stopped(args.pipeline_config_path, problem)
   print(report.text())
   return 1 if report.errors else 0
+
+
+def _stopped(path, problem):
+  """A Report of the one problem the checks of `path` stopped on."""
+  report = config_check.Report(path)
+  report.error(None, 'checking stopped: %s' % problem)
+  return report
 
 
 if __name__ == '__main__':

@@ -244,9 +244,10 @@ def test_out_of_memory_names_the_batch_and_image_size():
   path = tiny_ssd.DEMO_CONFIG
   assert command_line.describe_op_error(error, path) == (
       'out of memory (OOM when allocating tensor with shape[16,160,160,32]). '
-      'Lower train_config.batch_size (now 16) or the image size '
-      '(image_resizer fixed_shape_resizer { height: 160 width: 160 }) in '
-      '%s.' % path)
+      'Lower the batch size (train_config.batch_size, now 16; '
+      'eval_config.batch_size, now 1, in evaluation), then the image size '
+      '(model.ssd.image_resizer fixed_shape_resizer { height: 160 width: 160 '
+      '}) in %s.' % path)
 
 
 def test_a_lost_cluster_task_names_the_cluster():
@@ -291,7 +292,7 @@ def test_the_boundary_classifies_training_and_export_errors(capsys,
       _raiser(oom), lambda: None, 'doc', 'od_estimator.model_main'))
   assert code == 1 and err.count('\n') == 1
   assert err.startswith('error: out of memory (OOM when allocating). Lower '
-                        'train_config.batch_size (now 16)')
+                        'the batch size (train_config.batch_size, now 16;')
   denied = tf.errors.PermissionDeniedError(None, None, '/x/y; denied')
   code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
       _raiser(denied), 'prog', 'doc', __name__, []))
@@ -313,3 +314,75 @@ def test_detect_and_label_map_errors_are_user_input_errors(capsys, tmp_path):
       _raiser(raised.value), 'export_tflite_ssd_graph', 'doc', __name__, []))
   assert (code, err) == (1, 'error: %s\n' % raised.value)
   assert 'missing.pbtxt' in err
+
+
+def test_config_error_is_defined_with_the_user_input_errors():
+  assert errors.ConfigError.__module__ == 'od_estimator.errors'
+  assert issubclass(errors.ConfigError, errors.UserInputError)
+  from od_estimator.config import config_text  # pylint: disable=g-import-not-at-top
+  assert config_text.ConfigError is errors.ConfigError
+  assert config_util.ConfigError is errors.ConfigError
+  assert str(errors.ConfigError('bad', path='a.config', line=3,
+                                field='model', hint='fix it')) == (
+                                    'a.config:3: field `model`: bad (hint: '
+                                    'fix it)')
+
+
+@pytest.mark.parametrize('error,expected', [
+    # gs:// with no route to Google: TF raises FailedPrecondition.
+    (tf.errors.FailedPreconditionError(
+        None, None, "Error executing an HTTP request: libcurl code 6 meaning "
+        "'Couldn't resolve host name', error details: Could not resolve "
+        'host: www.googleapis.com\n\t when reading metadata of '
+        'gs://bucket/label_map.pbtxt'),
+     'gs://bucket/label_map.pbtxt cannot be reached from here'),
+    (tf.errors.UnimplementedError(
+        None, None, "File system scheme 's3' not implemented (file: "
+        "'s3://bucket/train.record')"),
+     's3://bucket/train.record: this TensorFlow has no file system for that '
+     'scheme'),
+    (tf.errors.PermissionDeniedError(
+        None, None, 'Error executing an HTTP request: HTTP response code 403 '
+        'when reading gs://bucket/model/checkpoint'),
+     'permission denied: gs://bucket/model/checkpoint.'),
+    (tf.errors.NotFoundError(
+        None, None, 'Error executing an HTTP request: HTTP response code 404 '
+        'when reading gs://bucket/data/train.record'),
+     'gs://bucket/data/train.record was not found'),
+])
+def test_remote_paths_out_of_reach_name_the_path(capsys, error, expected):
+  described = command_line.describe_op_error(error, environ={})
+  assert described.startswith(expected)
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(error), 'prog', 'doc', __name__, []))
+  assert code == 1 and err.count('\n') == 1
+  assert err.startswith('error: ' + expected)
+  assert 'a bug in od_estimator' not in err
+
+
+def test_out_of_memory_without_a_readable_config_names_the_settings():
+  error = tf.errors.ResourceExhaustedError(None, None, 'OOM when allocating')
+  assert command_line.describe_op_error(error, '/nowhere/pipeline.config') == (
+      'out of memory (OOM when allocating). Lower the batch size '
+      '(train_config.batch_size; eval_config.batch_size in evaluation), then '
+      'the image size (model.*.image_resizer) in /nowhere/pipeline.config.')
+
+
+def test_an_unreachable_tpu_or_master_is_named(capsys, monkeypatch):
+  error = tf.errors.UnavailableError(None, None, 'Socket closed')
+  assert command_line.describe_op_error(
+      error, environ={}, cluster_flags={'--tpu_name': 'my-tpu',
+                                        '--master': None}) == (
+          'the cluster of --tpu_name=my-tpu did not answer (Socket closed). '
+          'Check that it is running and reachable from here.')
+  # At the boundary, the flag comes from the command's flags.
+  monkeypatch.delenv('TF_CONFIG', raising=False)
+  monkeypatch.setattr(command_line, '_flag', {
+      'master': 'grpc://10.0.0.2:8470'}.get)
+  code, err = _exit_and_stderr(capsys, lambda: command_line.run_export(
+      _raiser(tf.errors.DeadlineExceededError(None, None, 'deadline')),
+      'prog', 'doc', __name__, []))
+  assert (code, err) == (1, 'error: the cluster of --master=grpc://10.0.0.2:'
+                         '8470 did not answer (deadline). Check that it is '
+                         'running and reachable from here.\n')
+

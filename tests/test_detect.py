@@ -19,6 +19,7 @@ from google.protobuf import text_format
 
 from od_estimator import __main__ as cli
 from od_estimator import detect
+from od_estimator import errors
 from od_estimator.export import exporter
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_feature_extractor_registry
@@ -394,3 +395,33 @@ def test_ctrl_c_stops_after_the_image_under_way(export_dir, inputs, tmp_path,
       'drawn in %s; no %s was written\n' % (out, detect.DETECTIONS_FILE))
   assert os.listdir(out) == ['000007_detections.png']
   assert signal.getsignal(signal.SIGINT) == before
+
+
+def test_multi_line_user_errors_are_one_line_in_detect(capsys, monkeypatch):
+  def run(*args, **kwargs):
+    del args, kwargs  # Unused.
+    raise detect.DetectError('cannot load\n  the model')
+  monkeypatch.setattr(detect, 'run', run)
+  assert detect.main(['--saved_model_dir=m', '--label_map_path=l',
+                      '--input=i']) == 1
+  assert capsys.readouterr().err == (
+      'od-estimator detect: error: cannot load the model\n')
+
+
+def test_label_map_errors_name_the_flag_and_bugs_keep_their_type(
+    export_dir, inputs, tmp_path, monkeypatch):
+  with pytest.raises(detect.DetectError,
+                     match='^--label_map_path: .*missing.pbtxt: label map '
+                     'file not found'):
+    detect.run(export_dir, str(tmp_path / 'missing.pbtxt'), inputs['folder'],
+               output_dir=str(tmp_path / 'out'))
+
+  def broken(*args, **kwargs):
+    del args, kwargs  # Unused.
+    raise ValueError('a bug, not a bad label map')
+  monkeypatch.setattr(detect.label_map_util,
+                      'create_category_index_from_labelmap', broken)
+  with pytest.raises(ValueError) as raised:
+    detect.run(export_dir, inputs['label_map'], inputs['folder'],
+               output_dir=str(tmp_path / 'out'))
+  assert not isinstance(raised.value, errors.UserInputError)

@@ -22,6 +22,7 @@ from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from tests import tflite_runs
+from tests.command_modules import import_command
 from tests import tiny_ssd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -301,3 +302,39 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
   with pytest.raises(ValueError, match='checkpoint not found'):
     _export(_pipeline_config(), tmp_path,
             prefix=str(tmp_path / 'model.ckpt-1'))
+
+
+def test_a_calibration_label_map_out_of_reach_is_one_line(tmp_path, capsys):
+  # As a new user would: --post_training_quantize with an eval label map
+  # on a path TensorFlow cannot read (gs:// offline, s3:// in TF 2.15).
+  export_command = import_command('export_tflite_ssd_graph')
+  pipeline_config = _pipeline_config()
+  label_map = 'nosuchscheme://bucket/label_map.pbtxt'
+  pipeline_config.eval_input_reader[0].label_map_path = label_map
+  config_util.save_pipeline_config(pipeline_config, str(tmp_path))
+  with pytest.raises(SystemExit) as raised:
+    export_command.main([
+        '--pipeline_config_path=%s' % (tmp_path / 'pipeline.config'),
+        '--trained_checkpoint_prefix=%s' % (tmp_path / 'model.ckpt-1'),
+        '--output_directory=%s' % (tmp_path / 'out'), '--config_override=',
+        '--post_training_quantize', '--noconvert',
+        '--representative_examples=10'])
+  assert raised.value.code == 1
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1, err
+  assert err.startswith(
+      'error: --post_training_quantize: eval_input_reader[0].label_map_path: '
+      '%s: cannot read the label map: ' % label_map)
+  assert not (tmp_path / 'out').exists()  # Refused before the export.
+
+
+def test_a_calibration_input_that_matches_nothing_names_the_flag(tmp_path):
+  pipeline_config = _pipeline_config(tmp_path / 'data')
+  reader = pipeline_config.eval_input_reader[0].tf_record_input_reader
+  reader.input_path[:] = [str(tmp_path / 'nowhere-*.record')]
+  with pytest.raises(errors.UserInputError) as raised:
+    tflite_conversion.representative_dataset(pipeline_config, 2)
+  assert str(raised.value) == (
+      "--post_training_quantize: eval_input_reader[0]: tf_record_input_reader"
+      ".input_path pattern %r matches no files." % str(
+          tmp_path / 'nowhere-*.record'))

@@ -6,8 +6,10 @@ import sys
 import pytest
 
 from od_estimator import __main__ as cli
+from od_estimator import errors
 from od_estimator import validate
 from od_estimator.builders import model_builder
+from od_estimator.checks import config_check
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
 from tests import small_checkpoints
 
@@ -389,3 +391,82 @@ def test_relative_paths_are_read_from_the_launch_directory(
   assert code == 1
   assert 'exists next to the config' in out
   assert str(data_dir / 'data' / 'shapes_label_map.pbtxt') in out
+
+
+@pytest.mark.parametrize('builder,bug', [
+    ('optimizer_builder', TypeError("unsupported operand type(s) for *: "
+                                    "'NoneType' and 'float'")),
+    ('preprocessor_builder', KeyError('random_horizontal_flip')),
+])
+def test_a_bug_in_a_builder_keeps_its_traceback(data_dir, capsys,
+                                                monkeypatch, builder, bug):
+  def broken(*args, **kwargs):
+    del args, kwargs  # Unused.
+    raise bug
+  monkeypatch.setattr(getattr(config_check, builder), 'build', broken)
+  with pytest.raises(type(bug)):
+    _run(data_dir, _good_config(data_dir), capsys, name='bug.config')
+
+
+def test_a_builder_refusing_a_value_is_the_config_s_mistake(
+    data_dir, capsys, monkeypatch):
+  def refuse(*args, **kwargs):
+    del args, kwargs  # Unused.
+    raise ValueError('momentum must be below 1,\n  got 1.5')
+  monkeypatch.setattr(config_check.optimizer_builder, 'build', refuse)
+  code, out, path = _run(data_dir, _good_config(data_dir), capsys,
+                         name='refused.config')
+  assert code == 1
+  assert ('error: %s: field `train_config.optimizer`: cannot be built: '
+          'momentum must be below 1, got 1.5' % path) in out.splitlines()
+
+
+def test_a_bug_in_a_check_keeps_its_traceback(data_dir, capsys, monkeypatch):
+  def broken(*args):
+    del args  # Unused.
+    raise AttributeError("'NoneType' object has no attribute 'batch_size'")
+  monkeypatch.setattr(config_check, '_check_eval_config', broken)
+  with pytest.raises(AttributeError):
+    _run(data_dir, _good_config(data_dir), capsys, name='bug.config')
+  monkeypatch.undo()
+  monkeypatch.setattr(config_check.tpu_check, 'check', broken)
+  path = data_dir / 'tpu_bug.config'
+  path.write_text(_good_config(data_dir))
+  with pytest.raises(AttributeError):
+    validate.main(['--pipeline_config_path=%s' % path, '--check_tpu'])
+
+
+def test_input_the_checks_stop_on_is_a_report_line(data_dir, capsys,
+                                                   monkeypatch):
+  def stop(*args):
+    del args  # Unused.
+    raise errors.UserInputError('eval_config: cannot be\n  used')
+  monkeypatch.setattr(config_check, '_check_eval_config', stop)
+  code, out, path = _run(data_dir, _good_config(data_dir), capsys,
+                         name='stop.config')
+  assert code == 1
+  assert out.splitlines()[0] == (
+      'error: %s: checking stopped: eval_config: cannot be used' % path)
+
+
+def test_a_path_tensorflow_cannot_reach_is_a_report_line(data_dir, capsys):
+  pattern = 'nosuchscheme://bucket/train-*.record'
+  text = _break('%s/shapes_train.record-?????-of-00002' % (
+      data_dir / 'data'), pattern)(_good_config(data_dir))
+  code, out, path = _run(data_dir, text, capsys, name='scheme.config')
+  assert code == 1
+  assert out.startswith(
+      'error: %s: checking stopped: %s: this TensorFlow has no file system '
+      'for that scheme' % (path, pattern)), out
+
+
+def test_each_problem_of_a_report_is_one_line():
+  report = config_check.Report('a.config')
+  report.error('model', 'cannot be built:\n  depth must be\tpositive',
+               hint='set\ndepth')
+  report.note('one note')
+  assert report.text().splitlines() == [
+      'error: a.config: field `model`: cannot be built: depth must be '
+      'positive (hint: set depth)',
+      'note: one note',
+      'a.config: 1 problem(s); fix them before training.']

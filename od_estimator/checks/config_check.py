@@ -51,7 +51,7 @@ class Report:
     self.notes.append(text)
 
   def text(self):
-    lines = ['error: %s' % e for e in self.errors]
+    lines = ['error: %s' % errors.one_line(e) for e in self.errors]
     lines += ['note: %s' % n for n in self.notes]
     if self.errors:
       lines.append('%s: %d problem(s); fix them before training.' %
@@ -310,8 +310,11 @@ def _check_train_config(train_config, report):
                  hint='download or copy it again')
 
 
-# What builders raise for an option they cannot honour.
-_BUILD_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError)
+# What builders raise for an option they cannot honour: a UserInputError,
+# or the ValueError of a constructor refusing a value (an unknown feature
+# extractor type, a learning rate below its warm-up rate). A TypeError or
+# KeyError is a bug in a builder and keeps its traceback.
+_BUILD_ERRORS = (ValueError,)
 
 
 def _check_builds(field, build, report):

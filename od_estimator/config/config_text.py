@@ -11,41 +11,12 @@ from absl import logging
 from google.protobuf import text_format
 import tensorflow as tf
 
-from od_estimator.errors import UserInputError
+from od_estimator import errors
 from od_estimator.protos import pipeline_pb2
 
 
-class ConfigError(UserInputError):
-  """A config that cannot be used, with where and why.
-
-  Attributes:
-    path: the config file, or None for text given directly.
-    line: 1-based line of the problem, or None.
-    column: 1-based column of the problem, or None.
-    field: dotted path of the field concerned, or None.
-    problem: what is wrong, in a sentence.
-    hint: what would fix it, or None.
-  """
-
-  def __init__(self, problem, path=None, line=None, column=None, field=None,
-               hint=None):
-    self.path, self.line, self.column = path, line, column
-    self.field, self.problem, self.hint = field, problem, hint
-    super().__init__(self._format())
-
-  def _format(self):
-    where = self.path or '<config text>'
-    if self.line is not None:
-      where += ':%d' % self.line
-      if self.column is not None:
-        where += ':%d' % self.column
-    text = where + ': '
-    if self.field:
-      text += 'field `%s`: ' % self.field
-    text += self.problem
-    if self.hint:
-      text += ' (hint: %s)' % self.hint
-    return text
+# Defined with the other errors of the user's input; importable from here.
+ConfigError = errors.ConfigError
 
 
 # ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from od_estimator.utils import file_safety
 from od_estimator.config import input_config_overrides
 
 # Part of this module's interface, as in the original's config_util.
-ConfigError = config_text.ConfigError
+ConfigError = errors.ConfigError
 LEGACY_FIELDS = config_text.LEGACY_FIELDS
 parse_pipeline_text = config_text.parse_pipeline_text
 parse_hparams_overrides = config_overrides.parse_hparams_overrides

@@ -26,6 +26,7 @@ from od_estimator import errors
 from od_estimator.input_pipeline import inputs
 from od_estimator.core import standard_fields as fields
 from od_estimator.utils import file_safety
+from od_estimator.utils import label_map_util
 
 TFLITE_NAME = 'detect.tflite'  # the original's documented output file
 INPUT_NAME = 'normalized_input_image_tensor'
@@ -35,6 +36,8 @@ RAW_OUTPUTS = ('raw_outputs/box_encodings', 'raw_outputs/class_predictions')
 # model sees (pixel - 128) / 128, within 1/128 of the MobileNets' training
 # preprocessing (2 / 255) * pixel - 1, which every quantized config uses.
 QUANTIZED_INPUT_STATS = (128.0, 128.0)
+# Where the calibration images come from, for the errors about them.
+_CALIBRATION_INPUT = '--post_training_quantize: eval_input_reader[0]'
 
 
 def is_quantization_aware(pipeline_config):
@@ -59,7 +62,11 @@ def input_shape(pipeline_config):
 
 def check_options(pipeline_config, post_training_quantize,
                   representative_examples):
-  """Raises UserInputError for conversion options the config cannot take."""
+  """Raises UserInputError for conversion options the config cannot take.
+
+  With post_training_quantize, a LabelMapError too when the label map of
+  the calibration images cannot be read.
+  """
   if not post_training_quantize:
     return
   if is_quantization_aware(pipeline_config):
@@ -75,6 +82,22 @@ def check_options(pipeline_config, post_training_quantize,
     raise errors.UserInputError(
         'post-training quantization draws its representative images from '
         'eval_input_reader, which the config lacks.')
+  _check_label_map(pipeline_config.eval_input_reader[0])
+
+
+def _check_label_map(eval_input_config):
+  """Raises LabelMapError naming the flag and field of a bad label map.
+
+  Read before the export, not once the graph is written.
+  """
+  path = eval_input_config.label_map_path
+  if not path:
+    return
+  try:
+    label_map_util.load_labelmap(path)
+  except label_map_util.LabelMapError as error:
+    raise label_map_util.LabelMapError('%s.label_map_path: %s' % (
+        _CALIBRATION_INPUT, error)) from None
 
 
 def representative_dataset(pipeline_config, num_examples):
@@ -89,13 +112,18 @@ def representative_dataset(pipeline_config, num_examples):
     num_examples: positive number of images.
 
   Raises:
-    UserInputError: see check_options; eval_input_reader reads no image.
+    UserInputError: see check_options; eval_input_reader cannot be read or
+      reads no image.
   """
   check_options(pipeline_config, True, num_examples)
-  images = _read_images(pipeline_config, num_examples)
+  try:
+    images = _read_images(pipeline_config, num_examples)
+  except errors.UserInputError as error:
+    raise errors.UserInputError('%s: %s' % (_CALIBRATION_INPUT,
+                                            error)) from None
   if not images:
-    raise errors.UserInputError(
-        'eval_input_reader: no image read for the representative dataset.')
+    raise errors.UserInputError('%s: no image read for the representative '
+                                'dataset.' % _CALIBRATION_INPUT)
   logging.info('Calibrating on %d images of eval_input_reader.', len(images))
 
   def generate():

@@ -70,16 +70,17 @@ def load_labelmap(path):
   Raises:
     LabelMapError: when the file is missing, malformed or invalid.
   """
-  if not tf.io.gfile.exists(path):
-    raise LabelMapError('%s: label map file not found.' % path)
-  if tf.io.gfile.isdir(path):
-    raise LabelMapError('%s: is a directory, not a label map file.' % path)
   try:
+    if not tf.io.gfile.exists(path):
+      raise LabelMapError('%s: label map file not found.' % path)
+    if tf.io.gfile.isdir(path):
+      raise LabelMapError('%s: is a directory, not a label map file.' % path)
     with tf.io.gfile.GFile(path, 'rb') as f:
       data = f.read()
   except tf.errors.OpError as error:
-    raise LabelMapError('%s: cannot read the label map: %s' %
-                        (path, error.message)) from None
+    # An unknown scheme (s3://), a host that does not resolve, no access.
+    raise LabelMapError('%s: cannot read the label map: %s' % (
+        path, errors.one_line(error.message))) from None
   label_map = string_int_label_map_pb2.StringIntLabelMap()
   problem = _parse_text(data, label_map)
   # The original also accepts binary StringIntLabelMap files.

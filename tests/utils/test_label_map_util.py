@@ -189,3 +189,15 @@ def test_byte_order_mark_is_skipped(tmp_path):
   path = tmp_path / 'bom.pbtxt'
   path.write_bytes(b'\xef\xbb\xbf' + _GOOD.encode())
   assert label_map_util.get_label_map_dict(str(path))['dog'] == 3
+
+
+def test_a_label_map_out_of_reach_is_a_label_map_error():
+  # TensorFlow raises an OpError (here UnimplementedError) for a path it
+  # cannot reach; gs:// without network is a FailedPreconditionError.
+  path = 'nosuchscheme://bucket/label_map.pbtxt'
+  with pytest.raises(label_map_util.LabelMapError) as raised:
+    label_map_util.load_labelmap(path)
+  assert str(raised.value).startswith(
+      "%s: cannot read the label map: File system scheme 'nosuchscheme' not "
+      'implemented' % path)
+  assert '\n' not in str(raised.value)
