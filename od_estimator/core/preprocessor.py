@@ -73,15 +73,16 @@ from od_estimator.core.image_resizing import resize_to_range
 # pylint: enable=unused-import
 
 
-# The tensor-dict key each slot of an op's argument layout stands for; the
-# optional ones are named by their include_* flag in get_default_func_arg_map.
+# The tensor-dict key each slot of an op's argument layout stands for. The
+# ones carried only when their include_* flag (get_default_func_arg_map) is
+# set are in _CARRIED_IF_INCLUDED.
 _ALWAYS_CARRIED = {
     'image': fields.InputDataFields.image,
     'boxes': fields.InputDataFields.groundtruth_boxes,
     'classes': fields.InputDataFields.groundtruth_classes,
     'image_classes': fields.InputDataFields.groundtruth_image_classes,
 }
-_OPTIONAL = {
+_CARRIED_IF_INCLUDED = {
     'weights': fields.InputDataFields.groundtruth_weights,
     'confidences': fields.InputDataFields.groundtruth_confidences,
     'scores': fields.InputDataFields.multiclass_scores,
@@ -222,7 +223,7 @@ def get_default_func_arg_map(include_label_weights=True,
   slot_keys = dict.fromkeys(_NEVER_CARRIED)
   slot_keys.update(_ALWAYS_CARRIED)
   slot_keys.update({slot: key if included[slot] else None
-                    for slot, key in _OPTIONAL.items()})
+                    for slot, key in _CARRIED_IF_INCLUDED.items()})
   return {func: tuple(slot_keys[slot] for slot in slots)
           for func, slots in _ARG_SLOTS.items()}
 
