@@ -317,6 +317,40 @@ def _parallel_calls(config, field, multiplier=1):
   return tf.data.AUTOTUNE
 
 
+def _dataset_map_fn(dataset, fn_to_map, batch_size=None,
+                    input_reader_config=None):
+  """dataset.map with the config's parallelism (see build)."""
+  if batch_size:
+    calls = _parallel_calls(input_reader_config, 'num_parallel_batches',
+                            batch_size)
+  else:
+    calls = _parallel_calls(input_reader_config, 'num_parallel_map_calls')
+  return dataset.map(fn_to_map, num_parallel_calls=calls)
+
+
+def _checked_records(input_files, input_reader_config, input_context):
+  """The serialized records of this pipeline's share of input_files.
+
+  Raises:
+    errors.UserInputError: as build, for patterns without records.
+  """
+  # read_dataset globs again; this first glob lists the files whose sizes
+  # the reader checks against and that must hold records.
+  globbed = _glob_each(input_files)
+  filenames = [file for _, matches in globbed for file in matches]
+  sizes = file_sizes(filenames)
+  _refuse_inputs_without_records(
+      globbed, dict(zip(filenames, sizes)),
+      bool(input_reader_config.sample_from_datasets_weights), input_context)
+  dataset = read_dataset(_checked_tfrecord_reader(filenames, sizes),
+                         input_files, input_reader_config,
+                         filename_shard_fn=shard_function_for_context(
+                             input_context))
+  if input_reader_config.sample_1_of_n_examples > 1:
+    dataset = dataset.shard(input_reader_config.sample_1_of_n_examples, 0)
+  return dataset
+
+
 def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
           input_context=None, reduce_to_frame_fn=None):
   """Builds the dataset of decoded (and transformed, batched) examples.
@@ -358,41 +392,18 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
         'one file pattern.')
   if input_context is not None and batch_size:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
-
-  def dataset_map_fn(dataset, fn_to_map, batch_size=None,
-                     input_reader_config=None):
-    if batch_size:
-      calls = _parallel_calls(input_reader_config, 'num_parallel_batches',
-                              batch_size)
-    else:
-      calls = _parallel_calls(input_reader_config, 'num_parallel_map_calls')
-    return dataset.map(fn_to_map, num_parallel_calls=calls)
-
-  # read_dataset globs again; this first glob lists the files whose sizes
-  # the reader checks against and that must hold records.
-  globbed = _glob_each(input_files)
-  filenames = [file for _, matches in globbed for file in matches]
-  sizes = file_sizes(filenames)
-  _refuse_inputs_without_records(
-      globbed, dict(zip(filenames, sizes)),
-      bool(input_reader_config.sample_from_datasets_weights), input_context)
-  dataset = read_dataset(_checked_tfrecord_reader(filenames, sizes),
-                         input_files, input_reader_config,
-                         filename_shard_fn=shard_function_for_context(
-                             input_context))
-  if input_reader_config.sample_1_of_n_examples > 1:
-    dataset = dataset.shard(input_reader_config.sample_1_of_n_examples, 0)
+  dataset = _checked_records(input_files, input_reader_config, input_context)
   # Decoding and transforms are plain graph code (tf.cond, no Python control
   # flow on tensors): AutoGraph would only slow tracing, by seconds.
   plain = tf.autograph.experimental.do_not_convert
-  dataset = dataset_map_fn(dataset, plain(decoder.decode), batch_size,
-                           input_reader_config)
+  dataset = _dataset_map_fn(dataset, plain(decoder.decode), batch_size,
+                            input_reader_config)
   if reduce_to_frame_fn:
-    dataset = reduce_to_frame_fn(dataset, dataset_map_fn, batch_size,
+    dataset = reduce_to_frame_fn(dataset, _dataset_map_fn, batch_size,
                                  input_reader_config)
   if transform_input_data_fn is not None:
-    dataset = dataset_map_fn(dataset, plain(transform_input_data_fn),
-                             batch_size, input_reader_config)
+    dataset = _dataset_map_fn(dataset, plain(transform_input_data_fn),
+                              batch_size, input_reader_config)
   if batch_size:
     dataset = dataset.batch(batch_size,
                             drop_remainder=input_reader_config.drop_remainder)

@@ -26,6 +26,7 @@ Shared argument conventions (the op docstrings list only the rest):
     densepose_surface_coords [N, P, 4] float32 y, x, v, u: all or none.
   seed: op-level random seed.
 """
+import functools
 import sys
 
 import tensorflow as tf
@@ -85,6 +86,86 @@ def _check_densepose(num_points, part_ids, surface_coords):
                      'together.')
 
 
+def _sample_crop(image, boxes, min_object_covered, aspect_ratio_range,
+                 area_range):
+  """Samples a crop window of the image covering part of some box.
+
+  Returns:
+    (cropped image, [2 or 3] begin and end pixel offsets of the crop, its
+    [4] normalized window).
+  """
+  # The sampler's seed comes from the graph seed (reproducible under
+  # tf.compat.v1.set_random_seed), not from `seed`, which drives the
+  # random_coef draw: sharing it would correlate the two.
+  sampled = augment_common.sample_distorted_bounding_box(
+      image_size=tf.shape(image),
+      # Clipped: the sampler must only see the parts inside the image.
+      bounding_boxes=tf.clip_by_value(boxes, 0.0, 1.0)[:, tf.newaxis],
+      min_object_covered=min_object_covered,
+      aspect_ratio_range=aspect_ratio_range, area_range=area_range,
+      max_attempts=100, use_image_if_no_bounding_boxes=True)
+  begin, size, window = sampled
+  end = begin + size
+  window = tf.reshape(window, [4])
+  new_image = image[begin[0]:end[0], begin[1]:end[1], :]
+  new_image.set_shape([None, None, image.shape[2]])
+  return new_image, begin, end, window
+
+
+def _crop_per_box(keep, begin, end, window, clip_boxes, per_box):
+  """Keeps the rows `keep` of the per-box tensors and moves them into the crop.
+
+  Args:
+    keep: [M] int32 indices of the kept boxes.
+    begin, end, window: the crop, from _sample_crop.
+    clip_boxes: prune keypoints and DensePose points outside the crop.
+    per_box: (labels, label_weights, label_confidences, multiclass_scores,
+      masks, mask_weights, keypoints, keypoint_visibilities,
+      densepose_num_points, densepose_part_ids, densepose_surface_coords),
+      each a tensor or None.
+
+  Returns:
+    The per_box tensors, cropped, in the same order.
+  """
+  (labels, label_weights, label_confidences, multiclass_scores, masks,
+   mask_weights, keypoints, keypoint_visibilities, densepose_num_points,
+   densepose_part_ids, densepose_surface_coords) = (
+       augment_common.gather_per_box(keep, per_box))
+  if masks is not None:
+    masks = masks[:, begin[0]:end[0], begin[1]:end[1]]
+  if keypoints is not None:
+    keypoints = augment_common.keypoints_to_window(keypoints, window,
+                                                   prune=clip_boxes)
+    if keypoint_visibilities is not None and clip_boxes:
+      keypoint_visibilities = _update_visibilities(
+          keypoints, keypoint_visibilities)
+  if densepose_num_points is not None:
+    densepose_surface_coords = augment_common.densepose_coords_to_window(
+        densepose_surface_coords, window)
+    if clip_boxes:
+      (densepose_num_points, densepose_part_ids,
+       densepose_surface_coords) = _prune_densepose_outside_unit_window(
+           densepose_num_points, densepose_part_ids,
+           densepose_surface_coords)
+  return (labels, label_weights, label_confidences, multiclass_scores, masks,
+          mask_weights, keypoints, keypoint_visibilities, densepose_num_points,
+          densepose_part_ids, densepose_surface_coords)
+
+
+def _crop_image(min_object_covered, aspect_ratio_range, area_range,
+                overlap_thresh, clip_boxes, image, boxes, *per_box):
+  """random_crop_image's crop, always taken; returns what it returns."""
+  with tf.name_scope('RandomCropImage'):
+    boxes = tf.reshape(boxes, [-1, 4])
+    new_image, begin, end, window = _sample_crop(
+        image, boxes, min_object_covered, aspect_ratio_range, area_range)
+    new_boxes, keep = augment_common.crop_boxes(boxes, window,
+                                                overlap_thresh, clip_boxes)
+    return augment_common.present(
+        new_image, new_boxes,
+        *_crop_per_box(keep, begin, end, window, clip_boxes, per_box))
+
+
 @augment_common.uses_preprocess_vars_cache(_CACHE.CROP_IMAGE)
 def random_crop_image(image, boxes, labels, label_weights,
                       label_confidences=None, multiclass_scores=None,
@@ -126,61 +207,9 @@ def random_crop_image(image, boxes, labels, label_weights,
             keypoint_visibilities, densepose_num_points, densepose_part_ids,
             densepose_surface_coords)
 
-  def crop(image, boxes, labels, label_weights, label_confidences,
-           multiclass_scores, masks, mask_weights, keypoints,
-           keypoint_visibilities, densepose_num_points, densepose_part_ids,
-           densepose_surface_coords):
-    """Always crops (the inputs come in as arguments to be rebound)."""
-    with tf.name_scope('RandomCropImage'):
-      boxes = tf.reshape(boxes, [-1, 4])
-      # The sampler's seed comes from the graph seed (reproducible under
-      # tf.compat.v1.set_random_seed), not from `seed`, which drives the
-      # random_coef draw: sharing it would correlate the two.
-      sampled = augment_common.sample_distorted_bounding_box(
-          image_size=tf.shape(image),
-          # Clipped: the sampler must only see the parts inside the image.
-          bounding_boxes=tf.clip_by_value(boxes, 0.0, 1.0)[:, tf.newaxis],
-          min_object_covered=min_object_covered,
-          aspect_ratio_range=aspect_ratio_range, area_range=area_range,
-          max_attempts=100, use_image_if_no_bounding_boxes=True)
-      begin, size, window = sampled
-      end = begin + size
-      window = tf.reshape(window, [4])
-      new_image = image[begin[0]:end[0], begin[1]:end[1], :]
-      new_image.set_shape([None, None, image.shape[2]])
-
-      new_boxes, keep = augment_common.crop_boxes(boxes, window,
-                                                  overlap_thresh, clip_boxes)
-      (labels, label_weights, label_confidences, multiclass_scores, masks,
-       mask_weights, keypoints, keypoint_visibilities, densepose_num_points,
-       densepose_part_ids, densepose_surface_coords) = (
-           augment_common.gather_per_box(keep, (
-               labels, label_weights, label_confidences, multiclass_scores,
-               masks, mask_weights, keypoints, keypoint_visibilities,
-               densepose_num_points, densepose_part_ids,
-               densepose_surface_coords)))
-      if masks is not None:
-        masks = masks[:, begin[0]:end[0], begin[1]:end[1]]
-      if keypoints is not None:
-        keypoints = augment_common.keypoints_to_window(keypoints, window,
-                                                       prune=clip_boxes)
-        if keypoint_visibilities is not None and clip_boxes:
-          keypoint_visibilities = _update_visibilities(
-              keypoints, keypoint_visibilities)
-      if densepose_num_points is not None:
-        densepose_surface_coords = augment_common.densepose_coords_to_window(
-            densepose_surface_coords, window)
-        if clip_boxes:
-          (densepose_num_points, densepose_part_ids,
-           densepose_surface_coords) = _prune_densepose_outside_unit_window(
-               densepose_num_points, densepose_part_ids,
-               densepose_surface_coords)
-      return augment_common.present(
-          new_image, new_boxes, labels, label_weights, label_confidences,
-          multiclass_scores, masks, mask_weights, keypoints,
-          keypoint_visibilities, densepose_num_points, densepose_part_ids,
-          densepose_surface_coords)
-
+  crop = functools.partial(_crop_image, min_object_covered,
+                           aspect_ratio_range, area_range, overlap_thresh,
+                           clip_boxes)
   # Skipping the cond when a crop is certain keeps the graph simple.
   if (isinstance(random_coef, (int, float)) and
       random_coef < sys.float_info.min):

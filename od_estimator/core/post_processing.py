@@ -13,6 +13,7 @@ Two output modes exist:
 """
 import collections
 import contextlib
+import functools
 
 import numpy as np
 import tensorflow as tf
@@ -209,23 +210,26 @@ def _finalize(selected, valid, clip_window, change_coordinate_frame,
   return box_list_ops.gather(selected, tf.range(keep)), num_valid
 
 
-def multiclass_non_max_suppression(boxes,
-                                   scores,
-                                   score_thresh,
-                                   iou_thresh,
-                                   max_size_per_class,
-                                   max_total_size=0,
-                                   clip_window=None,
-                                   change_coordinate_frame=False,
-                                   masks=None,
-                                   boundaries=None,
-                                   pad_to_max_output_size=False,
-                                   use_partitioned_nms=False,
-                                   additional_fields=None,
-                                   soft_nms_sigma=0.0,
-                                   use_hard_nms=False,
-                                   use_cpu_nms=False,
-                                   scope=None):
+def _class_candidates(class_idx, class_boxes, scores, class_masks,
+                      class_boundaries, additional_fields):
+  """BoxList of one class's NMS candidates: boxes, scores, classes, extras."""
+  class_scores = scores[:, class_idx]
+  candidates = box_list.BoxList(class_boxes)
+  candidates.add_field(_SCORES, class_scores)
+  # Added before NMS so padded slots get class 0 like every other field.
+  candidates.add_field(_CLASSES,
+                       tf.fill(tf.shape(class_scores), float(class_idx)))
+  _add_optional_fields(candidates, class_masks, class_boundaries,
+                       additional_fields)
+  return candidates
+
+
+def multiclass_non_max_suppression(
+    boxes, scores, score_thresh, iou_thresh, max_size_per_class,
+    max_total_size=0, clip_window=None, change_coordinate_frame=False,
+    masks=None, boundaries=None, pad_to_max_output_size=False,
+    use_partitioned_nms=False, additional_fields=None, soft_nms_sigma=0.0,
+    use_hard_nms=False, use_cpu_nms=False, scope=None):
   """Greedy NMS run independently for every class of one image.
 
   Args:
@@ -275,14 +279,8 @@ def multiclass_non_max_suppression(boxes,
     valid_masks = []
     for class_idx in range(num_classes):
       box_idx = class_idx if len(per_class_boxes) > 1 else 0
-      class_scores = scores[:, class_idx]
-      candidates = box_list.BoxList(per_class_boxes[box_idx])
-      candidates.add_field(_SCORES, class_scores)
-      # Added before NMS so padded slots get class 0 like every other field.
-      candidates.add_field(_CLASSES,
-                           tf.fill(tf.shape(class_scores), float(class_idx)))
-      _add_optional_fields(
-          candidates,
+      candidates = _class_candidates(
+          class_idx, per_class_boxes[box_idx], scores,
           None if per_class_masks is None else per_class_masks[box_idx],
           (None if per_class_boundaries is None
            else per_class_boundaries[box_idx]),
@@ -411,28 +409,170 @@ def _combined_nms(boxes, scores, score_thresh, iou_thresh, max_size_per_class,
             num_detections)
 
 
-def batch_multiclass_non_max_suppression(boxes,
-                                         scores,
-                                         score_thresh,
-                                         iou_thresh,
-                                         max_size_per_class,
-                                         max_total_size=0,
-                                         clip_window=None,
-                                         change_coordinate_frame=False,
-                                         num_valid_boxes=None,
-                                         masks=None,
-                                         additional_fields=None,
-                                         soft_nms_sigma=0.0,
-                                         scope=None,
-                                         use_static_shapes=False,
-                                         use_partitioned_nms=False,
-                                         parallel_iterations=32,
-                                         use_class_agnostic_nms=False,
-                                         max_classes_per_detection=1,
-                                         use_dynamic_map_fn=False,
-                                         use_combined_nms=False,
-                                         use_hard_nms=False,
-                                         use_cpu_nms=False):
+def _batch_output_size(boxes, scores, clip_window, change_coordinate_frame,
+                       max_total_size, max_size_per_class,
+                       use_class_agnostic_nms):
+  """Checks the batch NMS arguments; returns the padded detections length.
+
+  Raises:
+    ValueError: on badly shaped boxes or scores, change_coordinate_frame
+      without a clip_window, or class-agnostic NMS without max_total_size.
+  """
+  if boxes.shape.ndims != 4 or scores.shape.ndims != 3:
+    raise ValueError('boxes must be [batch, num_anchors, q, 4] and scores '
+                     '[batch, num_anchors, num_classes]; got %s and %s' %
+                     (boxes.shape, scores.shape))
+  q = _static_dim(boxes.shape[2])
+  num_classes = _static_dim(scores.shape[2])
+  if num_classes is None or q not in (1, num_classes):
+    raise ValueError('boxes third dimension (q=%s) must be 1 or the static '
+                     'number of classes (%s)' % (q, num_classes))
+  if change_coordinate_frame and clip_window is None:
+    raise ValueError('change_coordinate_frame=True needs a clip_window')
+  if max_total_size > 0:
+    return max_total_size
+  if use_class_agnostic_nms:
+    raise ValueError('class-agnostic batch NMS needs max_total_size > 0')
+  return num_classes * max_size_per_class
+
+
+def _image_nms_fn(use_class_agnostic_nms, score_thresh, iou_thresh,
+                  max_size_per_class, max_classes_per_detection,
+                  max_total_size, change_coordinate_frame, use_static_shapes,
+                  use_partitioned_nms, soft_nms_sigma, use_hard_nms,
+                  use_cpu_nms):
+  """The single-image NMS with every batch-wide setting bound.
+
+  Returns:
+    A function of (boxes, scores, clip_window=, masks=, additional_fields=)
+    returning (BoxList, num_valid) as multiclass_non_max_suppression does.
+  """
+  if use_class_agnostic_nms:
+    nms = functools.partial(
+        class_agnostic_non_max_suppression,
+        max_classes_per_detection=max_classes_per_detection)
+  else:
+    nms = functools.partial(multiclass_non_max_suppression,
+                            max_size_per_class=max_size_per_class)
+  return functools.partial(
+      nms, score_thresh=score_thresh, iou_thresh=iou_thresh,
+      max_total_size=max_total_size,
+      change_coordinate_frame=change_coordinate_frame,
+      pad_to_max_output_size=use_static_shapes,
+      use_partitioned_nms=use_partitioned_nms, soft_nms_sigma=soft_nms_sigma,
+      use_hard_nms=use_hard_nms, use_cpu_nms=use_cpu_nms)
+
+
+def _batch_defaults(boxes, num_valid_boxes, masks, clip_window):
+  """Fills in the optional per-image inputs of batch NMS.
+
+  Returns:
+    ([batch] num_valid_boxes, masks or [batch, num_anchors, q, 1, 1] dummy
+    masks, [batch, 4] clip windows: given, or one covering all boxes).
+  """
+  batch_size, num_anchors, q = (
+      shape_utils.combined_static_and_dynamic_shape(boxes)[:3])
+  if num_valid_boxes is None:
+    num_valid_boxes = tf.fill(tf.reshape(batch_size, [1]), num_anchors)
+  # Dummy masks keep a single per-image function; dropped afterwards.
+  if masks is None:
+    masks = tf.zeros(tf.stack([batch_size, num_anchors, q, 1, 1]))
+  if clip_window is None:
+    clip_window = tf.stack([
+        tf.reduce_min(boxes[..., 0]), tf.reduce_min(boxes[..., 1]),
+        tf.reduce_max(boxes[..., 2]), tf.reduce_max(boxes[..., 3])])
+  if clip_window.shape.ndims == 1:
+    clip_window = tf.tile(clip_window[tf.newaxis], tf.stack([batch_size, 1]))
+  return num_valid_boxes, masks, clip_window
+
+
+def _single_image_nms(args, image_nms, field_keys, output_size,
+                      use_static_shapes):
+  """NMS of one image, its outputs padded to output_size with zeros.
+
+  Args:
+    args: boxes, scores, masks, clip window, the additional fields in
+      field_keys' order, and the number of valid anchors of one image.
+    image_nms: function from _image_nms_fn.
+    field_keys: names of the additional fields.
+    output_size: int, the padded number of detections.
+    use_static_shapes: padded NMS (anchors past the valid ones are scored
+      lowest instead of sliced off).
+
+  Returns:
+    [boxes, scores, classes, masks, *fields, num_detections].
+  """
+  image_boxes, image_scores, image_masks, image_window = args[:4]
+  image_fields = collections.OrderedDict(zip(field_keys, args[4:-1]))
+  image_num_valid = args[-1]
+  if use_static_shapes:
+    # Padding anchors get the lowest score instead of being sliced off,
+    # which would make the shapes dynamic.
+    image_scores = tf.where(
+        (tf.range(tf.shape(image_scores)[0]) <
+         image_num_valid)[:, tf.newaxis],
+        image_scores, tf.fill(tf.shape(image_scores),
+                              np.finfo(np.float32).min))
+  else:
+    image_boxes = image_boxes[:image_num_valid]
+    image_scores = image_scores[:image_num_valid]
+    image_masks = image_masks[:image_num_valid]
+    image_fields = collections.OrderedDict(
+        (key, value[:image_num_valid]) for key, value in image_fields.items())
+  nmsed, num_detections = image_nms(
+      image_boxes, image_scores, clip_window=image_window, masks=image_masks,
+      additional_fields=image_fields)
+  nmsed = box_list_ops.pad_or_clip_box_list(nmsed, output_size)
+  # Padded NMS leaves -1 scores in unused slots: zero every output there.
+  valid = tf.range(output_size) < num_detections
+  outputs = [nmsed.get(), nmsed.get_field(_SCORES),
+             nmsed.get_field(_CLASSES), nmsed.get_field(_MASKS)]
+  outputs += [nmsed.get_field(key) for key in field_keys]
+  outputs = [
+      tf.where(tf.reshape(valid, [-1] + [1] * (t.shape.ndims - 1)), t,
+               tf.zeros_like(t)) for t in outputs]
+  return outputs + [num_detections]
+
+
+def _map_nms_over_batch(image_nms, output_size, boxes, scores, clip_window,
+                        num_valid_boxes, masks, additional_fields,
+                        use_static_shapes, use_dynamic_map_fn,
+                        parallel_iterations):
+  """Maps image_nms over the batch; returns batch NMS's six outputs."""
+  # Sorted so the flattened map_fn arguments always line up with the keys.
+  ordered_fields = collections.OrderedDict(
+      sorted((additional_fields or {}).items()))
+  num_valid_boxes, image_masks, clip_window = _batch_defaults(
+      boxes, num_valid_boxes, masks, clip_window)
+  elems = ([boxes, scores, image_masks, clip_window] +
+           list(ordered_fields.values()) + [num_valid_boxes])
+  dtypes = ([tf.float32, tf.float32, tf.float32, image_masks.dtype] +
+            [t.dtype for t in ordered_fields.values()] + [tf.int32])
+  map_fn = tf.map_fn if use_dynamic_map_fn else (
+      shape_utils.static_or_dynamic_map_fn)
+  outputs = map_fn(
+      functools.partial(_single_image_nms, image_nms=image_nms,
+                        field_keys=list(ordered_fields),
+                        output_size=output_size,
+                        use_static_shapes=use_static_shapes),
+      elems=elems, dtype=dtypes, parallel_iterations=parallel_iterations)
+  nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks = outputs[:4]
+  nmsed_fields = dict(zip(ordered_fields, outputs[4:-1])) or None
+  if masks is None:
+    nmsed_masks = None
+  return (nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks,
+          nmsed_fields, outputs[-1])
+
+
+def batch_multiclass_non_max_suppression(
+    boxes, scores, score_thresh, iou_thresh, max_size_per_class,
+    max_total_size=0, clip_window=None, change_coordinate_frame=False,
+    num_valid_boxes=None, masks=None, additional_fields=None,
+    soft_nms_sigma=0.0, scope=None, use_static_shapes=False,
+    use_partitioned_nms=False, parallel_iterations=32,
+    use_class_agnostic_nms=False, max_classes_per_detection=1,
+    use_dynamic_map_fn=False, use_combined_nms=False, use_hard_nms=False,
+    use_cpu_nms=False):
   """Runs NMS on every image of a batch and pads the results.
 
   Args:
@@ -479,104 +619,16 @@ def batch_multiclass_non_max_suppression(boxes,
         num_valid_boxes, masks, additional_fields, soft_nms_sigma, scope,
         use_static_shapes, parallel_iterations, use_class_agnostic_nms,
         max_classes_per_detection)
-  if boxes.shape.ndims != 4 or scores.shape.ndims != 3:
-    raise ValueError('boxes must be [batch, num_anchors, q, 4] and scores '
-                     '[batch, num_anchors, num_classes]; got %s and %s' %
-                     (boxes.shape, scores.shape))
-  q = _static_dim(boxes.shape[2])
-  num_classes = _static_dim(scores.shape[2])
-  if num_classes is None or q not in (1, num_classes):
-    raise ValueError('boxes third dimension (q=%s) must be 1 or the static '
-                     'number of classes (%s)' % (q, num_classes))
-  if change_coordinate_frame and clip_window is None:
-    raise ValueError('change_coordinate_frame=True needs a clip_window')
-  if max_total_size > 0:
-    output_size = max_total_size
-  elif use_class_agnostic_nms:
-    raise ValueError('class-agnostic batch NMS needs max_total_size > 0')
-  else:
-    output_size = num_classes * max_size_per_class
-  # Sorted so the flattened map_fn arguments always line up with the keys.
-  ordered_fields = collections.OrderedDict(
-      sorted((additional_fields or {}).items()))
-
+  output_size = _batch_output_size(
+      boxes, scores, clip_window, change_coordinate_frame, max_total_size,
+      max_size_per_class, use_class_agnostic_nms)
+  image_nms = _image_nms_fn(
+      use_class_agnostic_nms, score_thresh, iou_thresh, max_size_per_class,
+      max_classes_per_detection, max_total_size, change_coordinate_frame,
+      use_static_shapes, use_partitioned_nms, soft_nms_sigma, use_hard_nms,
+      use_cpu_nms)
   with tf.name_scope(scope or 'BatchMultiClassNonMaxSuppression'):
-    batch_size, num_anchors = shape_utils.combined_static_and_dynamic_shape(
-        boxes)[:2]
-    if num_valid_boxes is None:
-      num_valid_boxes = tf.fill(tf.reshape(batch_size, [1]), num_anchors)
-    # Dummy masks keep a single per-image function; dropped afterwards.
-    per_image_masks_in = masks
-    if masks is None:
-      per_image_masks_in = tf.zeros(
-          tf.stack([batch_size, num_anchors, q, 1, 1]))
-    if clip_window is None:
-      clip_window = tf.stack([
-          tf.reduce_min(boxes[..., 0]), tf.reduce_min(boxes[..., 1]),
-          tf.reduce_max(boxes[..., 2]), tf.reduce_max(boxes[..., 3])])
-    if clip_window.shape.ndims == 1:
-      clip_window = tf.tile(clip_window[tf.newaxis],
-                            tf.stack([batch_size, 1]))
-
-    def single_image_nms(args):
-      image_boxes, image_scores, image_masks, image_window = args[:4]
-      image_fields = collections.OrderedDict(zip(ordered_fields, args[4:-1]))
-      image_num_valid = args[-1]
-      if use_static_shapes:
-        # Padding anchors get the lowest score instead of being sliced off,
-        # which would make the shapes dynamic.
-        image_scores = tf.where(
-            (tf.range(tf.shape(image_scores)[0]) <
-             image_num_valid)[:, tf.newaxis],
-            image_scores, tf.fill(tf.shape(image_scores),
-                                  np.finfo(np.float32).min))
-      else:
-        image_boxes = image_boxes[:image_num_valid]
-        image_scores = image_scores[:image_num_valid]
-        image_masks = image_masks[:image_num_valid]
-        image_fields = collections.OrderedDict(
-            (key, value[:image_num_valid])
-            for key, value in image_fields.items())
-      common = dict(
-          clip_window=image_window,
-          change_coordinate_frame=change_coordinate_frame,
-          masks=image_masks,
-          pad_to_max_output_size=use_static_shapes,
-          use_partitioned_nms=use_partitioned_nms,
-          additional_fields=image_fields,
-          soft_nms_sigma=soft_nms_sigma,
-          use_hard_nms=use_hard_nms,
-          use_cpu_nms=use_cpu_nms)
-      if use_class_agnostic_nms:
-        nmsed, num_detections = class_agnostic_non_max_suppression(
-            image_boxes, image_scores, score_thresh, iou_thresh,
-            max_classes_per_detection, max_total_size, **common)
-      else:
-        nmsed, num_detections = multiclass_non_max_suppression(
-            image_boxes, image_scores, score_thresh, iou_thresh,
-            max_size_per_class, max_total_size, **common)
-      nmsed = box_list_ops.pad_or_clip_box_list(nmsed, output_size)
-      # Padded NMS leaves -1 scores in unused slots: zero every output there.
-      valid = tf.range(output_size) < num_detections
-      outputs = [nmsed.get(), nmsed.get_field(_SCORES),
-                 nmsed.get_field(_CLASSES), nmsed.get_field(_MASKS)]
-      outputs += [nmsed.get_field(key) for key in ordered_fields]
-      outputs = [
-          tf.where(tf.reshape(valid, [-1] + [1] * (t.shape.ndims - 1)), t,
-                   tf.zeros_like(t)) for t in outputs]
-      return outputs + [num_detections]
-
-    elems = ([boxes, scores, per_image_masks_in, clip_window] +
-             list(ordered_fields.values()) + [num_valid_boxes])
-    dtypes = ([tf.float32, tf.float32, tf.float32, per_image_masks_in.dtype] +
-              [t.dtype for t in ordered_fields.values()] + [tf.int32])
-    map_fn = tf.map_fn if use_dynamic_map_fn else (
-        shape_utils.static_or_dynamic_map_fn)
-    outputs = map_fn(single_image_nms, elems=elems, dtype=dtypes,
-                     parallel_iterations=parallel_iterations)
-    nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks = outputs[:4]
-    nmsed_fields = dict(zip(ordered_fields, outputs[4:-1])) or None
-    if masks is None:
-      nmsed_masks = None
-    return (nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks,
-            nmsed_fields, outputs[-1])
+    return _map_nms_over_batch(
+        image_nms, output_size, boxes, scores, clip_window, num_valid_boxes,
+        masks, additional_fields, use_static_shapes, use_dynamic_map_fn,
+        parallel_iterations)

@@ -73,6 +73,108 @@ from od_estimator.core.image_resizing import resize_to_range
 # pylint: enable=unused-import
 
 
+# The tensor-dict key each slot of an op's argument layout stands for. The
+# ones carried only when their include_* flag (get_default_func_arg_map) is
+# set are in _CARRIED_IF_INCLUDED.
+_ALWAYS_CARRIED = {
+    'image': fields.InputDataFields.image,
+    'boxes': fields.InputDataFields.groundtruth_boxes,
+    'classes': fields.InputDataFields.groundtruth_classes,
+    'image_classes': fields.InputDataFields.groundtruth_image_classes,
+}
+_CARRIED_IF_INCLUDED = {
+    'weights': fields.InputDataFields.groundtruth_weights,
+    'confidences': fields.InputDataFields.groundtruth_confidences,
+    'scores': fields.InputDataFields.multiclass_scores,
+    'masks': fields.InputDataFields.groundtruth_instance_masks,
+    'keypoints': fields.InputDataFields.groundtruth_keypoints,
+    'visibilities': fields.InputDataFields.groundtruth_keypoint_visibilities,
+}
+# Slots the ops keep for mask weights / DensePose / keypoint depths, which
+# this pipeline never carries.
+_NEVER_CARRIED = ('mask_weights', 'dp_num_points', 'dp_part_ids',
+                  'dp_surface_coords', 'keypoint_depths',
+                  'keypoint_depth_weights')
+
+_IMAGE_ONLY = ('image',)
+_IMAGE_AND_MASKS = ('image', 'masks')
+# The common layouts of ops that drop boxes.
+_LABELLED = ('image', 'boxes', 'classes', 'weights', 'confidences', 'scores')
+_LABELLED_MASKS_KEYPOINTS = _LABELLED + ('masks', 'keypoints')
+_LABEL_OPS = ('boxes', 'classes', 'weights', 'confidences', 'scores', 'masks',
+              'keypoints')
+
+# Op -> the slots of its leading positional arguments (and of its outputs).
+_ARG_SLOTS = {
+    # Pixel-only ops.
+    normalize_image: _IMAGE_ONLY,
+    random_pixel_value_scale: _IMAGE_ONLY,
+    random_rgb_to_gray: _IMAGE_ONLY,
+    random_adjust_brightness: _IMAGE_ONLY,
+    random_adjust_contrast: _IMAGE_ONLY,
+    random_adjust_hue: _IMAGE_ONLY,
+    random_adjust_saturation: _IMAGE_ONLY,
+    random_distort_color: _IMAGE_ONLY,
+    random_black_patches: _IMAGE_ONLY,
+    random_jpeg_quality: _IMAGE_ONLY,
+    random_patch_gaussian: _IMAGE_ONLY,
+    adjust_gamma: _IMAGE_ONLY,
+    image_to_float: _IMAGE_ONLY,
+    subtract_channel_mean: _IMAGE_ONLY,
+    rgb_to_gray: _IMAGE_ONLY,
+    # Resizing (the original gives random_resize_method no masks).
+    random_resize_method: _IMAGE_AND_MASKS,
+    random_image_scale: _IMAGE_AND_MASKS,
+    resize_image: _IMAGE_AND_MASKS,
+    resize_to_range: _IMAGE_AND_MASKS,
+    resize_to_min_dimension: _IMAGE_AND_MASKS,
+    resize_to_max_dimension: _IMAGE_AND_MASKS,
+    resize_pad_to_multiple: _IMAGE_AND_MASKS,
+    random_downscale_to_target_pixels: _IMAGE_AND_MASKS,
+    # Geometry.
+    random_horizontal_flip: ('image', 'boxes', 'masks', 'keypoints',
+                             'visibilities', 'dp_part_ids',
+                             'dp_surface_coords', 'keypoint_depths',
+                             'keypoint_depth_weights'),
+    random_vertical_flip: ('image', 'boxes', 'masks', 'keypoints'),
+    random_rotation90: ('image', 'boxes', 'masks', 'keypoints'),
+    # Image and boxes only, as the original (preprocess refuses masks and
+    # keypoints in the dict, which would be left misaligned).
+    autoaugment_image: ('image', 'boxes'),
+    random_jitter_boxes: ('boxes',),
+    scale_boxes_to_pixel_coordinates: ('image', 'boxes', 'keypoints'),
+    # Crops and pads.
+    random_crop_image: _LABELLED + ('masks', 'mask_weights', 'keypoints',
+                                    'visibilities', 'dp_num_points',
+                                    'dp_part_ids', 'dp_surface_coords'),
+    random_pad_image: ('image', 'boxes', 'masks', 'keypoints',
+                       'dp_surface_coords'),
+    random_absolute_pad_image: ('image', 'boxes', 'masks', 'keypoints',
+                                'dp_surface_coords'),
+    # The original gives these two neither masks nor keypoints.
+    random_crop_pad_image: _LABELLED_MASKS_KEYPOINTS,
+    random_crop_to_aspect_ratio: _LABELLED_MASKS_KEYPOINTS,
+    random_pad_to_aspect_ratio: ('image', 'boxes', 'masks', 'keypoints'),
+    ssd_random_crop: _LABELLED_MASKS_KEYPOINTS,
+    ssd_random_crop_pad: _LABELLED_MASKS_KEYPOINTS,
+    ssd_random_crop_fixed_aspect_ratio: _LABELLED_MASKS_KEYPOINTS,
+    ssd_random_crop_pad_fixed_aspect_ratio: _LABELLED_MASKS_KEYPOINTS,
+    random_square_crop_by_scale: ('image', 'boxes', 'classes', 'weights',
+                                  'confidences', 'masks', 'keypoints'),
+    # Masks and keypoints are an addition to the original's map.
+    random_self_concat_image: _LABELLED_MASKS_KEYPOINTS,
+    random_scale_crop_and_pad_to_square: ('image', 'boxes', 'classes',
+                                          'weights', 'masks', 'keypoints',
+                                          'confidences'),
+    # Label-only ops.
+    retain_boxes_above_threshold: _LABEL_OPS,
+    drop_label_probabilistically: _LABEL_OPS,
+    remap_labels: ('classes',),
+    one_hot_encoding: ('image_classes',),
+    convert_class_logits_to_softmax: ('scores',),
+}
+
+
 def get_default_func_arg_map(include_label_weights=True,
                              include_label_confidences=False,
                              include_multiclass_scores=False,
@@ -112,103 +214,18 @@ def get_default_func_arg_map(include_label_weights=True,
                       ('include_keypoint_depths', include_keypoint_depths)):
     if value:
       raise ValueError('%s is not supported by this preprocessor' % flag)
-
-  def key_if(flag, key):
-    return key if flag else None
-
-  image = fields.InputDataFields.image
-  boxes = fields.InputDataFields.groundtruth_boxes
-  classes = fields.InputDataFields.groundtruth_classes
-  weights = key_if(include_label_weights,
-                   fields.InputDataFields.groundtruth_weights)
-  confidences = key_if(include_label_confidences,
-                       fields.InputDataFields.groundtruth_confidences)
-  scores = key_if(include_multiclass_scores,
-                  fields.InputDataFields.multiclass_scores)
-  masks = key_if(include_instance_masks,
-                 fields.InputDataFields.groundtruth_instance_masks)
-  keypoints = key_if(include_keypoints,
-                     fields.InputDataFields.groundtruth_keypoints)
-  visibilities = key_if(
-      include_keypoint_visibilities,
-      fields.InputDataFields.groundtruth_keypoint_visibilities)
-  # Slots the ops keep for mask weights / DensePose / keypoint depths, which
-  # this pipeline never carries.
-  mask_weights = dp_num_points = dp_part_ids = dp_surface_coords = None
-  keypoint_depths = keypoint_depth_weights = None
-
-  image_only = (image,)
-  image_and_masks = (image, masks)
-  # The common layouts of ops that drop boxes.
-  labelled = (image, boxes, classes, weights, confidences, scores)
-  labelled_masks_keypoints = labelled + (masks, keypoints)
-  label_ops = (boxes, classes, weights, confidences, scores, masks, keypoints)
-
-  return {
-      # Pixel-only ops.
-      normalize_image: image_only,
-      random_pixel_value_scale: image_only,
-      random_rgb_to_gray: image_only,
-      random_adjust_brightness: image_only,
-      random_adjust_contrast: image_only,
-      random_adjust_hue: image_only,
-      random_adjust_saturation: image_only,
-      random_distort_color: image_only,
-      random_black_patches: image_only,
-      random_jpeg_quality: image_only,
-      random_patch_gaussian: image_only,
-      adjust_gamma: image_only,
-      image_to_float: image_only,
-      subtract_channel_mean: image_only,
-      rgb_to_gray: image_only,
-      # Resizing (the original gives random_resize_method no masks).
-      random_resize_method: image_and_masks,
-      random_image_scale: image_and_masks,
-      resize_image: image_and_masks,
-      resize_to_range: image_and_masks,
-      resize_to_min_dimension: image_and_masks,
-      resize_to_max_dimension: image_and_masks,
-      resize_pad_to_multiple: image_and_masks,
-      random_downscale_to_target_pixels: image_and_masks,
-      # Geometry.
-      random_horizontal_flip: (image, boxes, masks, keypoints, visibilities,
-                               dp_part_ids, dp_surface_coords,
-                               keypoint_depths, keypoint_depth_weights),
-      random_vertical_flip: (image, boxes, masks, keypoints),
-      random_rotation90: (image, boxes, masks, keypoints),
-      # Image and boxes only, as the original (preprocess refuses masks and
-      # keypoints in the dict, which would be left misaligned).
-      autoaugment_image: (image, boxes),
-      random_jitter_boxes: (boxes,),
-      scale_boxes_to_pixel_coordinates: (image, boxes, keypoints),
-      # Crops and pads.
-      random_crop_image: labelled + (masks, mask_weights, keypoints,
-                                     visibilities, dp_num_points,
-                                     dp_part_ids, dp_surface_coords),
-      random_pad_image: (image, boxes, masks, keypoints, dp_surface_coords),
-      random_absolute_pad_image: (image, boxes, masks, keypoints,
-                                  dp_surface_coords),
-      # The original gives these two neither masks nor keypoints.
-      random_crop_pad_image: labelled_masks_keypoints,
-      random_crop_to_aspect_ratio: labelled_masks_keypoints,
-      random_pad_to_aspect_ratio: (image, boxes, masks, keypoints),
-      ssd_random_crop: labelled_masks_keypoints,
-      ssd_random_crop_pad: labelled_masks_keypoints,
-      ssd_random_crop_fixed_aspect_ratio: labelled_masks_keypoints,
-      ssd_random_crop_pad_fixed_aspect_ratio: labelled_masks_keypoints,
-      random_square_crop_by_scale: (image, boxes, classes, weights,
-                                    confidences, masks, keypoints),
-      # Masks and keypoints are an addition to the original's map.
-      random_self_concat_image: labelled_masks_keypoints,
-      random_scale_crop_and_pad_to_square: (image, boxes, classes, weights,
-                                            masks, keypoints, confidences),
-      # Label-only ops.
-      retain_boxes_above_threshold: label_ops,
-      drop_label_probabilistically: label_ops,
-      remap_labels: (classes,),
-      one_hot_encoding: (fields.InputDataFields.groundtruth_image_classes,),
-      convert_class_logits_to_softmax: (scores,),
-  }
+  included = {'weights': include_label_weights,
+              'confidences': include_label_confidences,
+              'scores': include_multiclass_scores,
+              'masks': include_instance_masks,
+              'keypoints': include_keypoints,
+              'visibilities': include_keypoint_visibilities}
+  slot_keys = dict.fromkeys(_NEVER_CARRIED)
+  slot_keys.update(_ALWAYS_CARRIED)
+  slot_keys.update({slot: key if included[slot] else None
+                    for slot, key in _CARRIED_IF_INCLUDED.items()})
+  return {func: tuple(slot_keys[slot] for slot in slots)
+          for func, slots in _ARG_SLOTS.items()}
 
 
 # Ops without random choices: a preprocess_vars_cache has nothing to fix.

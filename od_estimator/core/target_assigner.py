@@ -69,33 +69,9 @@ class TargetAssigner:
         unmatched_class_label unlike one label. When those shapes are known
         only at run time, running the targets checks them instead.
     """
-    if not isinstance(anchors, box_list.BoxList):
-      raise ValueError('anchors must be a BoxList')
-    if not isinstance(groundtruth_boxes, box_list.BoxList):
-      raise ValueError('groundtruth_boxes must be a BoxList')
-    num_gt = groundtruth_boxes.num_boxes()
-    if groundtruth_labels is None:
-      groundtruth_labels = tf.ones(tf.expand_dims(num_gt, 0), tf.float32)
-      groundtruth_labels = tf.expand_dims(groundtruth_labels, -1)
-    labels_shape = shape_utils.combined_static_and_dynamic_shape(
-        groundtruth_labels)
-    if unmatched_class_label is None:
-      unmatched_class_label = tf.zeros(labels_shape[1:], tf.float32)
-    checks = [
-        shape_utils.assert_shape_equal(
-            labels_shape[1:], shape_utils.combined_static_and_dynamic_shape(
-                tf.convert_to_tensor(unmatched_class_label))),
-        shape_utils.assert_shape_equal(
-            labels_shape[:1], shape_utils.combined_static_and_dynamic_shape(
-                groundtruth_boxes.get())[:1])]
-    with tf.control_dependencies(checks):
-      groundtruth_labels = tf.identity(groundtruth_labels)
-    if groundtruth_weights is None:
-      static_num_gt = groundtruth_boxes.num_boxes_static()
-      groundtruth_weights = tf.ones(
-          [static_num_gt] if static_num_gt is not None else
-          tf.expand_dims(num_gt, 0), tf.float32)
-
+    groundtruth_labels, unmatched_class_label, groundtruth_weights = (
+        _checked_inputs(anchors, groundtruth_boxes, groundtruth_labels,
+                        unmatched_class_label, groundtruth_weights))
     similarity = self._similarity_calc.compare(
         _with_foreground_scores(groundtruth_boxes, groundtruth_labels),
         anchors)
@@ -111,12 +87,7 @@ class TargetAssigner:
     cls_weights = match.gather_based_on_match(
         groundtruth_weights, unmatched_value=self._negative_class_weight,
         ignored_value=0.)
-    # One classification weight per target entry, as the losses expect.
-    class_shape = tf.shape(cls_targets)[1:]
-    cls_weights = tf.reshape(cls_weights, [-1] + [1] * (
-        cls_targets.shape.ndims - 1))
-    cls_weights = tf.tile(cls_weights, tf.concat([[1], class_shape], 0))
-
+    cls_weights = _per_entry_weights(cls_weights, cls_targets)
     num_anchors = anchors.num_boxes_static()
     if num_anchors is not None:
       for tensor in (cls_targets, cls_weights, reg_targets, reg_weights):
@@ -138,6 +109,54 @@ class TargetAssigner:
     return tf.where(
         tf.broadcast_to(tf.expand_dims(match.matched_column_indicator(), 1),
                         tf.shape(encoded)), encoded, default)
+
+
+def _checked_inputs(anchors, groundtruth_boxes, groundtruth_labels,
+                    unmatched_class_label, groundtruth_weights):
+  """Fills in TargetAssigner.assign's defaults and checks label shapes.
+
+  Returns:
+    (groundtruth_labels, unmatched_class_label, groundtruth_weights); the
+    labels carry the run-time shape checks as control dependencies.
+
+  Raises:
+    ValueError: as TargetAssigner.assign.
+  """
+  if not isinstance(anchors, box_list.BoxList):
+    raise ValueError('anchors must be a BoxList')
+  if not isinstance(groundtruth_boxes, box_list.BoxList):
+    raise ValueError('groundtruth_boxes must be a BoxList')
+  num_gt = groundtruth_boxes.num_boxes()
+  if groundtruth_labels is None:
+    groundtruth_labels = tf.ones(tf.expand_dims(num_gt, 0), tf.float32)
+    groundtruth_labels = tf.expand_dims(groundtruth_labels, -1)
+  labels_shape = shape_utils.combined_static_and_dynamic_shape(
+      groundtruth_labels)
+  if unmatched_class_label is None:
+    unmatched_class_label = tf.zeros(labels_shape[1:], tf.float32)
+  checks = [
+      shape_utils.assert_shape_equal(
+          labels_shape[1:], shape_utils.combined_static_and_dynamic_shape(
+              tf.convert_to_tensor(unmatched_class_label))),
+      shape_utils.assert_shape_equal(
+          labels_shape[:1], shape_utils.combined_static_and_dynamic_shape(
+              groundtruth_boxes.get())[:1])]
+  with tf.control_dependencies(checks):
+    groundtruth_labels = tf.identity(groundtruth_labels)
+  if groundtruth_weights is None:
+    static_num_gt = groundtruth_boxes.num_boxes_static()
+    groundtruth_weights = tf.ones(
+        [static_num_gt] if static_num_gt is not None else
+        tf.expand_dims(num_gt, 0), tf.float32)
+  return groundtruth_labels, unmatched_class_label, groundtruth_weights
+
+
+def _per_entry_weights(cls_weights, cls_targets):
+  """Tiles [num_anchors] weights to one per target entry, as losses expect."""
+  class_shape = tf.shape(cls_targets)[1:]
+  cls_weights = tf.reshape(cls_weights, [-1] + [1] * (
+      cls_targets.shape.ndims - 1))
+  return tf.tile(cls_weights, tf.concat([[1], class_shape], 0))
 
 
 def _with_foreground_scores(boxes, labels):

@@ -61,6 +61,13 @@ def _dense(sparse, default):
   return tf.sparse.to_dense(sparse, default_value=default)
 
 
+def _weights_or_ones(sparse_weights, boxes):
+  """The boxes' weights; ones when the example has none."""
+  weights = _dense(sparse_weights, 0.0)
+  return tf.cond(tf.size(weights) > 0, lambda: weights,
+                 lambda: tf.ones([tf.shape(boxes)[0]], tf.float32))
+
+
 def label_map_lookup(label_map_proto_file):
   """Returns (texts, ids) matching both item names and display names.
 
@@ -374,9 +381,7 @@ class TfExampleDecoder:
     shape = tf.shape(image)
     height, width = shape[0], shape[1]
     boxes = self._boxes(parsed, record)
-    weights = _dense(parsed['image/object/weight'], 0.0)
-    weights = tf.cond(tf.size(weights) > 0, lambda: weights,
-                      lambda: tf.ones([tf.shape(boxes)[0]], tf.float32))
+    weights = _weights_or_ones(parsed['image/object/weight'], boxes)
     tensors = {
         _F.image: image,
         _F.source_id: source_id,
@@ -384,6 +389,15 @@ class TfExampleDecoder:
         _F.filename: filename,
         _F.original_image_spatial_shape: shape[:2],
         _F.groundtruth_boxes: boxes,
+    }
+    tensors.update(self._label_tensors(parsed, weights))
+    tensors.update(self._optional_tensors(parsed, serialized, record, height,
+                                          width, boxes))
+    return tensors
+
+  def _label_tensors(self, parsed, weights):
+    """The per-object and image-level labels (empty when absent)."""
+    return {
         _F.groundtruth_classes: self._class_ids(
             _dense(parsed['image/object/class/text'], ''),
             _dense(parsed['image/object/class/label'], 0)),
@@ -405,6 +419,11 @@ class TfExampleDecoder:
             _dense(parsed['image/not_exhaustive_category_ids'], 0),
             tf.int32),
     }
+
+  def _optional_tensors(self, parsed, serialized, record, height, width,
+                        boxes):
+    """The masks, keypoints, channels, scores and context asked for."""
+    tensors = {}
     if self._load_instance_masks:
       tensors[_F.groundtruth_instance_masks] = self._instance_masks(
           self._parse_masks(serialized, record), height, width,

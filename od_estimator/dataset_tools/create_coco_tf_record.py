@@ -150,18 +150,13 @@ def create_tf_example(image, annotations_list, image_dir, category_index,
   return key, example, len(skipped), keypoints_skipped, densepose_skipped
 
 
-def _example_and_skips(image, annotations_list, image_dir, category_index,
-                       include_masks=False, keypoint_annotations_dict=None,
-                       densepose_annotations_dict=None,
-                       remove_non_person_annotations=False,
-                       remove_non_person_images=False):
-  """create_tf_example with the skipped annotations as (id, reason) pairs.
+def _checked_image(image_dir, filename, image_width, image_height):
+  """Reads an image file; returns (encoded bytes, lower-case format).
 
-  Reasons are SKIP_ZERO_SIZE, SKIP_OUTSIDE_IMAGE and SKIP_NOT_PERSON.
+  Raises:
+    errors.UserInputError: if the file is missing or unreadable, or its size
+      differs from the annotations file's.
   """
-  image_height = int(image['height'])
-  image_width = int(image['width'])
-  filename = image['file_name']
   encoded_image, pil_image = tool_flags.read_image(
       os.path.join(image_dir, filename))
   if pil_image.size != (image_width, image_height):
@@ -169,28 +164,56 @@ def _example_and_skips(image, annotations_list, image_dir, category_index,
         'image %r is %dx%d (width x height) but the annotations file says '
         '%dx%d' % (filename, pil_image.size[0], pil_image.size[1],
                    image_width, image_height))
-  image_format = (pil_image.format or 'jpeg').lower()
-  key = hashlib.sha256(encoded_image).hexdigest()
+  return encoded_image, (pil_image.format or 'jpeg').lower()
 
+
+def _annotation_skip_reason(annotation, filename, image_width, image_height,
+                            category_index, remove_non_person_annotations):
+  """Why an annotation is left out (SKIP_*), or None to write it.
+
+  Raises:
+    errors.UserInputError: if its category_id is not in category_index.
+  """
+  reason = _skip_reason(annotation['bbox'], image_width, image_height)
+  if reason:
+    return reason
+  category_id = int(annotation['category_id'])
+  if category_id not in category_index:
+    raise errors.UserInputError(
+        'annotation %s of image %r has category_id %d, which is not in '
+        'the "categories" list' % (annotation.get('id'), filename,
+                                   category_id))
+  if (remove_non_person_annotations and
+      category_index[category_id]['name'] != 'person'):
+    return SKIP_NOT_PERSON
+  return None
+
+
+def _object_features(annotations_list, filename, image_width, image_height,
+                     category_index, include_masks,
+                     remove_non_person_annotations):
+  """The image/object/* features of one image's usable annotations.
+
+  Returns:
+    (feature dict, class texts, annotations written, skipped annotations as
+    (id, reason) pairs).
+
+  Raises:
+    errors.UserInputError: for an unknown category or, with include_masks,
+      an annotation without segmentation.
+  """
   xmin, xmax, ymin, ymax = [], [], [], []
   labels, texts, is_crowd, area, masks = [], [], [], [], []
   skipped, written = [], []
   for annotation in annotations_list:
-    reason = _skip_reason(annotation['bbox'], image_width, image_height)
+    reason = _annotation_skip_reason(
+        annotation, filename, image_width, image_height, category_index,
+        remove_non_person_annotations)
     if reason:
       skipped.append((annotation.get('id'), reason))
       continue
-    category_id = int(annotation['category_id'])
-    if category_id not in category_index:
-      raise errors.UserInputError(
-          'annotation %s of image %r has category_id %d, which is not in '
-          'the "categories" list' % (annotation.get('id'), filename,
-                                     category_id))
-    if (remove_non_person_annotations and
-        category_index[category_id]['name'] != 'person'):
-      skipped.append((annotation.get('id'), SKIP_NOT_PERSON))
-      continue
     written.append(annotation)
+    category_id = int(annotation['category_id'])
     x, y, width, height = (float(v) for v in annotation['bbox'])
     xmin.append(x / image_width)
     xmax.append((x + width) / image_width)
@@ -208,18 +231,8 @@ def _example_and_skips(image, annotations_list, image_dir, category_index,
             (annotation.get('id'), filename))
       masks.append(_encode_png(_segmentation_to_mask(
           annotation['segmentation'], image_height, image_width)))
-
-  if remove_non_person_images and 'person' not in texts:
-    return key, None, skipped, 0, 0
   f = dataset_util
   feature = {
-      'image/height': f.int64_feature(image_height),
-      'image/width': f.int64_feature(image_width),
-      'image/filename': f.bytes_feature(filename),
-      'image/source_id': f.bytes_feature(str(image['id'])),
-      'image/key/sha256': f.bytes_feature(key),
-      'image/encoded': f.bytes_feature(encoded_image),
-      'image/format': f.bytes_feature(image_format),
       'image/object/bbox/xmin': f.float_list_feature(xmin),
       'image/object/bbox/xmax': f.float_list_feature(xmax),
       'image/object/bbox/ymin': f.float_list_feature(ymin),
@@ -231,6 +244,40 @@ def _example_and_skips(image, annotations_list, image_dir, category_index,
   }
   if include_masks:
     feature['image/object/mask'] = f.bytes_list_feature(masks)
+  return feature, texts, written, skipped
+
+
+def _example_and_skips(image, annotations_list, image_dir, category_index,
+                       include_masks=False, keypoint_annotations_dict=None,
+                       densepose_annotations_dict=None,
+                       remove_non_person_annotations=False,
+                       remove_non_person_images=False):
+  """create_tf_example with the skipped annotations as (id, reason) pairs.
+
+  Reasons are SKIP_ZERO_SIZE, SKIP_OUTSIDE_IMAGE and SKIP_NOT_PERSON.
+  """
+  image_height = int(image['height'])
+  image_width = int(image['width'])
+  filename = image['file_name']
+  encoded_image, image_format = _checked_image(image_dir, filename,
+                                               image_width, image_height)
+  key = hashlib.sha256(encoded_image).hexdigest()
+  object_feature, texts, written, skipped = _object_features(
+      annotations_list, filename, image_width, image_height, category_index,
+      include_masks, remove_non_person_annotations)
+  if remove_non_person_images and 'person' not in texts:
+    return key, None, skipped, 0, 0
+  f = dataset_util
+  feature = {
+      'image/height': f.int64_feature(image_height),
+      'image/width': f.int64_feature(image_width),
+      'image/filename': f.bytes_feature(filename),
+      'image/source_id': f.bytes_feature(str(image['id'])),
+      'image/key/sha256': f.bytes_feature(key),
+      'image/encoded': f.bytes_feature(encoded_image),
+      'image/format': f.bytes_feature(image_format),
+  }
+  feature.update(object_feature)
   keypoints_skipped = densepose_skipped = 0
   if keypoint_annotations_dict is not None:
     keypoints, keypoints_skipped = coco_person_features.keypoint_features(
@@ -253,6 +300,46 @@ def _annotations_by_image(annotations_file, what):
   for annotation in data.get('annotations', []):
     index[annotation['image_id']][annotation['id']] = annotation
   return index
+
+
+def _images_and_annotations(groundtruth, annotations_file):
+  """A COCO JSON's images and their annotations.
+
+  Returns:
+    (images list, {image id: [annotations]} for every image, the number of
+    annotations whose image_id is not in the images list).
+
+  Raises:
+    errors.UserInputError: if the JSON has no "images" list.
+  """
+  if not isinstance(groundtruth.get('images'), list):
+    raise errors.UserInputError(
+        'annotations file %s has no "images" list: not a COCO annotations '
+        'file.' % annotations_file)
+  images = groundtruth['images']
+  annotations_index = {image['id']: [] for image in images}
+  num_orphans = 0
+  for annotation in groundtruth.get('annotations', []):
+    if annotation['image_id'] in annotations_index:
+      annotations_index[annotation['image_id']].append(annotation)
+    else:
+      num_orphans += 1
+  return images, annotations_index, num_orphans
+
+
+def _count_example(summary, example, skipped, keypoints_skipped,
+                   densepose_skipped):
+  """Adds one image's outcome (example None: left out) to the summary."""
+  for annotation_id, reason in skipped:
+    summary['skipped'].setdefault(reason, []).append(annotation_id)
+  summary['num_keypoint_annotations_skipped'] += keypoints_skipped
+  summary['num_densepose_annotations_skipped'] += densepose_skipped
+  if example is None:
+    summary['num_images_without_person'] += 1
+    return
+  summary['num_images'] += 1
+  summary['num_annotations'] += len(
+      example.features.feature['image/object/class/label'].int64_list.value)
 
 
 def _create_tf_record_from_coco_annotations(
@@ -287,21 +374,10 @@ def _create_tf_record_from_coco_annotations(
                             'keypoint annotations file'),
       _annotations_by_image(densepose_annotations_file,
                             'DensePose annotations file')]
-  if not isinstance(groundtruth.get('images'), list):
-    raise errors.UserInputError(
-        'annotations file %s has no "images" list: not a COCO annotations '
-        'file.' % annotations_file)
-  images = groundtruth['images']
+  images, annotations_index, num_orphans = _images_and_annotations(
+      groundtruth, annotations_file)
   category_index = label_map_util.create_category_index(
       groundtruth.get('categories', []))
-  annotations_index = {image['id']: [] for image in images}
-  num_orphans = 0
-  for annotation in groundtruth.get('annotations', []):
-    if annotation['image_id'] in annotations_index:
-      annotations_index[annotation['image_id']].append(annotation)
-    else:
-      num_orphans += 1
-
   summary = {
       'num_images': 0,
       'num_images_without_annotations': sum(
@@ -328,17 +404,10 @@ def _create_tf_record_from_coco_annotations(
               image, annotations_index[image['id']], image_dir,
               category_index, include_masks, keypoints, densepose,
               remove_non_person_annotations, remove_non_person_images))
-      for annotation_id, reason in skipped:
-        summary['skipped'].setdefault(reason, []).append(annotation_id)
-      summary['num_keypoint_annotations_skipped'] += keypoints_skipped
-      summary['num_densepose_annotations_skipped'] += densepose_skipped
-      if example is None:
-        summary['num_images_without_person'] += 1
-        continue
-      summary['num_images'] += 1
-      summary['num_annotations'] += len(
-          example.features.feature['image/object/class/label'].int64_list.value)
-      writers[index % num_shards].write(example.SerializeToString())
+      _count_example(summary, example, skipped, keypoints_skipped,
+                     densepose_skipped)
+      if example is not None:
+        writers[index % num_shards].write(example.SerializeToString())
   return summary
 
 

@@ -111,17 +111,53 @@ def dict_to_tf_example(data, mask_path, label_map_dict, image_subdirectory,
   encoded_jpg, image = tool_flags.read_image(image_path)
   if image.format != 'JPEG':
     raise SkippedExample('image %s is not a JPEG' % image_path)
-  trimap = _read_trimap(mask_path)
-  pet = trimap != _BACKGROUND
-  rows = np.nonzero(pet.any(axis=1))[0]
-  cols = np.nonzero(pet.any(axis=0))[0]
+  pet = _read_trimap(mask_path) != _BACKGROUND
   width = int(data['size']['width'])
   height = int(data['size']['height'])
   class_name = get_class_name_from_filename(data['filename'])
   if class_name not in label_map_dict:
     raise errors.UserInputError('class %r of %s is not in the label map' % (
         class_name, data['filename']))
+  boxes, difficult_flags, truncated, poses = _object_columns(
+      data, pet, mask_path, width, height, ignore_difficult_instances,
+      faces_only)
+  f = dataset_util
+  feature = tool_flags.image_features(
+      encoded_jpg, 'jpeg', height, width, data['filename'], data['filename'],
+      *boxes.T)
+  feature.update({
+      'image/object/class/text': f.bytes_list_feature(
+          [class_name] * len(boxes)),
+      'image/object/class/label': f.int64_list_feature(
+          [label_map_dict[class_name]] * len(boxes)),
+      'image/object/difficult': f.int64_list_feature(difficult_flags),
+      'image/object/truncated': f.int64_list_feature(truncated),
+      'image/object/view': f.bytes_list_feature(poses),
+  })
+  if not faces_only:
+    feature['image/object/mask'] = _mask_feature(pet, len(boxes), mask_type)
+  return tf.train.Example(features=tf.train.Features(feature=feature))
 
+
+def _object_columns(data, pet, mask_path, width, height,
+                    ignore_difficult_instances, faces_only):
+  """Per-object boxes and flags of one image's XML objects.
+
+  Args:
+    data, mask_path, ignore_difficult_instances, faces_only: see
+      dict_to_tf_example.
+    pet: [H, W] bool, the trimap's pet pixels.
+    width, height: the image size the boxes are normalized by.
+
+  Returns:
+    ([N, 4] float32 normalized ymin, xmin, ymax, xmax boxes, then the lists
+    of difficult flags, truncated flags and poses).
+
+  Raises:
+    SkippedExample: whole-pet boxes asked for a trimap without pet pixels.
+  """
+  rows = np.nonzero(pet.any(axis=1))[0]
+  cols = np.nonzero(pet.any(axis=0))[0]
   boxes, difficult_flags, truncated, poses = [], [], [], []
   for obj in data.get('object', []):
     difficult = bool(int(obj.get('difficult') or 0))
@@ -142,29 +178,16 @@ def dict_to_tf_example(data, mask_path, label_map_dict, image_subdirectory,
     truncated.append(int(obj.get('truncated') or 0))
     poses.append(obj.get('pose') or 'Unspecified')
   boxes = np.array(boxes, np.float32).reshape([-1, 4])
+  return boxes, difficult_flags, truncated, poses
 
-  f = dataset_util
-  feature = tool_flags.image_features(
-      encoded_jpg, 'jpeg', height, width, data['filename'], data['filename'],
-      *boxes.T)
-  feature.update({
-      'image/object/class/text': f.bytes_list_feature(
-          [class_name] * len(boxes)),
-      'image/object/class/label': f.int64_list_feature(
-          [label_map_dict[class_name]] * len(boxes)),
-      'image/object/difficult': f.int64_list_feature(difficult_flags),
-      'image/object/truncated': f.int64_list_feature(truncated),
-      'image/object/view': f.bytes_list_feature(poses),
-  })
-  if not faces_only:
-    masks = [pet.astype(np.uint8)] * len(boxes)
-    if mask_type == 'png':
-      feature['image/object/mask'] = f.bytes_list_feature(
-          [_encode_png(mask) for mask in masks])
-    else:
-      feature['image/object/mask'] = f.float_list_feature(
-          np.array(masks, np.float32).ravel())
-  return tf.train.Example(features=tf.train.Features(feature=feature))
+
+def _mask_feature(pet, num_boxes, mask_type):
+  """The whole-pet mask once per box, as PNGs or as floats (mask_type)."""
+  masks = [pet.astype(np.uint8)] * num_boxes
+  if mask_type == 'png':
+    return dataset_util.bytes_list_feature(
+        [_encode_png(mask) for mask in masks])
+  return dataset_util.float_list_feature(np.array(masks, np.float32).ravel())
 
 
 def create_tf_record(output_prefix, num_shards, label_map_dict,

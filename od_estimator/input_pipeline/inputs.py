@@ -93,7 +93,24 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
       or xmax < xmin, a class id of 0 or above num_classes, or per-object
       lists of different lengths (see input_groundtruth.refuse_bad_objects).
   """
-  out = dict(tensor_dict)
+  out = _checked_groundtruth(dict(tensor_dict), num_classes,
+                             image_classes_field_map_empty_to_ones)
+  out = _with_originals_and_channels(
+      out, image_resizer_fn, retain_original_image,
+      retain_original_image_additional_channels)
+  if data_augmentation_fn is not None:
+    out = data_augmentation_fn(out)
+  out = _preprocessed(out, model_preprocess_fn, image_resizer_fn,
+                      use_bfloat16)
+  if _IN.groundtruth_classes not in out:
+    return out
+  return _with_class_targets(out, num_classes, use_multiclass_scores,
+                             merge_multiple_boxes)
+
+
+def _checked_groundtruth(out, num_classes,
+                         image_classes_field_map_empty_to_ones):
+  """transform_input_data's first steps, up to the k-hot image classes."""
   if _IN.multiclass_scores in out and _IN.groundtruth_classes in out:
     # Per-box [N, num_classes] before boxes are dropped or augmented.
     out[_IN.multiclass_scores] = groundtruth.multiclass_scores_or_one_hot(
@@ -115,6 +132,12 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
     if field in out:
       out[field] = groundtruth.k_hot(out[field], num_classes,
                                      empty_means_all)
+  return out
+
+
+def _with_originals_and_channels(out, image_resizer_fn, retain_original_image,
+                                 retain_original_image_additional_channels):
+  """Keeps the resized originals asked for; appends additional channels."""
   if retain_original_image:
     out[_IN.original_image] = tf.cast(
         image_resizer_fn(out[_IN.image], None)[0], tf.uint8)
@@ -124,9 +147,11 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
     if retain_original_image_additional_channels:
       out[_IN.image_additional_channels] = tf.cast(
           image_resizer_fn(channels, None)[0], tf.uint8)
-  if data_augmentation_fn is not None:
-    out = data_augmentation_fn(out)
+  return out
 
+
+def _preprocessed(out, model_preprocess_fn, image_resizer_fn, use_bfloat16):
+  """Runs the model's preprocessing; boxes, keypoints and masks follow."""
   image = out[_IN.image]
   preprocessed, true_image_shape = model_preprocess_fn(
       tf.expand_dims(tf.cast(image, tf.float32), 0))
@@ -158,9 +183,12 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
   if _IN.groundtruth_instance_masks in out:
     _, masks, _ = image_resizer_fn(image, out[_IN.groundtruth_instance_masks])
     out[_IN.groundtruth_instance_masks] = masks
+  return out
 
-  if _IN.groundtruth_classes not in out:
-    return out
+
+def _with_class_targets(out, num_classes, use_multiclass_scores,
+                        merge_multiple_boxes):
+  """One-hot (or multiclass-score) class targets, confidences, merging."""
   zero_based = out[_IN.groundtruth_classes] - groundtruth.LABEL_OFFSET
   if use_multiclass_scores and _IN.multiclass_scores in out:
     out[_IN.groundtruth_classes] = out[_IN.multiclass_scores]

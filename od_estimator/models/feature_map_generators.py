@@ -216,6 +216,28 @@ def multi_resolution_feature_maps(feature_map_layout, depth_multiplier,
                                         [3] * len(from_layers))
   use_explicit_padding = feature_map_layout.get('use_explicit_padding', False)
   use_depthwise = feature_map_layout.get('use_depthwise', False)
+  _check_layout(from_layers, layer_depths, kernel_sizes)
+  feature_maps = collections.OrderedDict()
+  base_name = ''
+  previous = None
+  for index, (from_layer, layer_depth, kernel_size) in enumerate(
+      zip(from_layers, layer_depths, kernel_sizes)):
+    if from_layer:
+      base_name = from_layer
+      name = from_layer
+      feature_map = image_features[from_layer]
+    else:
+      name, feature_map = _new_feature_map(
+          previous, base_name, index, depth_fn(layer_depth), kernel_size,
+          depth_fn(layer_depth // 2) if insert_1x1_conv else None,
+          use_explicit_padding, use_depthwise, pool_residual)
+    feature_maps[name] = feature_map
+    previous = feature_map
+  return feature_maps
+
+
+def _check_layout(from_layers, layer_depths, kernel_sizes):
+  """Raises ValueError for a feature_map_layout that cannot be built."""
   if len(layer_depths) != len(from_layers):
     raise ValueError('feature_map_layout: from_layer has %d entries but '
                      'layer_depth has %d.' % (len(from_layers),
@@ -228,47 +250,51 @@ def multi_resolution_feature_maps(feature_map_layout, depth_multiplier,
     raise ValueError('feature_map_layout: the first from_layer must name a '
                      'backbone feature map.')
 
+
+def _new_feature_map(previous, base_name, index, depth, kernel_size,
+                     half_depth, use_explicit_padding, use_depthwise,
+                     pool_residual):
+  """One new stride-2 map of multi_resolution_feature_maps.
+
+  Args:
+    previous: the map it is computed from.
+    base_name: the last backbone map's name, which new layers are named by.
+    index: its position in the layout.
+    depth: its depth.
+    kernel_size: of the stride-2 conv.
+    half_depth: depth of the 1x1 conv before it; None for no such conv.
+    use_explicit_padding, use_depthwise, pool_residual: see
+      multi_resolution_feature_maps.
+
+  Returns:
+    (name, [batch, h, w, depth] tensor).
+  """
+  net = previous
+  if half_depth is not None:
+    net = slim.conv2d(
+        net, half_depth, [1, 1], padding='SAME', stride=1,
+        scope='{}_1_Conv2d_{}_1x1_{}'.format(base_name, index, half_depth))
+  name = '{}_2_Conv2d_{}_{}x{}_s2_{}'.format(
+      base_name, index, kernel_size, kernel_size, depth)
   padding = 'VALID' if use_explicit_padding else 'SAME'
-  feature_maps = collections.OrderedDict()
-  base_name = ''
-  previous = None
-  for index, (from_layer, layer_depth, kernel_size) in enumerate(
-      zip(from_layers, layer_depths, kernel_sizes)):
-    if from_layer:
-      base_name = from_layer
-      name = from_layer
-      feature_map = image_features[from_layer]
-    else:
-      net = previous
-      if insert_1x1_conv:
-        half_depth = depth_fn(layer_depth // 2)
-        net = slim.conv2d(
-            net, half_depth, [1, 1], padding='SAME', stride=1,
-            scope='{}_1_Conv2d_{}_1x1_{}'.format(base_name, index, half_depth))
-      depth = depth_fn(layer_depth)
-      name = '{}_2_Conv2d_{}_{}x{}_s2_{}'.format(
-          base_name, index, kernel_size, kernel_size, depth)
-      if use_explicit_padding:
-        net = fixed_padding(net, kernel_size)
-      if use_depthwise:
-        net = slim.separable_conv2d(
-            net, None, [kernel_size, kernel_size], depth_multiplier=1,
-            padding=padding, stride=2, scope=name + '_depthwise')
-        feature_map = slim.conv2d(net, depth, [1, 1], padding='SAME',
-                                  stride=1, scope=name)
-        if pool_residual and previous.shape.as_list()[3] == depth:
-          shortcut = previous
-          if use_explicit_padding:
-            shortcut = fixed_padding(shortcut, kernel_size)
-          feature_map += slim.avg_pool2d(
-              shortcut, [kernel_size, kernel_size], padding=padding,
-              stride=2, scope=name + '_pool')
-      else:
-        feature_map = slim.conv2d(net, depth, [kernel_size, kernel_size],
-                                  padding=padding, stride=2, scope=name)
-    feature_maps[name] = feature_map
-    previous = feature_map
-  return feature_maps
+  if use_explicit_padding:
+    net = fixed_padding(net, kernel_size)
+  if not use_depthwise:
+    return name, slim.conv2d(net, depth, [kernel_size, kernel_size],
+                             padding=padding, stride=2, scope=name)
+  net = slim.separable_conv2d(
+      net, None, [kernel_size, kernel_size], depth_multiplier=1,
+      padding=padding, stride=2, scope=name + '_depthwise')
+  feature_map = slim.conv2d(net, depth, [1, 1], padding='SAME', stride=1,
+                            scope=name)
+  if pool_residual and previous.shape.as_list()[3] == depth:
+    shortcut = previous
+    if use_explicit_padding:
+      shortcut = fixed_padding(shortcut, kernel_size)
+    feature_map += slim.avg_pool2d(
+        shortcut, [kernel_size, kernel_size], padding=padding, stride=2,
+        scope=name + '_pool')
+  return name, feature_map
 
 
 def _bound(tensor, use_bounded_activations):
