@@ -89,8 +89,6 @@ def _check_model(configs, report):
                  'meta-architecture %r is not supported yet' %
                  meta_architecture,
                  hint='supported: %s' % ', '.join(supported))
-  # The families config_util reads num_classes and image_resizer of.
-  if meta_architecture not in ('ssd', 'faster_rcnn'):
     return None
   num_classes = config_util.get_number_of_classes(configs['model'])
   if num_classes < 1:
