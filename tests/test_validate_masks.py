@@ -40,7 +40,7 @@ def _readers_without_masks(pipeline):
 @pytest.fixture
 def skip_model_build(monkeypatch):
   """The reader checks need no model graph; building big ones is slow."""
-  monkeypatch.setattr(validate, '_check_model_builds',
+  monkeypatch.setattr(config_check, '_check_model_builds',
                       lambda model_config, report: None)
 
 
