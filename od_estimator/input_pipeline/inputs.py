@@ -161,7 +161,7 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
 
   if _IN.groundtruth_classes not in out:
     return out
-  zero_based = out[_IN.groundtruth_classes] - groundtruth.LABEL_OFFSET
+  zero_based = out[_IN.groundtruth_classes] - fields.LABEL_ID_OFFSET
   if use_multiclass_scores and _IN.multiclass_scores in out:
     out[_IN.groundtruth_classes] = out[_IN.multiclass_scores]
   else:

@@ -288,11 +288,13 @@ def _labeled_classes(labels):
       _IN.groundtruth_image_classes)
   if not k_hots:
     return None
-  return tf.stack([tf.pad(tf.cast(k_hot, tf.float32), [[1, 0]])
+  return tf.stack([tf.pad(tf.cast(k_hot, tf.float32),
+                          [[fields.LABEL_ID_OFFSET, 0]])
                    for k_hot in k_hots])
 
 
-def groundtruth_from_labels(labels, max_boxes, label_id_offset=1):
+def groundtruth_from_labels(labels, max_boxes,
+                            label_id_offset=fields.LABEL_ID_OFFSET):
   """Batched groundtruth for the evaluators, from model_fn's labels.
 
   One path for every meta-architecture: the groundtruth comes from the input
@@ -404,7 +406,8 @@ def result_dict_for_batched_example(images, keys, detections,
                                     scale_to_absolute=False,
                                     original_image_spatial_shapes=None,
                                     true_image_shapes=None,
-                                    max_gt_boxes=None, label_id_offset=1,
+                                    max_gt_boxes=None,
+                                    label_id_offset=fields.LABEL_ID_OFFSET,
                                     reframe_masks=True):
   """Merges a batch's detections and groundtruth for the evaluators.
 
