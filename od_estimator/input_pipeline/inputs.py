@@ -25,7 +25,6 @@ from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.input_pipeline.input_groundtruth import merge_boxes_with_multiple_labels
 from od_estimator.input_pipeline.input_groundtruth import PER_BOX_FIELDS
 from od_estimator.input_pipeline.input_checks import check_input_options
-from od_estimator.input_pipeline.input_checks import MASK_METRICS_SETS
 from od_estimator.input_pipeline.input_checks import predicts_instance_masks
 # pylint: enable=unused-import
 from od_estimator.protos import eval_pb2

@@ -526,7 +526,7 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
   def _masks(self, values, name):
     """Checked binary values[name] for mask evaluators (see overlaps)."""
     return overlaps.binary_masks(name, values.get(name), type(self).__name__
-                                 ) if self.mask_metrics_set else None
+                                 ) if self.evaluates_masks else None
 
   def evaluate(self):
     """Returns {summary name: mAP, per-category name: AP} (NaN: no data)."""
