@@ -47,6 +47,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.core import spatial_transform_ops
 from od_estimator.metrics import coco_masks
+from od_estimator.metrics import coco_tools
 from od_estimator.utils import file_safety
 from od_estimator.utils import flag_checks
 from od_estimator.utils import interrupts
@@ -357,15 +358,15 @@ def _tf_example(encoded, name):
 def _coco_results(image_id, detections, height, width):
   """COCO result dicts from one image's normalized detections."""
   results = []
-  for box, score, label in zip(detections['detection_boxes'],
+  boxes = coco_tools.boxes_to_coco_array(detections['detection_boxes']) * (
+      [width, height, width, height])
+  for box, score, label in zip(boxes.tolist(),
                                detections['detection_scores'],
                                detections['detection_classes']):
-    ymin, xmin, ymax, xmax = (float(v) for v in box)
     results.append({
         'image_id': image_id,
         'category_id': int(round(float(label))),
-        'bbox': [xmin * width, ymin * height, (xmax - xmin) * width,
-                 (ymax - ymin) * height],
+        'bbox': box,
         'score': float(score),
     })
   return results

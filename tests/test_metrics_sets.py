@@ -1,9 +1,13 @@
 """eval_config.metrics_set: every name of the original is accepted,
-deprecated, or refused saying what it needs; never called unknown."""
+deprecated, or refused saying what it needs; never called unknown. The
+names and their needs come from one table (metrics/metric_sets)."""
 import pytest
 
+from od_estimator.input_pipeline import input_checks
 from od_estimator.metrics import eval_util
+from od_estimator.metrics import metric_sets
 from od_estimator.protos import eval_pb2
+from od_estimator.protos import input_reader_pb2
 from od_estimator.config import config_util
 from tests import log_capture
 
@@ -28,10 +32,10 @@ ORIGINAL_NAMES = (
 @pytest.mark.parametrize('name', ORIGINAL_NAMES)
 def test_no_name_of_the_original_is_unknown(name):
   try:
-    current = eval_util.check_metrics_set(name)
+    current = metric_sets.check_metrics_set(name)
   except config_util.ConfigError as error:
     assert 'unknown' not in str(error)
-    assert name in eval_util.NOT_YET_SUPPORTED_METRICS
+    assert metric_sets.METRIC_SETS[name].unsupported in str(error)
   else:
     assert current in eval_util.EVAL_METRICS_CLASS_DICT
 
@@ -65,7 +69,7 @@ def test_an_alias_next_to_its_current_name_evaluates_once():
     'coco_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
     'weighted_pascal_voc_instance_segmentation_metrics'])
 def test_mask_metrics_sets_are_accepted(name):
-  assert eval_util.check_metrics_set(name) == name
+  assert metric_sets.check_metrics_set(name) == name
 
 
 @pytest.mark.parametrize('name', [
@@ -84,4 +88,35 @@ def test_an_unknown_name_lists_the_accepted_ones():
   with pytest.raises(config_util.ConfigError,
                      match="unknown metrics set 'coco_map'.*accepted: "
                      'coco_detection_metrics'):
-    eval_util.check_metrics_set('coco_map')
+    metric_sets.check_metrics_set('coco_map')
+
+
+def test_the_table_holds_exactly_the_names_of_the_original():
+  assert (set(metric_sets.METRIC_SETS) | set(metric_sets.DEPRECATED) ==
+          set(ORIGINAL_NAMES))
+  assert set(metric_sets.DEPRECATED.values()) <= set(metric_sets.supported())
+
+
+@pytest.mark.parametrize('name', metric_sets.supported())
+def test_every_supported_set_builds_its_evaluator(name):
+  (evaluator,) = eval_util.get_evaluators(
+      eval_pb2.EvalConfig(metrics_set=[name]), CATS)
+  metric_set = metric_sets.METRIC_SETS[name]
+  assert type(evaluator) is metric_set.evaluator  # pylint: disable=unidiomatic-typecheck
+  assert evaluator.metric_names()
+  assert metric_set.needs_masks == evaluator.evaluates_masks
+
+
+@pytest.mark.parametrize('name', ORIGINAL_NAMES)
+def test_the_input_checks_ask_masks_of_exactly_the_mask_sets(name):
+  reader = input_reader_pb2.InputReader()
+  check = lambda: input_checks.check_input_options(
+      reader, 'eval_input_reader', metrics_sets=[name])
+  if name in ('coco_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
+              'weighted_pascal_voc_instance_segmentation_metrics',
+              'oid_challenge_segmentation_metrics', 'lvis_mask_metrics'):
+    with pytest.raises(config_util.ConfigError,
+                       match='metrics_set %s evaluates instance masks' % name):
+      check()
+    reader.load_instance_masks = True
+  check()

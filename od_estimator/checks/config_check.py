@@ -15,6 +15,7 @@ import tensorflow as tf
 from od_estimator.checks import config_notes
 from od_estimator import errors
 from od_estimator.metrics import eval_util
+from od_estimator.metrics import metric_sets
 from od_estimator.input_pipeline import inputs
 from od_estimator.checks import record_scanner
 from od_estimator.checks import tpu_check
@@ -89,8 +90,6 @@ def _check_model(configs, report):
                  'meta-architecture %r is not supported yet' %
                  meta_architecture,
                  hint='supported: %s' % ', '.join(supported))
-  # The families config_util reads num_classes and image_resizer of.
-  if meta_architecture not in ('ssd', 'faster_rcnn'):
     return None
   num_classes = config_util.get_number_of_classes(configs['model'])
   if num_classes < 1:
@@ -357,7 +356,7 @@ def _check_eval_config(eval_config, report):
                  'must be at least 1, got %d' % eval_config.batch_size)
   for name in eval_config.metrics_set:
     try:
-      eval_util.check_metrics_set(name)
+      metric_sets.check_metrics_set(name)
     except config_util.ConfigError as error:
       report.error(error.field, error.problem, hint=error.hint)
   for error in eval_util.eval_config_errors(eval_config):

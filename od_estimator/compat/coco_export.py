@@ -10,14 +10,9 @@ indent of 2. compat.coco_tools gives these names.
 import numpy as np
 
 from od_estimator.metrics import coco_masks
+from od_estimator.metrics import coco_tools
 from od_estimator.utils import file_safety
 from od_estimator.utils import json_utils
-
-
-def _coco_box(box):
-  """[ymin, xmin, ymax, xmax] → [xmin, ymin, width, height] Python floats."""
-  return [float(box[1]), float(box[0]), float(box[3] - box[1]),
-          float(box[2] - box[0])]
 
 
 def _write_json(value, output_path):
@@ -111,7 +106,7 @@ def ExportSingleImageGroundtruthToCoco(  # pylint: disable=invalid-name
         'id': next_annotation_id + i,
         'image_id': image_id,
         'category_id': int(groundtruth_classes[i]),
-        'bbox': _coco_box(box),
+        'bbox': coco_tools.boxes_to_coco(box, dtype=None)[0],
         'area': area,
         'iscrowd': (int(groundtruth_is_crowd[i])
                     if groundtruth_is_crowd is not None else 0),
@@ -188,7 +183,8 @@ def ExportSingleImageDetectionBoxesToCoco(  # pylint: disable=invalid-name
     if class_id not in category_id_set:
       continue
     result = {'image_id': image_id, 'category_id': int(class_id),
-              'bbox': _coco_box(detection_boxes[i]),
+              'bbox': coco_tools.boxes_to_coco(detection_boxes[i],
+                                               dtype=None)[0],
               'score': float(detection_scores[i])}
     if detection_keypoints is not None:
       result['keypoints'] = _coco_keypoints(

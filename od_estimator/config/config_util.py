@@ -13,6 +13,7 @@ from google.protobuf import text_format
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.builders import model_builder
 from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_overrides
 from od_estimator.config import config_text
@@ -188,19 +189,21 @@ def copy_configs(configs):
 
 def _meta_architecture_config(model_config):
   meta_architecture = model_config.WhichOneof('model')
-  if meta_architecture not in ('ssd', 'faster_rcnn'):
-    raise ValueError("Expected the model to be one of 'faster_rcnn' or "
-                     "'ssd', got %r." % meta_architecture)
+  supported = model_builder.supported_meta_architectures()
+  if meta_architecture not in supported:
+    raise ValueError('Expected the model to be one of %s, got %r.' % (
+        ' or '.join(repr(name) for name in sorted(supported)),
+        meta_architecture))
   return getattr(model_config, meta_architecture)
 
 
 def get_number_of_classes(model_config):
-  """Returns num_classes of an ssd or faster_rcnn DetectionModel."""
+  """num_classes of a DetectionModel of a family model_builder builds."""
   return _meta_architecture_config(model_config).num_classes
 
 
 def get_image_resizer_config(model_config):
-  """Returns the ImageResizer of an ssd or faster_rcnn DetectionModel."""
+  """The ImageResizer of a DetectionModel of a family model_builder builds."""
   return _meta_architecture_config(model_config).image_resizer
 
 

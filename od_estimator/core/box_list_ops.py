@@ -471,11 +471,6 @@ def pad_or_clip_box_list(boxlist, num_boxes, scope=None):
     return result
 
 
-def to_boxlists(boxes):
-  """Turns a [batch, N, 4] tensor into a list of `batch` BoxLists."""
-  return [box_list.BoxList(b) for b in tf.unstack(boxes)]
-
-
 def _check_unit_interval(**values):
   for name, value in values.items():
     if not 0.0 <= value <= 1.0:

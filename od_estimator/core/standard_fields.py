@@ -4,6 +4,11 @@ The strings are those of the original Object Detection API, so tensor dicts,
 exported signatures and `tf.Example`s stay interchangeable with it.
 """
 
+# Class ids in records, label maps and exported detections are 1-based
+# (0 is the background); the model's one-hot class index is 0-based:
+# class id = index + LABEL_ID_OFFSET.
+LABEL_ID_OFFSET = 1
+
 
 class InputDataFields:
   """Keys of the tensor dicts made by decoders and the input pipeline."""

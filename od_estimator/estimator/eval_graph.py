@@ -13,7 +13,6 @@ from od_estimator.config import config_util
 from od_estimator.utils import label_map_util
 
 _IN = fields.InputDataFields
-LABEL_ID_OFFSET = 1
 
 
 def eval_categories(eval_input_config, num_classes):
@@ -31,8 +30,7 @@ def build_eval_dict(labels, features, detections, eval_input_config,
   host's metric_fn converts them (eval_util.masks_to_original_images).
   """
   groundtruth = eval_util.groundtruth_from_labels(
-      labels, eval_input_config.max_number_of_boxes,
-      label_id_offset=LABEL_ID_OFFSET)
+      labels, eval_input_config.max_number_of_boxes)
   # The retained uint8 image (eval_config.retain_original_images) is the
   # one drawn in the evaluation images.
   images = features.get(_IN.original_image, features[_IN.image])

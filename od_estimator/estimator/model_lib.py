@@ -32,7 +32,6 @@ from od_estimator.utils import graph_building
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
 _ModeKeys = tf.estimator.ModeKeys
-LABEL_ID_OFFSET = eval_graph.LABEL_ID_OFFSET
 NON_FINITE_LOSS = training_graph.NON_FINITE_LOSS
 # The original's model_lib names, kept for code written against it.
 fine_tune_checkpoint_type = fine_tune.fine_tune_checkpoint_type
@@ -107,7 +106,7 @@ def output_dict_for_export(detections):
       _DET.detection_boxes: detections[_DET.detection_boxes],
       _DET.detection_scores: detections[_DET.detection_scores],
       _DET.detection_classes: tf.cast(detections[_DET.detection_classes],
-                                      tf.float32) + LABEL_ID_OFFSET,
+                                      tf.float32) + fields.LABEL_ID_OFFSET,
       _DET.num_detections: tf.cast(detections[_DET.num_detections],
                                    tf.float32),
   }

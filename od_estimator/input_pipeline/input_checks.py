@@ -4,12 +4,8 @@ Input options this version would not honour, and readers that do not load
 what the model or the metrics need, are refused naming the field.
 """
 from od_estimator.config import config_util
+from od_estimator.metrics import metric_sets
 
-# eval_config.metrics_set names whose evaluators need groundtruth masks.
-MASK_METRICS_SETS = (
-    'coco_mask_metrics', 'pascal_voc_instance_segmentation_metrics',
-    'weighted_pascal_voc_instance_segmentation_metrics',
-    'oid_challenge_segmentation_metrics', 'lvis_mask_metrics')
 _PREDICT_MASKS_FIELD = ('model.faster_rcnn.second_stage_box_predictor.'
                         'mask_rcnn_box_predictor.predict_instance_masks')
 
@@ -38,7 +34,8 @@ def _check_instance_masks_loaded(input_config, field, model_config,
     why = 'the model predicts instance masks (%s: true)' % (
         _PREDICT_MASKS_FIELD)
   else:
-    needing = [name for name in metrics_sets if name in MASK_METRICS_SETS]
+    needing = [name for name in metrics_sets
+               if metric_sets.needs_masks(name)]
     if not needing:
       return
     why = 'eval_config.metrics_set %s evaluates instance masks' % (

@@ -9,7 +9,6 @@ import tensorflow as tf
 from od_estimator.core import standard_fields as fields
 
 _IN = fields.InputDataFields
-LABEL_OFFSET = 1
 
 # Fields with one row per groundtruth box: kept or dropped together.
 PER_BOX_FIELDS = (
@@ -140,7 +139,8 @@ def refuse_bad_objects(tensor_dict, num_classes):
       [LENGTHS_PROBLEM, record, 'boxes:', num_boxes] +
       [item for key, length in lengths for item in (key + ':', length)])
   classes = tensor_dict[_IN.groundtruth_classes]
-  known = tf.logical_and(classes >= LABEL_OFFSET, classes <= num_classes)
+  known = tf.logical_and(classes >= fields.LABEL_ID_OFFSET,
+                         classes <= num_classes)
   check_classes = tf.debugging.Assert(
       tf.reduce_all(tf.logical_or(known, tf.equal(classes, UNKNOWN_CLASS))),
       [CLASS_PROBLEM, record, 'num_classes:', num_classes, 'ids:', classes],
@@ -160,14 +160,15 @@ def multiclass_scores_or_one_hot(scores, classes, num_classes):
   return tf.cond(
       tf.size(scores) > 0,
       lambda: tf.reshape(scores, [tf.shape(classes)[0], num_classes]),
-      lambda: tf.one_hot(classes - LABEL_OFFSET, num_classes))
+      lambda: tf.one_hot(classes - fields.LABEL_ID_OFFSET, num_classes))
 
 
 def k_hot(class_ids, num_classes, empty_means_all):
   """1-based class ids → [num_classes] k-hot (-1 entries ignored)."""
-  class_ids = tf.boolean_mask(class_ids, class_ids >= LABEL_OFFSET)
-  k_hot = tf.reduce_max(tf.one_hot(class_ids - LABEL_OFFSET, num_classes),
-                        axis=0)
+  class_ids = tf.boolean_mask(class_ids,
+                              class_ids >= fields.LABEL_ID_OFFSET)
+  k_hot = tf.reduce_max(
+      tf.one_hot(class_ids - fields.LABEL_ID_OFFSET, num_classes), axis=0)
   k_hot = tf.reshape(k_hot, [num_classes])
   if not empty_means_all:
     return k_hot

@@ -25,7 +25,6 @@ from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.input_pipeline.input_groundtruth import merge_boxes_with_multiple_labels
 from od_estimator.input_pipeline.input_groundtruth import PER_BOX_FIELDS
 from od_estimator.input_pipeline.input_checks import check_input_options
-from od_estimator.input_pipeline.input_checks import MASK_METRICS_SETS
 from od_estimator.input_pipeline.input_checks import predicts_instance_masks
 # pylint: enable=unused-import
 from od_estimator.protos import eval_pb2
@@ -189,7 +188,7 @@ def _preprocessed(out, model_preprocess_fn, image_resizer_fn, use_bfloat16):
 def _with_class_targets(out, num_classes, use_multiclass_scores,
                         merge_multiple_boxes):
   """One-hot (or multiclass-score) class targets, confidences, merging."""
-  zero_based = out[_IN.groundtruth_classes] - groundtruth.LABEL_OFFSET
+  zero_based = out[_IN.groundtruth_classes] - fields.LABEL_ID_OFFSET
   if use_multiclass_scores and _IN.multiclass_scores in out:
     out[_IN.groundtruth_classes] = out[_IN.multiclass_scores]
   else:

@@ -292,7 +292,7 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
                                      _IN.groundtruth_instance_masks)
   optional_groundtruth_image_fields = ()
   optional_detection_fields = (_DET.detection_masks,)
-  mask_metrics_set = 'coco_mask_metrics'
+  evaluates_masks = True
   prefix = MASK_PREFIX
 
   def __init__(self, categories, include_metrics_per_category=False,

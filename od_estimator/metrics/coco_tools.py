@@ -32,18 +32,22 @@ COCO_METRIC_NAMES_AND_INDEX = (
 )
 
 
-def boxes_to_coco_array(boxes):
-  """[N, 4] ymin, xmin, ymax, xmax → [N, 4] float64 COCO x, y, width,
-  height: the numbers pycocotools would compute."""
-  boxes = np.asarray(boxes, np.float64).reshape([-1, 4])
+def boxes_to_coco_array(boxes, dtype=np.float64):
+  """[N, 4] ymin, xmin, ymax, xmax → [N, 4] COCO x, y, width, height.
+
+  The one conversion to COCO boxes. Widths and heights are computed in
+  `dtype`: float64 by default (the numbers pycocotools would compute), the
+  boxes' own dtype for None (as the original's COCO export functions).
+  """
+  boxes = np.asarray(boxes, dtype).reshape([-1, 4])
   ymin, xmin, ymax, xmax = boxes.T
   return np.stack([xmin, ymin, xmax - xmin, ymax - ymin], axis=1)
 
 
-def boxes_to_coco(boxes):
-  """[N, 4] ymin, xmin, ymax, xmax → N COCO [x, y, width, height] lists of
+def boxes_to_coco(boxes, dtype=np.float64):
+  """boxes_to_coco_array(boxes, dtype) as N [x, y, width, height] lists of
   Python floats."""
-  return boxes_to_coco_array(boxes).tolist()
+  return boxes_to_coco_array(boxes, dtype).astype(np.float64).tolist()
 
 
 def _coco_and_eval(backend):

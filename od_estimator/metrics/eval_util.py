@@ -1,9 +1,9 @@
-"""Evaluation helpers: the evaluator registry and per-batch result dicts.
+"""Evaluation helpers: the configured evaluators and per-batch result dicts.
 
-`eval_config.metrics_set` names evaluators by the original's names; each
-evaluator turns a batched result dict into Estimator eval_metric_ops.
+`eval_config.metrics_set` names evaluators by the original's names (see
+metric_sets); each evaluator turns a batched result dict into Estimator
+eval_metric_ops.
 """
-from absl import logging
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
@@ -14,117 +14,35 @@ from od_estimator.metrics.eval_masks import groundtruth_masks_to_images
 from od_estimator.metrics.eval_masks import masks_to_original_images
 from od_estimator.metrics.eval_masks import UNFRAMED_MASKS_BOXES
 # pylint: enable=unused-import
-from od_estimator.metrics import coco_evaluation
-from od_estimator.metrics import oid_evaluation
-from od_estimator.metrics import pascal_evaluation
-from od_estimator.metrics import pascal_mask_evaluation
 from od_estimator.config import config_util
 from od_estimator.metrics import eval_visualization
+from od_estimator.metrics import metric_sets
 from od_estimator.core import shape_utils
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
 
-# metrics_set name -> evaluator class (constructed with categories).
+# metrics_set name -> evaluator class (constructed with categories), as the
+# original names them; metric_sets has what each set needs.
 EVAL_METRICS_CLASS_DICT = {
-    'coco_detection_metrics': coco_evaluation.CocoDetectionEvaluator,
-    'coco_mask_metrics': coco_evaluation.CocoMaskEvaluator,
-    'pascal_voc_detection_metrics':
-        pascal_evaluation.PascalDetectionEvaluator,
-    'weighted_pascal_voc_detection_metrics':
-        pascal_evaluation.WeightedPascalDetectionEvaluator,
-    'precision_at_recall_detection_metrics':
-        pascal_evaluation.PrecisionAtRecallDetectionEvaluator,
-    'oid_V2_detection_metrics': oid_evaluation.OpenImagesDetectionEvaluator,
-    'oid_challenge_detection_metrics':
-        oid_evaluation.OpenImagesDetectionChallengeEvaluator,
-    'pascal_voc_instance_segmentation_metrics':
-        pascal_mask_evaluation.PascalInstanceSegmentationEvaluator,
-    'weighted_pascal_voc_instance_segmentation_metrics':
-        pascal_mask_evaluation.WeightedPascalInstanceSegmentationEvaluator,
-}
-EVAL_DEFAULT_METRIC = 'coco_detection_metrics'
-
-# Older names the original still accepts (some only in its legacy eval.py),
-# each with the name that replaced it: same evaluator, same metric names.
-DEPRECATED_METRICS_SETS = {
-    'open_images_V2_detection_metrics': 'oid_V2_detection_metrics',
-    'open_images_metrics': 'oid_V2_detection_metrics',
-    'oid_challenge_object_detection_metrics':
-        'oid_challenge_detection_metrics',
-    'pascal_voc_metrics': 'pascal_voc_detection_metrics',
-    'weighted_pascal_voc_metrics': 'weighted_pascal_voc_detection_metrics',
-}
-
-# Names the original accepts whose evaluators od_estimator cannot run yet,
-# with the reason.
-NOT_YET_SUPPORTED_METRICS = {
-    'oid_challenge_segmentation_metrics':
-        'is not supported yet (Open Images instance segmentation)',
-    'lvis_mask_metrics': 'is not supported yet (LVIS mask evaluation)',
-    'coco_panoptic_metrics': ('needs panoptic masks, which only a mask model '
-                              'predicts; od_estimator does not build one yet'),
-    'coco_keypoint_metrics': 'is not supported yet (COCO keypoint evaluation)',
-}
-
-
-def register_evaluator(name, evaluator_class):
-  """Makes `name` usable in eval_config.metrics_set."""
-  EVAL_METRICS_CLASS_DICT[name] = evaluator_class
-
-
-def check_metrics_set(name):
-  """The current name of eval_config.metrics_set `name`.
-
-  Deprecated names give the name that replaced them (and log a warning).
-
-  Raises:
-    config_util.ConfigError: for a name od_estimator cannot evaluate yet
-      (saying what it needs) or does not know, listing the accepted names.
-  """
-  if name in DEPRECATED_METRICS_SETS:
-    current = DEPRECATED_METRICS_SETS[name]
-    logging.warning('eval_config.metrics_set %r is deprecated; use %r '
-                    'instead (same metrics).', name, current)
-    return current
-  if name in EVAL_METRICS_CLASS_DICT:
-    return name
-  if name in NOT_YET_SUPPORTED_METRICS:
-    problem = 'metrics set %r %s' % (name, NOT_YET_SUPPORTED_METRICS[name])
-  else:
-    problem = 'unknown metrics set %r' % name
-  raise config_util.ConfigError(
-      problem, field='eval_config.metrics_set',
-      hint='accepted: %s' % ', '.join(sorted(EVAL_METRICS_CLASS_DICT)))
+    name: metric_set.evaluator
+    for name, metric_set in metric_sets.METRIC_SETS.items()
+    if metric_set.evaluator}
+EVAL_DEFAULT_METRIC = metric_sets.DEFAULT
 
 
 def _metrics_sets(eval_config):
   """Current names of the configured metrics sets, each once, in order."""
   names = []
-  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
-    name = check_metrics_set(name)
+  for name in metric_sets.configured(eval_config):
+    name = metric_sets.check_metrics_set(name)
     if name not in names:
       names.append(name)
   return names
 
 
-# The metrics sets honouring eval_config.skip_predictions_for_unlabeled_class
-# and eval_config.super_categories (as in the original).
-SKIP_UNLABELED_METRICS_SETS = ('coco_detection_metrics',
-                               'precision_at_recall_detection_metrics')
-SUPER_CATEGORY_METRICS_SETS = ('coco_detection_metrics',)
 _NO_KEYPOINT_MODEL = ('needs a keypoint model, which od_estimator does not '
                       'build yet')
-
-
-def super_categories_from_eval_config(eval_config):
-  """{super-category: [category names]} from eval_config.super_categories.
-
-  Each map value lists the label map names of the super-category's
-  categories, separated by commas.
-  """
-  return {key: [name.strip() for name in value.split(',') if name.strip()]
-          for key, value in sorted(eval_config.super_categories.items())}
 
 
 def eval_config_errors(eval_config):
@@ -141,18 +59,18 @@ def eval_config_errors(eval_config):
           field='eval_config.%s' % field,
           hint='remove it; keypoint evaluation and drawing come with '
           'keypoint models'))
-  names = [DEPRECATED_METRICS_SETS.get(name, name)
-           for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]]
-  for field, sets in (
-      ('skip_predictions_for_unlabeled_class', SKIP_UNLABELED_METRICS_SETS),
-      ('super_categories', SUPER_CATEGORY_METRICS_SETS)):
+  names = [metric_sets.current_name(name)
+           for name in metric_sets.configured(eval_config)]
+  for field in ('skip_predictions_for_unlabeled_class', 'super_categories'):
+    sets = metric_sets.honouring(field)
     if getattr(eval_config, field) and not set(names) & set(sets):
       errors.append(config_util.ConfigError(
           '%s is honoured only by the metrics sets %s; metrics_set is %s' % (
               field, ', '.join(sets), ', '.join(names)),
           field='eval_config.%s' % field,
           hint='add one of them to eval_config.metrics_set, or remove it'))
-  for key, names in super_categories_from_eval_config(eval_config).items():
+  for key, names in metric_sets.super_categories_from_eval_config(
+      eval_config).items():
     if not names:
       errors.append(config_util.ConfigError(
           'super-category %r lists no category' % key,
@@ -174,34 +92,28 @@ def check_eval_config(eval_config):
 
 
 def evaluator_options_from_eval_config(eval_config):
-  """Keyword arguments per metrics set, from eval_config fields."""
+  """Keyword arguments per configured metrics set, from eval_config fields.
+
+  Only the sets taking eval_config fields (metric_sets.MetricSet.options)
+  have an entry.
+  """
   options = {}
-  for name in eval_config.metrics_set or [EVAL_DEFAULT_METRIC]:
-    name = DEPRECATED_METRICS_SETS.get(name, name)
-    if name == 'coco_mask_metrics':
-      options[name] = {
-          'include_metrics_per_category':
-              eval_config.include_metrics_per_category,
-          'all_metrics_per_category': eval_config.all_metrics_per_category,
-      }
-    elif name == 'coco_detection_metrics':
-      options[name] = {
-          'include_metrics_per_category':
-              eval_config.include_metrics_per_category,
-          'all_metrics_per_category': eval_config.all_metrics_per_category,
-          'skip_predictions_for_unlabeled_class':
-              eval_config.skip_predictions_for_unlabeled_class,
-          'super_categories':
-              super_categories_from_eval_config(eval_config) or None,
-      }
-    elif name == 'precision_at_recall_detection_metrics':
-      options[name] = {
-          'recall_lower_bound': eval_config.recall_lower_bound,
-          'recall_upper_bound': eval_config.recall_upper_bound,
-          'skip_predictions_for_unlabeled_class':
-              eval_config.skip_predictions_for_unlabeled_class,
-      }
+  for name in metric_sets.configured(eval_config):
+    name = metric_sets.current_name(name)
+    metric_set = metric_sets.METRIC_SETS.get(name)
+    if metric_set and metric_set.options:
+      options[name] = metric_sets.evaluator_options(name, eval_config)
   return options
+
+
+def _named_evaluators(eval_config, categories, evaluator_options=None):
+  """[(metrics set name, evaluator)] of eval_config.metrics_set."""
+  check_eval_config(eval_config)
+  if evaluator_options is None:
+    evaluator_options = evaluator_options_from_eval_config(eval_config)
+  return [(name, EVAL_METRICS_CLASS_DICT[name](
+      categories, **evaluator_options.get(name, {})))
+          for name in _metrics_sets(eval_config)]
 
 
 def get_evaluators(eval_config, categories, evaluator_options=None):
@@ -213,20 +125,23 @@ def get_evaluators(eval_config, categories, evaluator_options=None):
     evaluator_options: {metrics set: kwargs}; default from eval_config.
 
   Raises:
-    config_util.ConfigError: see check_metrics_set and check_eval_config.
+    config_util.ConfigError: see metric_sets.check_metrics_set and
+      check_eval_config.
   """
-  check_eval_config(eval_config)
-  if evaluator_options is None:
-    evaluator_options = evaluator_options_from_eval_config(eval_config)
-  return [EVAL_METRICS_CLASS_DICT[name](categories,
-                                        **evaluator_options.get(name, {}))
-          for name in _metrics_sets(eval_config)]
+  return [evaluator for _, evaluator in _named_evaluators(
+      eval_config, categories, evaluator_options)]
 
 
 def get_eval_metric_ops_for_evaluators(eval_config, categories, eval_dict):
-  """Returns the merged eval_metric_ops of every configured evaluator."""
+  """Returns the merged eval_metric_ops of every configured evaluator.
+
+  Raises:
+    config_util.ConfigError: as get_evaluators, and for a mask metrics set
+      whose eval dict lacks masks (metric_sets.check_eval_dict).
+  """
   metric_ops = {}
-  for evaluator in get_evaluators(eval_config, categories):
+  for name, evaluator in _named_evaluators(eval_config, categories):
+    metric_sets.check_eval_dict(name, eval_dict)
     metric_ops.update(evaluator.get_estimator_eval_metric_ops(eval_dict))
   return metric_ops
 
@@ -288,11 +203,13 @@ def _labeled_classes(labels):
       _IN.groundtruth_image_classes)
   if not k_hots:
     return None
-  return tf.stack([tf.pad(tf.cast(k_hot, tf.float32), [[1, 0]])
+  return tf.stack([tf.pad(tf.cast(k_hot, tf.float32),
+                          [[fields.LABEL_ID_OFFSET, 0]])
                    for k_hot in k_hots])
 
 
-def groundtruth_from_labels(labels, max_boxes, label_id_offset=1):
+def groundtruth_from_labels(labels, max_boxes,
+                            label_id_offset=fields.LABEL_ID_OFFSET):
   """Batched groundtruth for the evaluators, from model_fn's labels.
 
   One path for every meta-architecture: the groundtruth comes from the input
@@ -404,7 +321,8 @@ def result_dict_for_batched_example(images, keys, detections,
                                     scale_to_absolute=False,
                                     original_image_spatial_shapes=None,
                                     true_image_shapes=None,
-                                    max_gt_boxes=None, label_id_offset=1,
+                                    max_gt_boxes=None,
+                                    label_id_offset=fields.LABEL_ID_OFFSET,
                                     reframe_masks=True):
   """Merges a batch's detections and groundtruth for the evaluators.
 

@@ -9,7 +9,6 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
-from od_estimator.config import config_util
 
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
@@ -24,17 +23,7 @@ _COUNTED_ROWS = ((_IN.num_groundtruth_boxes, _IN.groundtruth_boxes),
                  (_DET.num_detections, _DET.detection_boxes))
 # Masks of the original image frame, padded to the batch's largest image:
 # each image's are cut to its original_image_spatial_shape.
-_MASK_FIELDS = (_IN.groundtruth_instance_masks, _DET.detection_masks)
-# What a mask evaluator tells the user when the eval dict lacks masks.
-_MISSING_MASKS = {
-    _DET.detection_masks: (
-        'detection masks, which the model does not predict',
-        'use a Mask R-CNN (mask_rcnn_box_predictor with '
-        'predict_instance_masks: true)'),
-    _IN.groundtruth_instance_masks: (
-        'groundtruth instance masks, which the eval input does not load',
-        'set load_instance_masks: true in eval_input_reader'),
-}
+MASK_FIELDS = (_IN.groundtruth_instance_masks, _DET.detection_masks)
 
 
 class DetectionEvaluator:
@@ -51,9 +40,8 @@ class DetectionEvaluator:
   optional_groundtruth_image_fields = ()
   # Per-detection [B, M, ...] fields forwarded, cut to num_detections.
   optional_detection_fields = ()
-  # Mask evaluators: their metrics_set name; the eval dict must then hold
-  # groundtruth_instance_masks and detection_masks.
-  mask_metrics_set = None
+  # Mask evaluators: the eval dict must hold MASK_FIELDS.
+  evaluates_masks = False
 
   def clear(self):
     """Drops everything added so far."""
@@ -101,7 +89,7 @@ class DetectionEvaluator:
                         if eval_dict.get(name) is not None]
     names = (list(_REQUIRED_FIELDS) + box_fields + image_fields +
              detection_fields)
-    if set(names) & set(_MASK_FIELDS):
+    if set(names) & set(MASK_FIELDS):
       names.append(_IN.original_image_spatial_shape)
 
     def update(*values):
@@ -128,15 +116,17 @@ class DetectionEvaluator:
                                 [])
 
   def _check_masks(self, eval_dict):
-    """Raises config_util.ConfigError when a mask evaluator lacks masks."""
-    if not self.mask_metrics_set:
+    """Raises ValueError when a mask evaluator's eval dict lacks masks.
+
+    Evaluation from a config checks this first, naming the metrics set
+    (metric_sets.check_eval_dict).
+    """
+    if not self.evaluates_masks:
       return
-    for name in _MASK_FIELDS:
+    for name in MASK_FIELDS:
       if eval_dict.get(name) is None:
-        what, hint = _MISSING_MASKS[name]
-        raise config_util.ConfigError(
-            'metrics set %r needs %s' % (self.mask_metrics_set, what),
-            field='eval_config.metrics_set', hint=hint)
+        raise ValueError('%s needs %r in the eval dict' % (
+            type(self).__name__, name))
 
   def get_estimator_eval_metric_ops(self, eval_dict):
     """Returns {metric name: (value_op, update_op)} for an EstimatorSpec.
@@ -188,7 +178,7 @@ def _image_part(batch, name, index, count):
   Masks are also cut to the image's original height and width.
   """
   values = batch[name][index][:count]
-  if name in _MASK_FIELDS:
+  if name in MASK_FIELDS:
     height, width = batch[_IN.original_image_spatial_shape][index][:2]
     values = values[:, :int(height), :int(width)]
   return values

@@ -107,9 +107,9 @@ class OpenImagesDetectionChallengeEvaluator(OpenImagesDetectionEvaluator):
     image_classes = groundtruth_dict.get(_IN.groundtruth_image_classes)
     if image_classes is not None:
       ids = np.asarray(image_classes).astype(int).reshape([-1])
-      verified.append(ids[ids >= self._label_id_offset])
+      verified.append(ids[ids >= fields.LABEL_ID_OFFSET])
     k_hot = groundtruth_dict.get(_IN.groundtruth_labeled_classes)
     if k_hot is not None:
       ids = self._labeled_class_ids(k_hot)
-      verified.append(ids[ids >= self._label_id_offset])
+      verified.append(ids[ids >= fields.LABEL_ID_OFFSET])
     return np.concatenate(verified)

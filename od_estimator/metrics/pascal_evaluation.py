@@ -404,7 +404,6 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
       raise ValueError('Classes should be 1-indexed.')
     self._categories = list(categories)
     self._num_classes = max(category['id'] for category in categories)
-    self._label_id_offset = 1
     self._evaluation_kwargs = dict(
         num_groundtruth_classes=self._num_classes,
         matching_iou_threshold=matching_iou_threshold,
@@ -413,7 +412,7 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
         recall_lower_bound=recall_lower_bound,
         recall_upper_bound=recall_upper_bound,
         use_weighted_mean_ap=use_weighted_mean_ap,
-        label_id_offset=self._label_id_offset,
+        label_id_offset=fields.LABEL_ID_OFFSET,
         group_of_weight=group_of_weight)
     prefix = metric_prefix + '_' if metric_prefix else ''
     if recall_lower_bound > 0.0 or recall_upper_bound < 1.0:
@@ -430,7 +429,7 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
       name = category['name']
       if isinstance(name, bytes):
         name = name.decode('utf-8')
-      self._category_names[category['id'] - self._label_id_offset] = (
+      self._category_names[category['id'] - fields.LABEL_ID_OFFSET] = (
           prefix + 'PerformanceByCategory/AP@{}IOU/{}'.format(
               matching_iou_threshold, unicodedata.normalize('NFKD', name)))
     self.clear()
@@ -462,7 +461,7 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
         image_key=image_id,
         groundtruth_boxes=groundtruth_dict[_IN.groundtruth_boxes],
         groundtruth_class_labels=(classes.astype(int) -
-                                  self._label_id_offset),
+                                  fields.LABEL_ID_OFFSET),
         groundtruth_is_difficult_list=difficult,
         groundtruth_is_group_of_list=group_of,
         groundtruth_masks=self._masks(groundtruth_dict,
@@ -521,13 +520,13 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
         image_key=image_id,
         detected_boxes=detections_dict[_DET.detection_boxes],
         detected_scores=detections_dict[_DET.detection_scores],
-        detected_class_labels=classes.astype(int) - self._label_id_offset,
+        detected_class_labels=classes.astype(int) - fields.LABEL_ID_OFFSET,
         detected_masks=self._masks(detections_dict, _DET.detection_masks))
 
   def _masks(self, values, name):
     """Checked binary values[name] for mask evaluators (see overlaps)."""
     return overlaps.binary_masks(name, values.get(name), type(self).__name__
-                                 ) if self.mask_metrics_set else None
+                                 ) if self.evaluates_masks else None
 
   def evaluate(self):
     """Returns {summary name: mAP, per-category name: AP} (NaN: no data)."""

@@ -27,7 +27,7 @@ class PascalInstanceSegmentationEvaluator(
   optional_groundtruth_box_fields = (_IN.groundtruth_difficult,
                                      _IN.groundtruth_instance_masks)
   optional_detection_fields = (_DET.detection_masks,)
-  mask_metrics_set = 'pascal_voc_instance_segmentation_metrics'
+  evaluates_masks = True
   _metric_prefix = 'PascalMasks'
   _use_weighted_mean_ap = False
 
@@ -42,6 +42,5 @@ class WeightedPascalInstanceSegmentationEvaluator(
     PascalInstanceSegmentationEvaluator):
   """PASCAL metrics on masks, mAP over all classes' detections pooled."""
 
-  mask_metrics_set = 'weighted_pascal_voc_instance_segmentation_metrics'
   _metric_prefix = 'WeightedPascalMasks'
   _use_weighted_mean_ap = True

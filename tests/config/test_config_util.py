@@ -5,6 +5,8 @@ from google.protobuf import text_format
 import pytest
 
 from od_estimator import errors
+from od_estimator.builders import model_builder
+from od_estimator.protos import model_pb2
 from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_util
 from tests import upstream_folder
@@ -119,6 +121,19 @@ def test_queries():
       configs['train_config']) == 'momentum_optimizer'
   with pytest.raises(ValueError, match="'faster_rcnn' or 'ssd'"):
     config_util.get_number_of_classes(type(configs['model'])())
+
+
+@pytest.mark.parametrize('family', sorted(model_builder.META_ARCH_BUILDER_MAP))
+def test_queries_read_the_families_of_the_model_registry(family):
+  model = model_pb2.DetectionModel()
+  getattr(model, family).SetInParent()
+  if family in model_builder.supported_meta_architectures():
+    assert config_util.get_number_of_classes(model) == 0
+    assert config_util.get_image_resizer_config(model) == (
+        getattr(model, family).image_resizer)
+  else:
+    with pytest.raises(ValueError, match='got %r' % family):
+      config_util.get_number_of_classes(model)
 
 
 # --- overrides -------------------------------------------------------------

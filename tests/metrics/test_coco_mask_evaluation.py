@@ -255,7 +255,7 @@ def test_metric_ops_of_padded_batches_equal_the_evaluator():
 
 
 def test_a_model_without_masks_is_refused_naming_what_to_do():
-  evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  config = eval_pb2.EvalConfig(metrics_set=['coco_mask_metrics'])
   with tf.Graph().as_default():
     eval_dict = {name: tf.constant(value) for name, value in
                  _eval_dict(_random_set(num_images=1)).items()
@@ -263,7 +263,12 @@ def test_a_model_without_masks_is_refused_naming_what_to_do():
     with pytest.raises(config_util.ConfigError,
                        match="'coco_mask_metrics' needs detection masks.*"
                        'predict_instance_masks'):
-      evaluator.get_estimator_eval_metric_ops(eval_dict)
+      eval_util.get_eval_metric_ops_for_evaluators(config, CATEGORIES,
+                                                   eval_dict)
+    with pytest.raises(ValueError, match="CocoMaskEvaluator needs "
+                       "'detection_masks'"):
+      coco_evaluation.CocoMaskEvaluator(
+          CATEGORIES).get_estimator_eval_metric_ops(eval_dict)
 
 
 def test_eval_config_per_category_options_reach_the_mask_evaluator():
