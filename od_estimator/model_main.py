@@ -93,8 +93,9 @@ flags.DEFINE_integer('num_gpus', 0, 'Train with tf.distribute.'
                      'train_config.batch_size is split across them.')
 flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
                      'the element-wise, reduction and shape ops; see '
-                     'od_estimator/estimator/xla.py). Slower on CPU as measured in '
-                     'bench/NOTES.md: for accelerators and comparisons.')
+                     'od_estimator/estimator/xla.py). Slower on CPU as '
+                     'measured in bench/NOTES.md: for accelerators and '
+                     'comparisons.')
 flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
                      '(RunConfig.tf_random_seed): weight initialization, '
                      'samplers, shuffling and augmentations repeat from run '

@@ -48,7 +48,8 @@ def _parser():
       'non-finite boxes, per-object lists (class/label or class/text, '
       'weight, area, is_crowd, difficult, group_of) of another length than '
       'the boxes, and class ids of 0 or above num_classes. It decodes every '
-      'image: about as long as one epoch of input reading.' % config_check.SCAN_LIMIT)
+      'image: about as long as one epoch of input reading.' %
+      config_check.SCAN_LIMIT)
   tpu = parser.add_argument_group(
       'TPU', 'With --check_tpu the training step is built on CPU (per-shard '
       'batch, static shapes, CrossShardOptimizer) and converted by XLA; it '

@@ -22,8 +22,8 @@ from od_estimator.core import preprocessor
 from od_estimator.core import standard_fields as fields
 from od_estimator.data_decoders import tf_example_decoder
 # Re-exported for validate and callers. pylint: disable=unused-import
-from od_estimator.input_pipeline.input_groundtruth import merge_boxes_with_multiple_labels
-from od_estimator.input_pipeline.input_groundtruth import PER_BOX_FIELDS
+from od_estimator.input_pipeline.input_groundtruth import (
+    merge_boxes_with_multiple_labels, PER_BOX_FIELDS)
 from od_estimator.input_pipeline.input_checks import check_input_options
 from od_estimator.input_pipeline.input_checks import predicts_instance_masks
 # pylint: enable=unused-import

@@ -8,7 +8,8 @@ from od_estimator.checks import config_check
 from od_estimator.config import config_util
 from tests import upstream_folder
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
                            'ssd_mobilenet_v2_shapes.config')
 

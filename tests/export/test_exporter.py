@@ -29,7 +29,8 @@ from od_estimator.config import config_util
 from tests import fakes
 from tests import image_inputs
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
 MAX_DETECTIONS = 5
 # ssd_anchor_generator, 2 layers, 3 aspect ratios: 3 boxes per cell on the
