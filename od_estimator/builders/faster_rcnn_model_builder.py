@@ -1,4 +1,9 @@
-"""Builds a FasterRCNNMetaArch from a model.proto `faster_rcnn` config.
+"""Builds a FasterRCNNMetaArch and its parts from a `faster_rcnn` config.
+
+The parts (region_proposal_network.RegionProposalNetwork, and with more
+stages box_classifier.BoxClassifier and mask_branch.MaskBranch) are built
+here and handed to the meta-architecture; both stages' target assigners
+come from target_assigner_builder.
 
 The feature extractor class comes from
 od_estimator.models.faster_rcnn_feature_extractor_registry by its config
@@ -22,16 +27,17 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import image_resizer_builder
 from od_estimator.builders import losses_builder
 from od_estimator.builders import post_processing_builder
-from od_estimator.box_coders import faster_rcnn_box_coder
+from od_estimator.builders import target_assigner_builder
 from od_estimator.core import balanced_positive_negative_sampler as sampler
 from od_estimator.core import post_processing
-from od_estimator.core import region_similarity_calculator
-from od_estimator.core import target_assigner
-from od_estimator.errors import UserInputError
-from od_estimator.matchers import argmax_matcher
-from od_estimator.meta_architectures import faster_rcnn_meta_arch
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.core import spatial_transform_ops
+from od_estimator.errors import UserInputError
+from od_estimator.meta_architectures import box_classifier
+from od_estimator.meta_architectures import faster_rcnn_meta_arch
+from od_estimator.meta_architectures import mask_branch
+from od_estimator.meta_architectures import region_proposal_network
+from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.protos import target_assigner_pb2
 
 _FRCNN = 'model.faster_rcnn'
 _FE = _FRCNN + '.feature_extractor'
@@ -136,13 +142,17 @@ def _build_feature_extractor(config, is_training):
 def _target_assigner(matched_threshold, unmatched_threshold,
                      force_match_for_each_row, use_matmul_gather):
   """An IoU / argmax TargetAssigner with the Faster R-CNN box coder."""
-  return target_assigner.TargetAssigner(
-      region_similarity_calculator.IouSimilarity(),
-      argmax_matcher.ArgMaxMatcher(
-          matched_threshold, unmatched_threshold,
-          force_match_for_each_row=force_match_for_each_row,
-          use_matmul_gather=use_matmul_gather),
-      faster_rcnn_box_coder.FasterRcnnBoxCoder(list(_BOX_CODER_SCALES)))
+  config = target_assigner_pb2.TargetAssigner()
+  config.similarity_calculator.iou_similarity.SetInParent()
+  matcher = config.matcher.argmax_matcher
+  matcher.matched_threshold = matched_threshold
+  matcher.unmatched_threshold = unmatched_threshold
+  matcher.force_match_for_each_row = force_match_for_each_row
+  matcher.use_matmul_gather = use_matmul_gather
+  coder = config.box_coder.faster_rcnn_box_coder
+  (coder.y_scale, coder.x_scale, coder.height_scale,
+   coder.width_scale) = _BOX_CODER_SCALES
+  return target_assigner_builder.build(config)
 
 
 def _build_first_stage(config, is_training, use_static_shapes):
@@ -158,7 +168,7 @@ def _build_first_stage(config, is_training, use_static_shapes):
       config.first_stage_anchor_generator)
   conv_hyperparams_fn = hyperparams_builder.build(
       config.first_stage_box_predictor_conv_hyperparams, is_training)
-  return faster_rcnn_meta_arch.FirstStageParams(
+  return region_proposal_network.FirstStageParams(
       anchor_generator=anchor_generator,
       conv_hyperparams_fn=conv_hyperparams_fn,
       box_predictor=box_predictor_builder.build_rpn_box_predictor(
@@ -191,7 +201,7 @@ def _build_first_stage(config, is_training, use_static_shapes):
 
 def _build_second_stage(config, is_training, use_static_shapes):
   """(RoiCropParams, SecondStageParams) of the box classifier."""
-  roi_crop = faster_rcnn_meta_arch.RoiCropParams(
+  roi_crop = box_classifier.RoiCropParams(
       crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
                           if config.use_matmul_crop_and_resize else
                           spatial_transform_ops.native_crop_and_resize),
@@ -207,12 +217,12 @@ def _build_second_stage(config, is_training, use_static_shapes):
     hard_example_miner = losses_builder.build_hard_example_miner(
         config.hard_example_miner, classification_weight,
         localization_weight)
-  second_stage = faster_rcnn_meta_arch.SecondStageParams(
+  second_stage = box_classifier.SecondStageParams(
       box_predictor=box_predictor_builder.build(
           hyperparams_builder.build, config.second_stage_box_predictor,
           is_training=is_training, num_classes=config.num_classes),
       target_assigner=_target_assigner(
-          0.5, None, False, config.use_matmul_gather_in_matcher),
+          0.5, 0.5, False, config.use_matmul_gather_in_matcher),
       sampler=sampler.BalancedPositiveNegativeSampler(
           positive_fraction=config.second_stage_balance_fraction,
           is_static=(config.use_static_balanced_label_sampler and
@@ -229,8 +239,25 @@ def _build_second_stage(config, is_training, use_static_shapes):
   return roi_crop, second_stage
 
 
+def _second_stage_parts(config, roi_crop, second_stage, box_coder,
+                        is_training, use_static_shapes):
+  """(BoxClassifier, MaskBranch or None) of a two- or three-stage model."""
+  classifier = box_classifier.BoxClassifier(
+      second_stage, roi_crop, config.num_classes, box_coder, is_training,
+      use_static_shapes)
+  if config.number_of_stages < 3:
+    return classifier, None
+  return classifier, mask_branch.MaskBranch(
+      second_stage.box_predictor, second_stage.target_assigner,
+      roi_crop.crop_and_resize_fn, config.num_classes,
+      second_stage.mask_loss_weight)
+
+
 def build(config, is_training, add_summaries=True):
-  """Builds a FasterRCNNMetaArch from a faster_rcnn_pb2.FasterRcnn config.
+  """Builds a FasterRCNNMetaArch and its parts from a faster_rcnn config.
+
+  The parts' settings are built in the order their config errors are
+  reported: second stage, feature extractor, image resizer, first stage.
 
   Args:
     config: faster_rcnn_pb2.FasterRcnn.
@@ -252,15 +279,21 @@ def build(config, is_training, add_summaries=True):
   if config.number_of_stages > 1:
     roi_crop, second_stage = _build_second_stage(config, is_training,
                                                  use_static_shapes)
+  feature_extractor = _build_feature_extractor(config, is_training)
+  model_params = faster_rcnn_meta_arch.ModelParams(
+      num_classes=config.num_classes,
+      image_resizer_fn=image_resizer_builder.build(config.image_resizer),
+      number_of_stages=config.number_of_stages,
+      use_static_shapes=use_static_shapes,
+      inplace_batchnorm_update=config.inplace_batchnorm_update)
+  rpn = region_proposal_network.RegionProposalNetwork(
+      _build_first_stage(config, is_training, use_static_shapes),
+      is_training, use_static_shapes, model_params.parallel_iterations)
+  classifier = branch = None
+  if config.number_of_stages > 1:
+    classifier, branch = _second_stage_parts(
+        config, roi_crop, second_stage, rpn.box_coder, is_training,
+        use_static_shapes)
   return faster_rcnn_meta_arch.FasterRCNNMetaArch(
-      is_training=is_training,
-      feature_extractor=_build_feature_extractor(config, is_training),
-      model_params=faster_rcnn_meta_arch.ModelParams(
-          num_classes=config.num_classes,
-          image_resizer_fn=image_resizer_builder.build(config.image_resizer),
-          number_of_stages=config.number_of_stages,
-          use_static_shapes=use_static_shapes,
-          inplace_batchnorm_update=config.inplace_batchnorm_update),
-      first_stage=_build_first_stage(config, is_training, use_static_shapes),
-      roi_crop=roi_crop, second_stage=second_stage,
+      is_training, feature_extractor, model_params, rpn, classifier, branch,
       add_summaries=add_summaries)

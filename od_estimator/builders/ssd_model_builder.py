@@ -1,4 +1,4 @@
-"""Builds an SSDMetaArch from a model.proto `ssd` config.
+"""Builds an SSDMetaArch and its parts from a model.proto `ssd` config.
 
 The feature extractor class comes from
 od_estimator.models.ssd_feature_extractor_registry by its config `type`
@@ -7,15 +7,13 @@ string (e.g. "ssd_mobilenet_v2").
 import inspect
 
 from od_estimator.builders import anchor_generator_builder
-from od_estimator.builders import box_coder_builder
 from od_estimator.builders import box_predictor_builder
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import image_resizer_builder
 from od_estimator.builders import losses_builder
-from od_estimator.builders import matcher_builder
 from od_estimator.builders import post_processing_builder
-from od_estimator.builders import region_similarity_calculator_builder
-from od_estimator.core import target_assigner
+from od_estimator.builders import target_assigner_builder
+from od_estimator.meta_architectures import ssd_loss
 from od_estimator.meta_architectures import ssd_meta_arch
 from od_estimator.models import ssd_feature_extractor_registry
 
@@ -129,60 +127,69 @@ def _check_ssd_config(ssd_config):
                      ssd_config.num_classes)
 
 
-def build(ssd_config, is_training, add_summaries):
-  """Builds an SSDMetaArch from an ssd_pb2.Ssd config."""
-  _check_ssd_config(ssd_config)
-  num_classes = ssd_config.num_classes
-  feature_extractor = _build_ssd_feature_extractor(
-      feature_extractor_config=ssd_config.feature_extractor,
-      is_training=is_training,
-      freeze_batchnorm=ssd_config.freeze_batchnorm)
-  box_coder = box_coder_builder.build(ssd_config.box_coder)
-  target_assigner_instance = target_assigner.TargetAssigner(
-      region_similarity_calculator_builder.build(
-          ssd_config.similarity_calculator),
-      matcher_builder.build(ssd_config.matcher),
-      box_coder,
-      negative_class_weight=ssd_config.negative_class_weight)
-  # The original's '*_keras' types are TF2 models; their predictors' variable
-  # names differ from the slim ones.
-  box_predictor = box_predictor_builder.build(
-      hyperparams_builder.build, ssd_config.box_predictor, is_training,
-      num_classes, ssd_config.add_background_class,
-      keras_layer_names=ssd_config.feature_extractor.type.endswith('_keras'))
-  non_max_suppression_fn, score_conversion_fn = post_processing_builder.build(
-      ssd_config.post_processing)
+def _build_loss(ssd_config, target_assigner, num_classes, is_training,
+                add_summaries):
+  """The SSDLoss part: target assignment and the losses of ssd_config.loss."""
   (classification_loss, localization_loss, classification_weight,
    localization_weight, hard_example_miner, random_example_sampler,
    expected_loss_weights_fn) = losses_builder.build(ssd_config.loss)
-
-  return ssd_meta_arch.SSDMetaArch(
-      is_training=is_training,
-      anchor_generator=anchor_generator_builder.build(
-          ssd_config.anchor_generator),
-      box_predictor=box_predictor,
-      box_coder=box_coder,
-      feature_extractor=feature_extractor,
-      encode_background_as_zeros=ssd_config.encode_background_as_zeros,
-      image_resizer_fn=image_resizer_builder.build(ssd_config.image_resizer),
-      non_max_suppression_fn=non_max_suppression_fn,
-      score_conversion_fn=score_conversion_fn,
+  params = ssd_loss.SSDLossParams(
+      target_assigner=target_assigner,
       classification_loss=classification_loss,
       localization_loss=localization_loss,
       classification_loss_weight=classification_weight,
       localization_loss_weight=localization_weight,
       normalize_loss_by_num_matches=ssd_config.normalize_loss_by_num_matches,
-      hard_example_miner=hard_example_miner,
-      target_assigner_instance=target_assigner_instance,
-      add_summaries=add_summaries,
       normalize_loc_loss_by_codesize=ssd_config.normalize_loc_loss_by_codesize,
-      freeze_batchnorm=ssd_config.freeze_batchnorm,
-      inplace_batchnorm_update=ssd_config.inplace_batchnorm_update,
-      add_background_class=ssd_config.add_background_class,
-      explicit_background_class=ssd_config.explicit_background_class,
+      encode_background_as_zeros=ssd_config.encode_background_as_zeros,
+      hard_example_miner=hard_example_miner,
       random_example_sampler=random_example_sampler,
       expected_loss_weights_fn=expected_loss_weights_fn,
       use_confidences_as_targets=ssd_config.use_confidences_as_targets,
       implicit_example_weight=ssd_config.implicit_example_weight,
+      add_summaries=add_summaries)
+  return ssd_loss.SSDLoss(params, num_classes, is_training,
+                          add_background_class=ssd_config.add_background_class)
+
+
+def build(ssd_config, is_training, add_summaries):
+  """Builds an SSDMetaArch from an ssd_pb2.Ssd config.
+
+  The parts are built in the order their config errors are reported:
+  feature extractor, target assigner, box predictor, post-processing,
+  losses, anchor generator, image resizer.
+  """
+  _check_ssd_config(ssd_config)
+  feature_extractor = _build_ssd_feature_extractor(
+      feature_extractor_config=ssd_config.feature_extractor,
+      is_training=is_training,
+      freeze_batchnorm=ssd_config.freeze_batchnorm)
+  target_assigner = target_assigner_builder.build_from_fields(
+      ssd_config, negative_class_weight=ssd_config.negative_class_weight)
+  # The original's '*_keras' types are TF2 models; their predictors' variable
+  # names differ from the slim ones.
+  box_predictor = box_predictor_builder.build(
+      hyperparams_builder.build, ssd_config.box_predictor, is_training,
+      ssd_config.num_classes, ssd_config.add_background_class,
+      keras_layer_names=ssd_config.feature_extractor.type.endswith('_keras'))
+  non_max_suppression_fn, score_conversion_fn = post_processing_builder.build(
+      ssd_config.post_processing)
+  loss = _build_loss(ssd_config, target_assigner, box_predictor.num_classes,
+                     is_training, add_summaries)
+  head = ssd_meta_arch.HeadParams(
+      anchor_generator=anchor_generator_builder.build(
+          ssd_config.anchor_generator),
+      box_predictor=box_predictor,
+      box_coder=target_assigner.box_coder,
+      non_max_suppression_fn=non_max_suppression_fn,
+      score_conversion_fn=score_conversion_fn)
+  model_params = ssd_meta_arch.ModelParams(
+      image_resizer_fn=image_resizer_builder.build(ssd_config.image_resizer),
+      add_background_class=ssd_config.add_background_class,
+      explicit_background_class=ssd_config.explicit_background_class,
+      freeze_batchnorm=ssd_config.freeze_batchnorm,
+      inplace_batchnorm_update=ssd_config.inplace_batchnorm_update,
       return_raw_detections_during_predict=(
           ssd_config.return_raw_detections_during_predict))
+  return ssd_meta_arch.SSDMetaArch(is_training, feature_extractor,
+                                   model_params, head, loss)

@@ -1,11 +1,13 @@
 """Faster R-CNN meta-architecture (Ren et al., "Faster R-CNN", NIPS 2015).
 
-Composed of parts, each built by the builder and usable alone:
+Composed of parts, each built by faster_rcnn_model_builder, handed in and
+usable alone:
 
   feature extractor, first stage  (FirstStageFeatureExtractor/...)
   RegionProposalNetwork           (Conv/..., FirstStageBoxPredictor/...)
   BoxClassifier: ROI crop, second-stage features (SecondStageFeatureExtractor/
                  ...) and the box predictor (SecondStageBoxPredictor/...)
+  MaskBranch                      (the second-stage predictor's mask head)
 
 With number_of_stages 1 the model is the RPN alone and its proposals are the
 detections (one class). With 2, proposals are cropped, classified and
@@ -34,8 +36,7 @@ from od_estimator.core import box_list
 from od_estimator.core import model
 from od_estimator.core import standard_fields as fields
 from od_estimator.meta_architectures import batch_norm_mode
-from od_estimator.meta_architectures import box_classifier
-from od_estimator.meta_architectures import mask_branch
+from od_estimator.meta_architectures import box_classifier as box_classifier_lib
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor
 from od_estimator.core import shape_utils
@@ -44,8 +45,8 @@ from od_estimator.core import shape_utils
 FasterRCNNFeatureExtractor = (
     faster_rcnn_feature_extractor.FasterRCNNFeatureExtractor)
 FirstStageParams = region_proposal_network.FirstStageParams
-RoiCropParams = box_classifier.RoiCropParams
-SecondStageParams = box_classifier.SecondStageParams
+RoiCropParams = box_classifier_lib.RoiCropParams
+SecondStageParams = box_classifier_lib.SecondStageParams
 
 FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE = (
     faster_rcnn_feature_extractor.FIRST_STAGE_SCOPE)
@@ -92,57 +93,68 @@ def _image_batch_shape_2d(image_shape, batched_tensor):
 class FasterRCNNMetaArch(model.DetectionModel):
   """Two-stage detector: region proposals, then a box classifier."""
 
-  def __init__(self, is_training, feature_extractor, model_params,
-               first_stage, roi_crop=None, second_stage=None,
-               add_summaries=True):
-    """Creates the model.
+  def __init__(self, is_training, feature_extractor, model_params, rpn,
+               box_classifier=None, mask_branch=None, add_summaries=True):
+    """Creates the model from its built parts.
 
     Args:
-      is_training: whether the training graph is built.
+      is_training: whether the training graph is built (the parts are built
+        for the same mode).
       feature_extractor: a FasterRCNNFeatureExtractor.
       model_params: ModelParams.
-      first_stage: FirstStageParams.
-      roi_crop: RoiCropParams (needed with 2 stages).
-      second_stage: SecondStageParams (needed with 2 stages).
+      rpn: a RegionProposalNetwork.
+      box_classifier: a BoxClassifier (needed with 2 or 3 stages).
+      mask_branch: a MaskBranch (needed with 3 stages).
       add_summaries: kept for the builders' signature; like the original,
         this model adds no summaries of its own.
 
     Raises:
-      ValueError: for a number_of_stages other than 1, 2 and 3, missing
-        second-stage parts, a third stage without a mask head, or
-        (training) second_stage_batch_size above first_stage_max_proposals.
+      ValueError: for a number_of_stages other than 1, 2 and 3, parts that
+        do not match it, or (training) second_stage_batch_size above
+        first_stage_max_proposals.
     """
     super().__init__(num_classes=model_params.num_classes)
     del add_summaries
-    if model_params.number_of_stages not in (1, 2, 3):
-      raise ValueError('number_of_stages must be 1, 2 or 3, got %d.' %
-                       model_params.number_of_stages)
-    if model_params.number_of_stages > 1 and (roi_crop is None or
-                                              second_stage is None):
-      raise ValueError('A two-stage model needs roi_crop and second_stage.')
-    if (is_training and second_stage is not None and
-        second_stage.batch_size > first_stage.max_proposals):
+    stages = model_params.number_of_stages
+    if stages not in (1, 2, 3):
+      raise ValueError('number_of_stages must be 1, 2 or 3, got %d.' % stages)
+    if (box_classifier is not None) != (stages > 1) or (
+        mask_branch is not None) != (stages == 3):
+      raise ValueError('number_of_stages %d needs the RPN%s.' % (
+          stages, ['', ' and a box classifier',
+                   ', a box classifier and a mask branch'][stages - 1]))
+    if (is_training and box_classifier is not None and
+        box_classifier.params.batch_size > rpn.params.max_proposals):
       raise ValueError('second_stage_batch_size (%d) must not exceed '
                        'first_stage_max_proposals (%d).' %
-                       (second_stage.batch_size, first_stage.max_proposals))
+                       (box_classifier.params.batch_size,
+                        rpn.params.max_proposals))
     self._is_training = is_training
     self._feature_extractor = feature_extractor
     self._params = model_params
-    self._rpn = region_proposal_network.RegionProposalNetwork(
-        first_stage, is_training, model_params.use_static_shapes,
-        model_params.parallel_iterations)
-    self._box_classifier = None
-    self._mask_branch = None
-    if model_params.number_of_stages > 1:
-      self._box_classifier = box_classifier.BoxClassifier(
-          second_stage, roi_crop, model_params.num_classes,
-          self._rpn.box_coder, is_training, model_params.use_static_shapes)
-    if model_params.number_of_stages == 3:
-      self._mask_branch = mask_branch.MaskBranch(
-          second_stage.box_predictor, second_stage.target_assigner,
-          roi_crop.crop_and_resize_fn, model_params.num_classes,
-          second_stage.mask_loss_weight)
+    self._rpn = rpn
+    self._box_classifier = box_classifier
+    self._mask_branch = mask_branch
     self._anchors = None
+
+  @property
+  def params(self):
+    return self._params
+
+  @property
+  def rpn(self):
+    """The RegionProposalNetwork."""
+    return self._rpn
+
+  @property
+  def box_classifier(self):
+    """The BoxClassifier, or None with one stage."""
+    return self._box_classifier
+
+  @property
+  def mask_branch(self):
+    """The MaskBranch, or None without a third stage."""
+    return self._mask_branch
 
   @property
   def feature_extractor(self):

@@ -1,27 +1,38 @@
 """SSD meta-architecture: single-shot convolutional detectors (SSD, RetinaNet).
 
-A feature extractor turns the preprocessed images into feature maps, an
-anchor generator places anchors on every map cell and a box predictor
+Composed of parts the builder (ssd_model_builder) builds and hands in:
+
+  feature extractor   (FeatureExtractor/...)
+  HeadParams          anchor generator, box predictor (BoxPredictor/... or
+                      WeightSharedConvolutionalBoxPredictor/...), box
+                      coder, non-max suppression and score conversion
+  SSDLoss             target assignment and the losses (ssd_loss.py)
+
+A feature extractor turns the preprocessed images into feature maps, the
+anchor generator places anchors on every map cell and the box predictor
 regresses, per anchor, a box code and class logits (background first).
-Training matches anchors to groundtruth with a TargetAssigner (the losses
-live in ssd_loss.SSDLoss, a mixin of SSDMetaArch); inference decodes the
+Training matches anchors to groundtruth (SSDLoss); inference decodes the
 codes against the anchors and runs batched NMS.
 
 Only tf-slim feature extractors and box predictors are supported (TF1 graph
 mode); their variables live under the 'FeatureExtractor' and the predictor's
 scopes so detection checkpoints of the original restore unchanged.
 """
+import dataclasses
+from typing import Any, Callable
+
 import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
+from od_estimator.core import box_predictor
 from od_estimator.core import model
+from od_estimator.core import shape_utils
 from od_estimator.core import standard_fields as fields
 from od_estimator.meta_architectures import batch_norm_mode
 from od_estimator.meta_architectures import ssd_loss
 from od_estimator.models import ssd_feature_extractor
-from od_estimator.core import shape_utils
 
 # Re-exported: code written for the original imports the extractor base class
 # from this module.
@@ -31,9 +42,53 @@ SSDFeatureExtractor = ssd_feature_extractor.SSDFeatureExtractor
 # the same variables without this prefix.
 FEATURE_EXTRACTOR_SCOPE = 'FeatureExtractor'
 
-_BOX_ENCODINGS = ssd_loss.BOX_ENCODINGS
-_CLASS_PREDICTIONS = ssd_loss.CLASS_PREDICTIONS
-_MASK_PREDICTIONS = 'mask_predictions'
+_BOX_ENCODINGS = box_predictor.BOX_ENCODINGS
+_CLASS_PREDICTIONS = box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND
+_MASK_PREDICTIONS = box_predictor.MASK_PREDICTIONS
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelParams:
+  """Model-wide settings (ssd.proto fields).
+
+  Attributes:
+    image_resizer_fn: fn(image) -> [resized_image, true_image_shape].
+    add_background_class: prepend a background column to groundtruth
+      classes (the predictor's logits have it).
+    explicit_background_class: groundtruth classes already have a
+      background column 0.
+    freeze_batchnorm: batch norm in inference mode even when training.
+    inplace_batchnorm_update: update batch norm statistics with the
+      forward pass instead of through the UPDATE_OPS collection.
+    return_raw_detections_during_predict: predict() also returns decoded
+      boxes and each anchor's feature map index.
+  """
+  image_resizer_fn: Callable
+  add_background_class: bool = True
+  explicit_background_class: bool = False
+  freeze_batchnorm: bool = False
+  inplace_batchnorm_update: bool = False
+  return_raw_detections_during_predict: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadParams:
+  """From feature maps to detections: anchors, predictions, decoding, NMS.
+
+  Attributes:
+    anchor_generator: an AnchorGenerator; generate() gets im_height and
+      im_width so anchors come out normalized.
+    box_predictor: a tf-slim BoxPredictor (its num_classes is the model's).
+    box_coder: the BoxCoder of the predicted codes.
+    non_max_suppression_fn: batch_multiclass_non_max_suppression with its
+      thresholds bound.
+    score_conversion_fn: logits -> scores (e.g. tf.sigmoid).
+  """
+  anchor_generator: Any
+  box_predictor: Any
+  box_coder: Any
+  non_max_suppression_fn: Callable
+  score_conversion_fn: Callable
 
 
 def _compute_clip_window(preprocessed_images, true_image_shapes):
@@ -60,121 +115,55 @@ def _compute_clip_window(preprocessed_images, true_image_shapes):
                   axis=1)
 
 
-class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
-  """Single-shot detector built from pluggable components."""
+class SSDMetaArch(model.DetectionModel):
+  """Single-shot detector composed of built parts."""
 
-  def __init__(self, is_training, anchor_generator, box_predictor, box_coder,
-               feature_extractor, encode_background_as_zeros,
-               image_resizer_fn, non_max_suppression_fn, score_conversion_fn,
-               classification_loss, localization_loss,
-               classification_loss_weight, localization_loss_weight,
-               normalize_loss_by_num_matches, hard_example_miner,
-               target_assigner_instance, add_summaries=True,
-               normalize_loc_loss_by_codesize=False, freeze_batchnorm=False,
-               inplace_batchnorm_update=False, add_background_class=True,
-               explicit_background_class=False, random_example_sampler=None,
-               expected_loss_weights_fn=None, use_confidences_as_targets=False,
-               implicit_example_weight=0.5, equalization_loss_config=None,
-               return_raw_detections_during_predict=False):
+  def __init__(self, is_training, feature_extractor, model_params, head,
+               loss):
     """Creates the model.
 
     Args:
       is_training: whether to build the training graph.
-      anchor_generator: an AnchorGenerator; generate() gets im_height and
-        im_width so anchors come out normalized.
-      box_predictor: a tf-slim BoxPredictor.
-      box_coder: a BoxCoder.
       feature_extractor: an SSDFeatureExtractor.
-      encode_background_as_zeros: unmatched anchors get an all-zero class
-        target instead of a one-hot background.
-      image_resizer_fn: fn(image) -> [resized_image, true_image_shape].
-      non_max_suppression_fn: batch_multiclass_non_max_suppression with its
-        thresholds bound.
-      score_conversion_fn: logits -> scores (e.g. tf.sigmoid).
-      classification_loss, localization_loss: losses.Loss objects.
-      classification_loss_weight, localization_loss_weight: floats.
-      normalize_loss_by_num_matches: divide both losses by the number of
-        matched anchors (at least 1).
-      hard_example_miner: a losses.HardExampleMiner or None.
-      target_assigner_instance: a TargetAssigner.
-      add_summaries: add target-assignment and mining summaries.
-      normalize_loc_loss_by_codesize: also divide the localization loss by
-        the box code size.
-      freeze_batchnorm: batch norm in inference mode even when training.
-      inplace_batchnorm_update: update batch norm statistics with the
-        forward pass instead of through the UPDATE_OPS collection.
-      add_background_class: prepend a background column to groundtruth
-        classes.
-      explicit_background_class: groundtruth classes already have a
-        background column 0.
-      random_example_sampler: optional object with subsample(indicator,
-        batch_size, labels) choosing the anchors that enter the losses
-        (before hard example mining).
-      expected_loss_weights_fn: optional fn(batch_cls_targets) ->
-        (foreground_weights, background_weights).
-      use_confidences_as_targets: in training, class targets come from the
-        groundtruth confidences.
-      implicit_example_weight: weight of unlabelled classes with confidences.
-      equalization_loss_config: stored only; SSD ignores it, as does the
-        original.
-      return_raw_detections_during_predict: predict() also returns decoded
-        boxes and each anchor's feature map index.
+      model_params: ModelParams.
+      head: HeadParams.
+      loss: an ssd_loss.SSDLoss built for the same classes and background
+        setting.
 
     Raises:
-      ValueError: if both background flags are set, or a component is a
-        Keras model.
+      UserInputError: if both background flags are set, or a component is
+        a Keras model.
     """
-    super().__init__(num_classes=box_predictor.num_classes)
-    if add_background_class and explicit_background_class:
+    super().__init__(num_classes=head.box_predictor.num_classes)
+    if (model_params.add_background_class and
+        model_params.explicit_background_class):
       raise errors.UserInputError("Cannot have both 'add_background_class' and "
                                   "'explicit_background_class' true.")
-    if feature_extractor.is_keras_model or box_predictor.is_keras_model:
+    if feature_extractor.is_keras_model or head.box_predictor.is_keras_model:
       raise errors.UserInputError(
           'Keras feature extractors and box predictors are not '
           'supported; od_estimator builds tf-slim models.')
     self._is_training = is_training
-    self._freeze_batchnorm = freeze_batchnorm
-    self._inplace_batchnorm_update = inplace_batchnorm_update
-    self._anchor_generator = anchor_generator
-    self._box_predictor = box_predictor
-    self._box_coder = box_coder
     self._feature_extractor = feature_extractor
+    self._params = model_params
+    self._head = head
+    self._loss = loss
     self._extract_features_scope = FEATURE_EXTRACTOR_SCOPE
-    self._add_background_class = add_background_class
-    self._explicit_background_class = explicit_background_class
-
-    # Kept as a Python list: the model may be built before the graph that
-    # computes its losses.
-    num_foreground_classes = (self.num_classes if add_background_class else
-                              self.num_classes - 1)
-    self._unmatched_class_label_values = (
-        [0.0 if encode_background_as_zeros else 1.0] +
-        [0.0] * num_foreground_classes)
-
-    self._target_assigner = target_assigner_instance
-    self._classification_loss = classification_loss
-    self._localization_loss = localization_loss
-    self._classification_loss_weight = classification_loss_weight
-    self._localization_loss_weight = localization_loss_weight
-    self._normalize_loss_by_num_matches = normalize_loss_by_num_matches
-    self._normalize_loc_loss_by_codesize = normalize_loc_loss_by_codesize
-    self._hard_example_miner = hard_example_miner
-    self._random_example_sampler = random_example_sampler
-    self._expected_loss_weights_fn = expected_loss_weights_fn
-    self._use_confidences_as_targets = use_confidences_as_targets
-    self._implicit_example_weight = implicit_example_weight
-    self._equalization_loss_config = equalization_loss_config
-    self._parallel_iterations = 16
-
-    self._image_resizer_fn = image_resizer_fn
-    self._non_max_suppression_fn = non_max_suppression_fn
-    self._score_conversion_fn = score_conversion_fn
-    self._add_summaries = add_summaries
-    self._return_raw_detections_during_predict = (
-        return_raw_detections_during_predict)
-
     self._anchors = None
     self._batched_prediction_tensor_names = []
+
+  @property
+  def params(self):
+    return self._params
+
+  @property
+  def head(self):
+    return self._head
+
+  @property
+  def loss_part(self):
+    """The SSDLoss part."""
+    return self._loss
 
   @property
   def feature_extractor(self):
@@ -221,14 +210,14 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
       # Unrolled per image when the batch size is static (static shapes).
       resized_inputs, true_image_shapes = (
           shape_utils.static_or_dynamic_map_fn(
-              self._image_resizer_fn, elems=normalized_inputs,
+              self._params.image_resizer_fn, elems=normalized_inputs,
               dtype=[tf.float32, tf.int32]))
       return resized_inputs, true_image_shapes
 
   def _run_in_batch_norm_scope(self, build_fn):
     return batch_norm_mode.build_in_batch_norm_mode(
-        build_fn, self._is_training and not self._freeze_batchnorm,
-        self._inplace_batchnorm_update)
+        build_fn, self._is_training and not self._params.freeze_batchnorm,
+        self._params.inplace_batchnorm_update)
 
   def predict(self, preprocessed_inputs, true_image_shapes):
     """Runs the network and builds the anchors (stored on the model).
@@ -260,14 +249,15 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
     feature_map_spatial_dims = [
         tuple(shape_utils.combined_static_and_dynamic_shape(feature_map)[1:3])
         for feature_map in feature_maps]
-    boxlist_list = self._anchor_generator.generate(
+    boxlist_list = self._head.anchor_generator.generate(
         feature_map_spatial_dims, im_height=image_shape[1],
         im_width=image_shape[2])
     self._anchors = box_list_ops.concatenate(boxlist_list)
 
+    head = self._head
     predictor_results = self._run_in_batch_norm_scope(
-        lambda: self._box_predictor.predict(
-            feature_maps, self._anchor_generator.num_anchors_per_location()))
+        lambda: head.box_predictor.predict(
+            feature_maps, head.anchor_generator.num_anchors_per_location()))
 
     anchors = self._anchors.get()
     predictions_dict = {
@@ -284,7 +274,7 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
           prediction.shape[2] == 1):
         prediction = tf.squeeze(prediction, axis=2)
       predictions_dict[key] = prediction
-    if self._return_raw_detections_during_predict:
+    if self._params.return_raw_detections_during_predict:
       predictions_dict.update(self._raw_detections_and_feature_map_inds(
           predictions_dict[_BOX_ENCODINGS], boxlist_list))
     self._batched_prediction_tensor_names = [
@@ -293,12 +283,13 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
 
   def _raw_detections_and_feature_map_inds(self, box_encodings, boxlist_list):
     """Decoded boxes and the feature map each anchor comes from."""
-    raw_detection_boxes, _ = self._batch_decode(box_encodings,
-                                                self._anchors.get())
+    raw_detection_boxes, _ = ssd_loss.batch_decode(
+        self._head.box_coder, box_encodings, self._anchors.get())
     batch_size = shape_utils.combined_static_and_dynamic_shape(
         raw_detection_boxes)[0]
     feature_map_indices = (
-        self._anchor_generator.anchor_index_to_feature_map_index(boxlist_list))
+        self._head.anchor_generator.anchor_index_to_feature_map_index(
+            boxlist_list))
     return {
         fields.PredictionFields.raw_detection_boxes: raw_detection_boxes,
         fields.PredictionFields.raw_detection_feature_map_indices: tf.tile(
@@ -341,13 +332,14 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
       # The named identities are the raw outputs exporters look up.
       box_encodings = tf.identity(prediction_dict[_BOX_ENCODINGS],
                                   'raw_box_encodings')
-      detection_boxes, detection_keypoints = self._batch_decode(
-          box_encodings, prediction_dict['anchors'])
+      detection_boxes, detection_keypoints = ssd_loss.batch_decode(
+          self._head.box_coder, box_encodings, prediction_dict['anchors'])
       detection_boxes = tf.identity(detection_boxes, 'raw_box_locations')
-      scores_with_background = self._score_conversion_fn(
+      scores_with_background = self._head.score_conversion_fn(
           prediction_dict[_CLASS_PREDICTIONS])
       detection_scores = tf.identity(scores_with_background, 'raw_box_scores')
-      if self._add_background_class or self._explicit_background_class:
+      if (self._params.add_background_class or
+          self._params.explicit_background_class):
         detection_scores = detection_scores[:, :, 1:]
       if 'feature_maps' in prediction_dict:
         box_features = tf.concat(
@@ -370,7 +362,8 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
             detection_keypoints, 'raw_keypoint_locations')
 
       (nmsed_boxes, nmsed_scores, nmsed_classes, nmsed_masks,
-       nmsed_additional_fields, num_detections) = self._non_max_suppression_fn(
+       nmsed_additional_fields,
+       num_detections) = self._head.non_max_suppression_fn(
            tf.expand_dims(detection_boxes, axis=2),
            detection_scores,
            clip_window=_compute_clip_window(preprocessed_images,
@@ -407,29 +400,40 @@ class SSDMetaArch(ssd_loss.SSDLoss, model.DetectionModel):
       detections[result_fields.detection_masks] = masks
     return detections
 
-  def _batch_decode(self, box_encodings, anchors):
-    """Decodes [batch, num_anchors, code_size] codes against [num_anchors, 4].
+  def loss(self, prediction_dict, true_image_shapes, scope=None):
+    """Weighted, normalized losses; needs provide_groundtruth and predict.
+
+    Args:
+      prediction_dict: predict()'s outputs.
+      true_image_shapes: [batch, 3] int32 (unused; part of the interface).
+      scope: optional name scope; 'Loss' by default.
 
     Returns:
-      decoded_boxes: [batch, num_anchors, 4] float32.
-      decoded_keypoints: [batch, num_anchors, num_keypoints, 2] float32 for
-        keypoint box coders, else None.
+      {'Loss/localization_loss': scalar, 'Loss/classification_loss': scalar}.
     """
-    batch_size, num_anchors = shape_utils.combined_static_and_dynamic_shape(
-        box_encodings)[:2]
-    tiled_anchors = box_list.BoxList(tf.reshape(
-        tf.tile(tf.expand_dims(anchors, 0), [batch_size, 1, 1]), [-1, 4]))
-    decoded = self._box_coder.decode(
-        tf.reshape(box_encodings, [-1, self._box_coder.code_size]),
-        tiled_anchors)
-    decoded_keypoints = None
-    if decoded.has_field(fields.BoxListFields.keypoints):
-      keypoints = decoded.get_field(fields.BoxListFields.keypoints)
-      num_keypoints = keypoints.shape[1]
-      decoded_keypoints = tf.reshape(
-          keypoints, [batch_size, num_anchors, num_keypoints, 2])
-    decoded_boxes = tf.reshape(decoded.get(), [batch_size, num_anchors, 4])
-    return decoded_boxes, decoded_keypoints
+    del true_image_shapes
+    with tf.compat.v1.name_scope(scope, 'Loss'):
+      boxes_list = self.groundtruth_lists(fields.BoxListFields.boxes)
+      classes_list = self.groundtruth_lists(fields.BoxListFields.classes)
+      losses_mask = None
+      if self.groundtruth_has_field(fields.InputDataFields.is_annotated):
+        losses_mask = tf.stack(self.groundtruth_lists(
+            fields.InputDataFields.is_annotated))
+      return self._loss.loss(
+          prediction_dict[_BOX_ENCODINGS], prediction_dict[_CLASS_PREDICTIONS],
+          self.anchors, boxes_list, classes_list,
+          groundtruth_keypoints_list=self._optional_groundtruth(
+              fields.BoxListFields.keypoints),
+          groundtruth_weights_list=self._optional_groundtruth(
+              fields.BoxListFields.weights),
+          groundtruth_confidences_list=self._optional_groundtruth(
+              fields.BoxListFields.confidences),
+          losses_mask=losses_mask)
+
+  def _optional_groundtruth(self, field):
+    if self.groundtruth_has_field(field):
+      return self.groundtruth_lists(field)
+    return None
 
   def restore_map(self, fine_tune_checkpoint_type='detection',
                   load_all_detection_checkpoint_vars=False):

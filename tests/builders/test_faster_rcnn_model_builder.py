@@ -6,10 +6,14 @@ from google.protobuf import text_format
 from od_estimator.builders import faster_rcnn_model_builder
 from od_estimator.builders import model_builder
 from od_estimator.errors import UserInputError
+from od_estimator.meta_architectures import box_classifier
 from od_estimator.meta_architectures import faster_rcnn_meta_arch
+from od_estimator.meta_architectures import mask_branch
+from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.protos import model_pb2
 from tests import fakes
+from tests.builders import params_testing
 
 _CONFIG = """
 faster_rcnn {
@@ -110,6 +114,34 @@ def test_two_stage_model_trains_on_the_fake_extractor():
   assert names['SecondStageBoxPredictor/ClassPredictor/weights'] == [6, 4]
 
 
+def test_builds_the_parts_and_hands_them_in():
+  model = _build(extra='first_stage_minibatch_size: 16 '
+                 'first_stage_localization_loss_weight: 2.0 '
+                 'second_stage_classification_loss_weight: 0.5 '
+                 'clip_anchors_to_image: true')
+  assert params_testing.settings(model.params) == (
+      faster_rcnn_meta_arch.ModelParams(
+          num_classes=3, image_resizer_fn=None, number_of_stages=2,
+          use_static_shapes=False))
+  assert isinstance(model.rpn, region_proposal_network.RegionProposalNetwork)
+  assert params_testing.settings(model.rpn.params) == (
+      region_proposal_network.FirstStageParams(
+          anchor_generator=None, conv_hyperparams_fn=None, box_predictor=None,
+          target_assigner=None, sampler=None, nms_fn=None, kernel_size=3,
+          depth=4, minibatch_size=16, max_proposals=8,
+          localization_loss_weight=2.0, clip_anchors_to_image=True))
+  assert isinstance(model.box_classifier, box_classifier.BoxClassifier)
+  assert params_testing.settings(model.box_classifier.params) == (
+      box_classifier.SecondStageParams(
+          box_predictor=None, target_assigner=None, sampler=None,
+          nms_fn=None, score_conversion_fn=None, classification_loss=None,
+          batch_size=4, classification_loss_weight=0.5))
+  assert model.mask_branch is None
+  first_stage_only = _build(stages=1)
+  assert first_stage_only.box_classifier is None
+  assert first_stage_only.mask_branch is None
+
+
 def test_inference_model_sees_first_stage_max_proposals():
   assert _build(is_training=False).max_num_proposals == 8
 
@@ -126,7 +158,7 @@ def test_static_shapes_in_training_or_when_asked_for_eval(is_training,
   extra = ('use_static_shapes: true use_static_balanced_label_sampler: true '
            'use_static_shapes_for_eval: %s' % str(for_eval).lower())
   model = _build(is_training=is_training, extra=extra)
-  assert model._params.use_static_shapes is static
+  assert model.params.use_static_shapes is static
 
 
 @pytest.mark.parametrize('extra,field', [
@@ -157,7 +189,8 @@ def test_mask_rcnn_is_three_stages_with_a_mask_head():
       predictor.mask_rcnn_box_predictor.fc_hyperparams.CONV)
   with tf.Graph().as_default():
     model = model_builder.build(config, True)
-  assert model._mask_branch._loss_weight == 4.0
+  assert model.box_classifier.params.mask_loss_weight == 4.0
+  assert isinstance(model.mask_branch, mask_branch.MaskBranch)
   with pytest.raises(UserInputError, match='number_of_stages: 4'):
     model_builder.build(_config(stages=4), True)
 

@@ -8,12 +8,15 @@ import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
+from od_estimator.box_coders import faster_rcnn_box_coder
 from od_estimator.builders import model_builder
 from od_estimator.core import losses
+from od_estimator.meta_architectures import ssd_loss
 from od_estimator.meta_architectures import ssd_meta_arch
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.protos import model_pb2
 from tests import fakes
+from tests.builders import params_testing
 
 # ssd_anchor_generator with 2 layers and 3 aspect ratios: the lowest layer
 # keeps 3 boxes per cell (reduce_boxes_in_lowest_layer), the other one has
@@ -86,10 +89,19 @@ def _config(extra='', text=None):
   return text_format.Merge(text, model_pb2.DetectionModel())
 
 
+class _RecordingExtractor(fakes.FakeSSDFeatureExtractor):
+  """The fake extractor, keeping the arguments the builder gave it."""
+
+  def __init__(self, **arguments):
+    super().__init__(**arguments)
+    self.arguments = arguments
+
+
 @pytest.fixture(autouse=True)
 def fake_extractors(monkeypatch):
   registry = ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS
   monkeypatch.setitem(registry, 'fake_ssd', fakes.FakeSSDFeatureExtractor)
+  monkeypatch.setitem(registry, 'recording_ssd', _RecordingExtractor)
   monkeypatch.setitem(registry, 'fake_ssd_fpn', fakes.FakeFpnFeatureExtractor)
 
 
@@ -128,27 +140,36 @@ def test_maps_ssd_fields_to_the_meta_architecture():
     implicit_example_weight: 0.25
   """
   config = _config(extra)
+  config.ssd.feature_extractor.type = 'recording_ssd'
   config.ssd.loss.classification_loss.weighted_sigmoid.SetInParent()
   config.ssd.loss.hard_example_miner.num_hard_examples = 8
   with tf.Graph().as_default():
     model = model_builder.build(config, is_training=False,
                                 add_summaries=False)
-  assert model._unmatched_class_label_values == [0.0, 0.0, 0.0, 0.0]
-  assert model._target_assigner._negative_class_weight == 0.5
-  assert not model._normalize_loss_by_num_matches
-  assert model._normalize_loc_loss_by_codesize
-  assert model._freeze_batchnorm and model._inplace_batchnorm_update
-  assert model._return_raw_detections_during_predict
-  assert model._use_confidences_as_targets
-  assert model._implicit_example_weight == 0.25
-  assert not model._is_training and not model._add_summaries
-  assert isinstance(model._hard_example_miner, losses.HardExampleMiner)
-  assert isinstance(model._classification_loss,
+  assert params_testing.settings(model.params) == ssd_meta_arch.ModelParams(
+      image_resizer_fn=None, freeze_batchnorm=True,
+      inplace_batchnorm_update=True,
+      return_raw_detections_during_predict=True)
+  loss_params = model.loss_part.params
+  assert params_testing.settings(loss_params) == ssd_loss.SSDLossParams(
+      target_assigner=None, classification_loss=None, localization_loss=None,
+      normalize_loss_by_num_matches=False,
+      normalize_loc_loss_by_codesize=True, encode_background_as_zeros=True,
+      hard_example_miner=None, use_confidences_as_targets=True,
+      implicit_example_weight=0.25, add_summaries=False)
+  assert isinstance(loss_params.hard_example_miner, losses.HardExampleMiner)
+  assert isinstance(loss_params.classification_loss,
                     losses.WeightedSigmoidClassificationLoss)
-  extractor = model.feature_extractor
-  assert isinstance(extractor, fakes.FakeSSDFeatureExtractor)
-  assert (extractor._depth_multiplier, extractor._min_depth,
-          extractor._num_layers) == (0.5, 8, 2)
+  assert isinstance(loss_params.localization_loss,
+                    losses.WeightedSmoothL1LocalizationLoss)
+  # One box coder: the head decodes what the target assigner encodes.
+  assert model.head.box_coder is loss_params.target_assigner.box_coder
+  assert isinstance(model.head.box_coder,
+                    faster_rcnn_box_coder.FasterRcnnBoxCoder)
+  arguments = model.feature_extractor.arguments
+  assert (arguments['is_training'], arguments['depth_multiplier'],
+          arguments['min_depth'], arguments['num_layers']) == (False, 0.5, 8,
+                                                               2)
 
 
 def test_fpn_options_reach_an_extractor_that_takes_them():

@@ -10,119 +10,49 @@ import functools
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_slim as slim
 
-from od_estimator.anchor_generators import grid_anchor_generator
-from od_estimator.box_coders import faster_rcnn_box_coder
-from od_estimator.builders import box_predictor_builder
-from od_estimator.core import balanced_positive_negative_sampler as sampler
-from od_estimator.core import box_predictor
 from od_estimator.core import image_resizing
 from od_estimator.core import losses
-from od_estimator.core import post_processing
-from od_estimator.core import region_similarity_calculator
-from od_estimator.core import target_assigner
-from od_estimator.matchers import argmax_matcher
 from od_estimator.meta_architectures import faster_rcnn_meta_arch as arch
-from od_estimator.predictors.heads import mask_head
-from od_estimator.core import spatial_transform_ops
 from tests import fakes
+from tests.meta_architectures import faster_rcnn_parts as parts
 
-NUM_CLASSES = 2
+NUM_CLASSES = parts.NUM_CLASSES
 BATCH = 2
-IMAGE_SIZE = 32
-MAX_PROPOSALS = 4
-SECOND_STAGE_BATCH = 3
-MASK_SIZE = 6
+IMAGE_SIZE = parts.IMAGE_SIZE
+MAX_PROPOSALS = parts.MAX_PROPOSALS
+SECOND_STAGE_BATCH = parts.SECOND_STAGE_BATCH
+MASK_SIZE = parts.MASK_SIZE
 # Two quadrant boxes, one per class, in each image (normalized).
 GT_BOXES = [[[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 1.0, 1.0]],
             [[0.0, 0.5, 0.5, 1.0], [0.5, 0.0, 1.0, 0.5]]]
 GT_CLASSES = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]
 
 
-def _target_assigner(matched, unmatched, force_match, use_static_shapes):
-  return target_assigner.TargetAssigner(
-      region_similarity_calculator.IouSimilarity(),
-      argmax_matcher.ArgMaxMatcher(matched, unmatched,
-                                   force_match_for_each_row=force_match,
-                                   use_matmul_gather=use_static_shapes),
-      faster_rcnn_box_coder.FasterRcnnBoxCoder([10.0, 10.0, 5.0, 5.0]))
-
-
-def _conv_hyperparams():
-  with slim.arg_scope([slim.conv2d], activation_fn=None) as scope:
-    return scope
-
-
-def _fc_hyperparams():
-  with slim.arg_scope([slim.fully_connected]) as scope:
-    return scope
-
-
-def _mask_rcnn_box_predictor(is_training):
-  """The real predictor with a 2-layer mask head (Mask R-CNN)."""
-  return box_predictor_builder.build_mask_rcnn_box_predictor(
-      is_training, NUM_CLASSES, _fc_hyperparams, False, 1.0, 4,
-      third_stage_heads={box_predictor.MASK_PREDICTIONS:
-                         mask_head.MaskRCNNMaskHead(
-                             NUM_CLASSES, _conv_hyperparams,
-                             mask_height=MASK_SIZE, mask_width=MASK_SIZE,
-                             mask_prediction_conv_depth=4)})
-
-
 def _build_model(is_training=True, number_of_stages=2,
                  use_static_shapes=False, hard_example_miner=None,
                  clip_anchors_to_image=False, anchor_size=16):
-  """A FasterRCNNMetaArch of fakes at 32x32 pixels (3 stages: Mask R-CNN
-  with the real second-stage predictor)."""
-  nms = functools.partial(post_processing.batch_multiclass_non_max_suppression,
-                          use_static_shapes=use_static_shapes)
-  first_stage = arch.FirstStageParams(
-      anchor_generator=grid_anchor_generator.GridAnchorGenerator(
-          scales=[1.0], aspect_ratios=[1.0],
-          base_anchor_size=[anchor_size, anchor_size],
-          anchor_stride=[16, 16], anchor_offset=[8, 8]),
-      conv_hyperparams_fn=_conv_hyperparams,
-      box_predictor=box_predictor_builder.build_rpn_box_predictor(
-          is_training, _conv_hyperparams),
-      target_assigner=_target_assigner(0.7, 0.3, True, use_static_shapes),
-      sampler=sampler.BalancedPositiveNegativeSampler(
-          0.5, is_static=use_static_shapes),
-      nms_fn=functools.partial(nms, score_thresh=0.0, iou_thresh=0.7,
-                               max_size_per_class=MAX_PROPOSALS,
-                               max_total_size=MAX_PROPOSALS),
-      kernel_size=3, depth=4, minibatch_size=4, max_proposals=MAX_PROPOSALS,
-      clip_anchors_to_image=clip_anchors_to_image)
-  roi_crop = arch.RoiCropParams(
-      crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
-                          if use_static_shapes else
-                          spatial_transform_ops.native_crop_and_resize),
-      initial_crop_size=4, maxpool_kernel_size=2, maxpool_stride=2)
-  second_stage = arch.SecondStageParams(
-      box_predictor=(
-          _mask_rcnn_box_predictor(is_training) if number_of_stages == 3
-          else fakes.FakeSecondStageBoxPredictor(is_training, NUM_CLASSES)),
-      target_assigner=_target_assigner(0.5, None, False, use_static_shapes),
-      sampler=sampler.BalancedPositiveNegativeSampler(
-          0.5, is_static=use_static_shapes),
-      nms_fn=functools.partial(nms, score_thresh=0.0, iou_thresh=0.6,
-                               max_size_per_class=5, max_total_size=5),
-      score_conversion_fn=tf.nn.softmax,
-      classification_loss=losses.WeightedSoftmaxClassificationLoss(),
-      batch_size=SECOND_STAGE_BATCH, hard_example_miner=hard_example_miner)
+  """A FasterRCNNMetaArch of tiny parts at 32x32 pixels (3 stages: Mask
+  R-CNN with the real second-stage predictor)."""
+  classifier = branch = None
+  if number_of_stages > 1:
+    classifier, branch = parts.second_stage_parts(
+        is_training, use_static_shapes, hard_example_miner,
+        with_masks=number_of_stages == 3)
   return arch.FasterRCNNMetaArch(
-      is_training=is_training,
-      feature_extractor=fakes.FakeFasterRCNNFeatureExtractor(
-          is_training, first_stage_features_stride=16),
-      model_params=arch.ModelParams(
+      is_training,
+      fakes.FakeFasterRCNNFeatureExtractor(is_training,
+                                           first_stage_features_stride=16),
+      arch.ModelParams(
           num_classes=NUM_CLASSES,
           image_resizer_fn=functools.partial(
               image_resizing.resize_image, new_height=IMAGE_SIZE,
               new_width=IMAGE_SIZE),
           number_of_stages=number_of_stages,
           use_static_shapes=use_static_shapes),
-      first_stage=first_stage, roi_crop=roi_crop,
-      second_stage=second_stage if number_of_stages > 1 else None)
+      parts.rpn(is_training, use_static_shapes, clip_anchors_to_image,
+                anchor_size),
+      classifier, branch)
 
 
 def _images():
@@ -268,29 +198,6 @@ def test_losses_are_finite_and_decrease(number_of_stages):
       'Loss/RPNLoss/objectness_loss']
 
 
-def test_box_classifier_loss_on_hand_made_targets(execute):
-  """Proposals equal to the groundtruth: zero localization loss, and a
-  uniform classifier gives log(num_classes + 1) per proposal."""
-  def graph_fn():
-    model = _build_model(is_training=False)
-    _provide_groundtruth(model)
-    proposals = tf.constant(GT_BOXES, tf.float32) * IMAGE_SIZE
-    num_rows = BATCH * 2
-    groundtruth = model._format_groundtruth(
-        tf.constant([[IMAGE_SIZE, IMAGE_SIZE, 3]] * BATCH))
-    return model._box_classifier.loss(
-        tf.zeros([num_rows, NUM_CLASSES, 4]),
-        tf.zeros([num_rows, NUM_CLASSES + 1]), proposals,
-        tf.constant([2, 2], tf.int32), groundtruth['boxlists'],
-        groundtruth['classes'], groundtruth['weights'])
-
-  loss_dict = execute(graph_fn)
-  assert loss_dict['Loss/BoxClassifierLoss/localization_loss'] == (
-      pytest.approx(0.0, abs=1e-6))
-  assert loss_dict['Loss/BoxClassifierLoss/classification_loss'] == (
-      pytest.approx(np.log(NUM_CLASSES + 1), rel=1e-5))
-
-
 def test_postprocess_contract(execute):
   def graph_fn():
     model = _build_model(is_training=False)
@@ -381,18 +288,22 @@ def test_restore_maps(execute):
 
 
 def test_rejects_bad_stage_settings():
-  with pytest.raises(ValueError, match='number_of_stages'):
-    arch.FasterRCNNMetaArch(
+  def model(stages, classifier=None, branch=None):
+    return arch.FasterRCNNMetaArch(
         True, fakes.FakeFasterRCNNFeatureExtractor(),
-        arch.ModelParams(num_classes=1, image_resizer_fn=None,
-                         number_of_stages=4),
-        first_stage=None)
-  with pytest.raises(ValueError, match='roi_crop and second_stage'):
-    arch.FasterRCNNMetaArch(
-        True, fakes.FakeFasterRCNNFeatureExtractor(),
-        arch.ModelParams(num_classes=1, image_resizer_fn=None,
-                         number_of_stages=3),
-        first_stage=None)
+        arch.ModelParams(num_classes=NUM_CLASSES, image_resizer_fn=None,
+                         number_of_stages=stages),
+        parts.rpn(), classifier, branch)
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match='number_of_stages'):
+      model(4)
+    with pytest.raises(ValueError, match='number_of_stages 3 needs the RPN, '
+                       'a box classifier and a mask branch'):
+      model(3, *parts.second_stage_parts())
+    with pytest.raises(ValueError, match='number_of_stages 1 needs the RPN'):
+      model(1, *parts.second_stage_parts())
+    with pytest.raises(ValueError, match='second_stage_batch_size'):
+      model(2, parts.second_stage_parts(batch_size=MAX_PROPOSALS + 1)[0])
 
 
 def test_mask_rcnn_training_predicts_masks_on_the_sampled_proposals(execute):
@@ -457,7 +368,7 @@ def _mask_rcnn_training_step(values=None, every_roi=False):
     tf.compat.v1.set_random_seed(5)
     model = _build_model(number_of_stages=3)
     if every_roi:
-      model._mask_branch.rois_are_independent = lambda: False  # pylint: disable=protected-access
+      model.mask_branch.rois_are_independent = lambda: False
     _provide_groundtruth(model)
     prediction_dict, true_image_shapes = _predict(
         model, tf.constant(_object_images()))

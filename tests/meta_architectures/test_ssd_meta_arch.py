@@ -4,6 +4,7 @@ Anchors are the four quadrants of the image (fakes.QUADRANT_ANCHORS), the
 box coder is MeanStddevBoxCoder(stddev=0.1), so code = (box - anchor) / 0.1
 and decoding is anchor + 0.1 * code.
 """
+import dataclasses
 import functools
 
 import numpy as np
@@ -19,6 +20,7 @@ from od_estimator.core import post_processing
 from od_estimator.core import region_similarity_calculator
 from od_estimator.core import target_assigner
 from od_estimator.matchers import argmax_matcher
+from od_estimator.meta_architectures import ssd_loss
 from od_estimator.meta_architectures import ssd_meta_arch
 from od_estimator.models import ssd_feature_extractor
 from tests import fakes
@@ -31,38 +33,42 @@ STDDEV = 0.1
 def _build_model(is_training=True, num_layers=1, use_batch_norm=False,
                  conv_hyperparams_fn=None, predictor_background=True,
                  **kwargs):
-  """An SSDMetaArch of fakes; kwargs override SSDMetaArch arguments."""
+  """An SSDMetaArch of fakes; kwargs override ModelParams or SSDLossParams."""
+  model_fields = {field.name
+                  for field in dataclasses.fields(ssd_meta_arch.ModelParams)}
   box_coder = mean_stddev_box_coder.MeanStddevBoxCoder(stddev=STDDEV)
-  args = dict(
-      is_training=is_training,
+  model_params = ssd_meta_arch.ModelParams(
+      image_resizer_fn=functools.partial(image_resizing.resize_image,
+                                         new_height=4, new_width=4),
+      **{name: value for name, value in kwargs.items()
+         if name in model_fields})
+  loss_params = ssd_loss.SSDLossParams(
+      target_assigner=target_assigner.TargetAssigner(
+          region_similarity_calculator.IouSimilarity(),
+          argmax_matcher.ArgMaxMatcher(0.5, 0.5), box_coder),
+      classification_loss=losses.WeightedSigmoidClassificationLoss(),
+      localization_loss=losses.WeightedSmoothL1LocalizationLoss(),
+      **{name: value for name, value in kwargs.items()
+         if name not in model_fields})
+  head = ssd_meta_arch.HeadParams(
       anchor_generator=fakes.FakeAnchorGenerator2x2(num_layers),
       box_predictor=fakes.FakeBoxPredictor(
           is_training, NUM_CLASSES, add_background_class=predictor_background),
       box_coder=box_coder,
-      feature_extractor=fakes.FakeSSDFeatureExtractor(
-          is_training=is_training, num_layers=num_layers,
-          use_batch_norm=use_batch_norm,
-          conv_hyperparams_fn=conv_hyperparams_fn),
-      encode_background_as_zeros=False,
-      image_resizer_fn=functools.partial(image_resizing.resize_image,
-                                         new_height=4, new_width=4),
       non_max_suppression_fn=functools.partial(
           post_processing.batch_multiclass_non_max_suppression,
           score_thresh=0.5, iou_thresh=0.5, max_size_per_class=4,
           max_total_size=4),
-      score_conversion_fn=tf.sigmoid,
-      classification_loss=losses.WeightedSigmoidClassificationLoss(),
-      localization_loss=losses.WeightedSmoothL1LocalizationLoss(),
-      classification_loss_weight=1.0,
-      localization_loss_weight=1.0,
-      normalize_loss_by_num_matches=True,
-      hard_example_miner=None,
-      target_assigner_instance=target_assigner.TargetAssigner(
-          region_similarity_calculator.IouSimilarity(),
-          argmax_matcher.ArgMaxMatcher(0.5, 0.5), box_coder),
-  )
-  args.update(kwargs)
-  return ssd_meta_arch.SSDMetaArch(**args)
+      score_conversion_fn=tf.sigmoid)
+  return ssd_meta_arch.SSDMetaArch(
+      is_training,
+      fakes.FakeSSDFeatureExtractor(
+          is_training=is_training, num_layers=num_layers,
+          use_batch_norm=use_batch_norm,
+          conv_hyperparams_fn=conv_hyperparams_fn),
+      model_params, head,
+      ssd_loss.SSDLoss(loss_params, NUM_CLASSES, is_training,
+                       model_params.add_background_class))
 
 
 # --- preprocess / predict -------------------------------------------------
