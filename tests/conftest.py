@@ -23,6 +23,8 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 # The tiny models trained and exported once per run (tests/trained_models.py).
 one_step_tiny_ssd = trained_models.one_step_tiny_ssd
 one_step_tiny_ssd_export = trained_models.one_step_tiny_ssd_export
+overfit_faster_rcnn = trained_models.overfit_faster_rcnn
+overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 
 # The modules that take longest (trained models, subprocesses, clusters),
 # slowest first. `make test` runs `-n 2 --dist loadscope

@@ -18,17 +18,29 @@ import contextlib
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
+import tensorflow as tf
 
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
+from tests import tiny_faster_rcnn
+from tests import tiny_mask_rcnn
 from tests import tiny_ssd
 
 # Marks a complete artifact: a worker interrupted while building leaves
 # none, and the next run's builder starts that folder again.
 _DONE = '.built'
+
+# The two-stage families' end-to-end runs: OVERFIT_STEPS Adam steps with
+# model_main --random_seed SEED (see tests/test_faster_rcnn_end_to_end.py
+# for the measurements behind both numbers).
+OVERFIT_STEPS = 80
+SEED = 1
+
 
 def _run_folder(tmp_path_factory):
   """The folder of this run shared by every xdist worker (or the run's own).
@@ -115,3 +127,52 @@ def one_step_tiny_ssd_export(tmp_path_factory, one_step_tiny_ssd):
 
   return str(built_once(tmp_path_factory, 'one_step_tiny_ssd_export',
                         export) / 'export')
+
+
+def _run_model_main(root, config, num_steps):
+  """model_main trains num_steps steps with SEED and evaluates into root/model.
+
+  Returns:
+    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
+  """
+  model_dir = str(root / 'model')
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
+       '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED],
+      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return {'root': root, 'model_dir': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+
+
+def _overfit_run(tmp_path_factory, name, write_overfit_config):
+  """model_main's overfitting run of a family, once per run; its paths."""
+  def train(root):
+    _run_model_main(root, write_overfit_config(root, root / 'data'),
+                   OVERFIT_STEPS)
+  root = built_once(tmp_path_factory, name, train)
+  model_dir = str(root / 'model')
+  return {'root': root, 'model_dir': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+
+
+@pytest.fixture(scope='session')
+def overfit_faster_rcnn(tmp_path_factory):
+  """tiny_faster_rcnn's set overfitted by model_main (trained, evaluated).
+
+  Returns {'root' (records in root/data), 'model_dir', 'config' (the
+  as-run copy), 'checkpoint'}.
+  """
+  return _overfit_run(tmp_path_factory, 'overfit_faster_rcnn',
+                      tiny_faster_rcnn.write_overfit_config)
+
+
+@pytest.fixture(scope='session')
+def overfit_mask_rcnn(tmp_path_factory):
+  """tiny_mask_rcnn's set (PNG masks) overfitted by model_main; as above."""
+  return _overfit_run(tmp_path_factory, 'overfit_mask_rcnn',
+                      tiny_mask_rcnn.write_overfit_config)
