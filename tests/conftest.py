@@ -15,9 +15,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import trained_models
 from tests import upstream_folder
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+# The tiny models trained and exported once per run (tests/trained_models.py).
+one_step_tiny_ssd = trained_models.one_step_tiny_ssd
+one_step_tiny_ssd_export = trained_models.one_step_tiny_ssd_export
+overfit_faster_rcnn = trained_models.overfit_faster_rcnn
+overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 
 # The modules that take longest (trained models, subprocesses, clusters),
 # slowest first. `make test` runs `-n 2 --dist loadscope
@@ -105,27 +112,3 @@ def upstream_configs():
 def upstream_configs_tf2():
   """The folder of the original's TF2-era sample configs; skips if absent."""
   return upstream_folder.require(tf2=True)
-
-
-@pytest.fixture(scope='session')
-def one_step_tiny_ssd(tmp_path_factory):
-  """The light tiny SSD trained one step in-process, once per worker.
-
-  For tests of relaunches onto a trained model_dir (test_data_errors,
-  test_model_dir_mismatch), which must leave it as it is (copy it first if
-  the relaunch may write). Returns (root, config path, model_dir); the
-  records are in root/data.
-  """
-  from od_estimator.estimator import model_lib
-  from od_estimator.config import config_util
-  from tests import tiny_ssd  # pylint: disable=g-import-not-at-top
-  root = tmp_path_factory.mktemp('one_step')
-  config = tiny_ssd.write_config(root, root / 'data')
-  model_dir = str(root / 'model')
-  # No graph.pbtxt or meta graph: the relaunches write their own.
-  parts = model_lib.create_estimator_and_inputs(
-      tiny_ssd.run_config(model_dir), pipeline_config_path=config,
-      save_final_config=True,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
-  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
-  return root, config, model_dir

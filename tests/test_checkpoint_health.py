@@ -2,11 +2,12 @@
 
 Small checkpoints written here show what checkpoint_health finds; the
 commands run in this process (absl flags parsed as in a launch) on a copy
-of conftest's one-step tiny SSD model_dir, its newest checkpoint damaged:
-each refuses with one `error:` line before the graph is built, leaving
-every file of the model_dir as it was, or with --resume_from_last_good goes
-on from the intact checkpoint. A training whose model_dir is a small tmpfs
-fills it and ends in one line, its failed save removed.
+of the one-step tiny SSD model_dir (tests/trained_models.py), its newest
+checkpoint damaged: each refuses with one `error:` line before the graph is
+built, leaving every file of the model_dir as it was, or with
+--resume_from_last_good goes on from the intact checkpoint. A training
+whose model_dir is a small tmpfs fills it and ends in one line, its failed
+save removed.
 """
 import glob
 import os

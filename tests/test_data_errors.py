@@ -45,7 +45,7 @@ def trained(one_step_tiny_ssd):
   """One training step; returns (root, config text, train record, model_dir).
 
   In this process, through model_lib's Estimator as model_main builds it
-  (conftest's one_step_tiny_ssd, shared with test_model_dir_mismatch): the
+  (tests/trained_models.py's one_step_tiny_ssd, shared by the run): the
   relaunches, not this run, are what the tests check, and a model_main run
   would also evaluate and export for nothing.
   """

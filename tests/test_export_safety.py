@@ -3,8 +3,8 @@
 Faults are injected for real: symbolic links to folders and files elsewhere,
 an export killed with SIGKILL while it writes, output paths that are files.
 A checksum of every pre-existing file is compared before and after. The
-model is the one-step tiny SSD of conftest (its as-run pipeline.config),
-exported once per module; each test works on a copy of that export.
+model is the one-step tiny SSD of tests/trained_models.py and its export
+(its as-run pipeline.config); each test works on a copy of that export.
 """
 import glob
 import os
@@ -51,16 +51,13 @@ def _export_flags(checkpoint, config, output_directory, overwrite=False):
 
 
 @pytest.fixture(scope='module')
-def trained(one_step_tiny_ssd):
+def trained(one_step_tiny_ssd, one_step_tiny_ssd_export):
   """(checkpoint directory, as-run config, label map, an export of it)."""
   root, _, model_dir = one_step_tiny_ssd
-  config = os.path.join(model_dir, 'pipeline.config')
-  export_dir = os.path.join(str(root), 'first_export')
-  _succeeds(export_inference_graph.main,
-            _export_flags(model_dir, config, export_dir))
   label_map, = glob.glob(os.path.join(str(root), 'data', '*label_map*'))
-  return {'checkpoint': model_dir, 'config': config, 'label_map': label_map,
-          'export': export_dir}
+  return {'checkpoint': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'label_map': label_map, 'export': one_step_tiny_ssd_export}
 
 
 def _succeeds(main, *args, **kwargs):

@@ -9,14 +9,14 @@ trains the heads on the fixed features of a stand-in classification
 checkpoint calibrated on those images. Measured COCO mAP@.5 on that set:
 1.0 in each of 5 unseeded runs of OVERFIT_STEPS (80) steps, yet 0.05 in
 one CI run; at 40 steps 0.5 and 1.0. So model_main runs with --random_seed
-SEED (1: mAP@.5 1.0 here, the Mask R-CNN run 1.0 for boxes and masks):
-the same initialization, sampling and order in every run. The exports are
-compared on the first of those images, where the model detects its shape.
-The Mask R-CNN end to end runs the same recipe with the mask head.
+trained_models.SEED (1: mAP@.5 1.0 here, the Mask R-CNN run 1.0 for boxes
+and masks): the same initialization, sampling and order in every run. The
+run is tests/trained_models.py's overfit_faster_rcnn, built once per test
+run. Each test exports into its own tmp_path; the exports are compared on
+the first of those images, where the model detects its shape. The Mask
+R-CNN end to end runs the same recipe with the mask head.
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,42 +29,18 @@ from od_estimator.core import standard_fields as fields
 from od_estimator.config import config_util
 from tests import event_tags
 from tests import image_inputs
-from tests import tiny_faster_rcnn
-from tests import tiny_ssd
+from tests import trained_models
 
 _IN = fields.InputDataFields
-OVERFIT_STEPS = 80
-SEED = 1
+OVERFIT_STEPS = trained_models.OVERFIT_STEPS
 TOLERANCE = 1e-4
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
 
 
-def run_model_main(root, config, num_steps):
-  """model_main trains num_steps steps and evaluates into root/model.
-
-  Returns:
-    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
-  """
-  model_dir = str(root / 'model')
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
-       '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED],
-      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return {'root': root, 'model_dir': model_dir,
-          'config': os.path.join(model_dir, 'pipeline.config'),
-          'checkpoint': tf.train.latest_checkpoint(model_dir)}
-
-
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
-  """model_main trains OVERFIT_STEPS steps and evaluates; returns the paths."""
-  root = tmp_path_factory.mktemp('faster_rcnn')
-  return run_model_main(
-      root, tiny_faster_rcnn.write_overfit_config(root, root / 'data'),
-      OVERFIT_STEPS)
+def trained(overfit_faster_rcnn):
+  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths."""
+  return overfit_faster_rcnn
 
 
 def test_model_main_trains_and_evaluates_with_coco_metrics(trained):
@@ -116,9 +92,9 @@ def predict(trained, images):
                                 trained['checkpoint'], images)
 
 
-def export_and_serve(trained, images, input_type='image_tensor'):
-  """Exports the checkpoint; its SavedModel's outputs on the images."""
-  output_directory = str(trained['root'] / ('export_' + input_type))
+def export_and_serve(trained, images, output_directory,
+                     input_type='image_tensor'):
+  """Exports into output_directory; its SavedModel's outputs on the images."""
   exporter.export_inference_graph(
       input_type, config_util.read_pipeline_config(trained['config']),
       trained['checkpoint'], output_directory)
@@ -134,9 +110,10 @@ def export_and_serve(trained, images, input_type='image_tensor'):
           serve(inputs=tf.constant(images)).items()}
 
 
-def export_and_predict(trained, images):
+def export_and_predict(trained, images, output_directory):
   """(image_tensor SavedModel outputs, Estimator.predict outputs)."""
-  return export_and_serve(trained, images), predict(trained, images)
+  return (export_and_serve(trained, images, output_directory),
+          predict(trained, images))
 
 
 def overfit_image(trained, index=0):
@@ -164,8 +141,9 @@ def predicted(trained, shapes):
 
 @pytest.mark.parametrize('input_type', INPUT_TYPES)
 def test_export_detections_equal_estimator_predict(trained, shapes, predicted,
-                                                   input_type):
-  served = export_and_serve(trained, shapes, input_type)
+                                                   input_type, tmp_path):
+  served = export_and_serve(trained, shapes, str(tmp_path / 'export'),
+                            input_type)
   for key in ('detection_boxes', 'detection_scores', 'detection_classes',
               'num_detections'):
     np.testing.assert_allclose(served[key], predicted[key], atol=TOLERANCE,

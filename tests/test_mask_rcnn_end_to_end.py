@@ -7,7 +7,8 @@ tests/tiny_mask_rcnn.py's ResNet-50 model (64x64, 8 proposals, 8x8 masks) on
 tiny_mask_rcnn.write_overfit_config's set: the Faster R-CNN end to end's
 recipe (two images of one large shape, a circle and a square, evaluated on
 the same record; heads trained OVERFIT_STEPS Adam steps on a calibrated
-stand-in backbone) with the mask head trained too and the shapes' own masks.
+stand-in backbone) with the mask head trained too and the shapes' own masks;
+the run is tests/trained_models.py's overfit_mask_rcnn.
 Measured in 6 runs: DetectionMasks_Precision/mAP@.50IOU 1.0 each time
 (DetectionMasks_Precision/mAP 0.40 to 0.85), boxes' mAP@.50IOU 1.0.
 """
@@ -25,12 +26,9 @@ TOLERANCE = end_to_end.TOLERANCE
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
-  """model_main trains OVERFIT_STEPS steps and evaluates; returns the paths."""
-  root = tmp_path_factory.mktemp('mask_rcnn')
-  return end_to_end.run_model_main(
-      root, tiny_mask_rcnn.write_overfit_config(root, root / 'data'),
-      end_to_end.OVERFIT_STEPS)
+def trained(overfit_mask_rcnn):
+  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths."""
+  return overfit_mask_rcnn
 
 
 def test_model_main_trains_and_evaluates_masks(trained):
@@ -61,10 +59,11 @@ def test_mask_head_trained(trained):
         sorted(names))
 
 
-def test_export_masks_equal_estimator_predict(trained):
+def test_export_masks_equal_estimator_predict(trained, tmp_path):
   # The square, whose box ends away from the image's far edges (see below).
   shapes = end_to_end.overfit_image(trained, 1)
-  served, predicted = end_to_end.export_and_predict(trained, shapes)
+  served, predicted = end_to_end.export_and_predict(
+      trained, shapes, str(tmp_path / 'export'))
   size = tiny_mask_rcnn.MASK_SIZE
   assert served['detection_masks'].shape == (1, 10, size, size)
   assert served['detection_masks'].dtype == np.float32
@@ -86,7 +85,7 @@ def test_export_masks_equal_estimator_predict(trained):
   np.testing.assert_allclose(served['detection_masks'][inside],
                              predicted['detection_masks'][inside],
                              atol=TOLERANCE, err_msg='detection_masks')
-  frozen, = trained['root'].glob('export*/frozen_inference_graph.pb')
+  frozen = tmp_path / 'export' / 'frozen_inference_graph.pb'
   graph_def = tf.compat.v1.GraphDef()
   graph_def.ParseFromString(frozen.read_bytes())
   assert 'detection_masks' in {node.name for node in graph_def.node}

@@ -1,6 +1,7 @@
 """A --model_dir whose checkpoint belongs to another model (resume_check).
 
-The tiny SSD trains one step with 3 classes (conftest's one_step_tiny_ssd);
+The tiny SSD trained one step with 3 classes (tests/trained_models.py's
+one_step_tiny_ssd, read only);
 model_main relaunched into the same model_dir with 5 classes must stop with
 one `error:` line naming the variables whose shapes differ, before it writes
 or changes any file there. A one-variable model shows the check in the
@@ -53,12 +54,12 @@ def trained(one_step_tiny_ssd):
   return root, model_dir
 
 
-def test_model_main_stops_before_touching_the_model_dir(trained):
+def test_model_main_stops_before_touching_the_model_dir(trained, tmp_path):
   root, model_dir = trained
   with open(root / 'pipeline.config') as f:
     text = f.read()
   assert 'num_classes: 3' in text
-  five_classes = root / 'five_classes.config'
+  five_classes = tmp_path / 'five_classes.config'
   five_classes.write_text(text.replace('num_classes: 3', 'num_classes: 5'))
   before = file_trees.snapshot(model_dir)
   result = subprocess.run(

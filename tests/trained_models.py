@@ -1,0 +1,178 @@
+"""Tiny trained and exported models, built once per test run and shared.
+
+One session fixture per artifact of a model family: the family's tiny model
+trained (its model_dir), then what is made from it (its export). conftest.py
+registers them, so any test module takes them by name. Under pytest-xdist
+each worker is its own process: built_once makes the first worker that asks
+build the artifact in a folder shared by the run while the others wait on
+its lock, then every worker reads that folder.
+
+The artifacts are READ-ONLY for tests. A test that writes into one (resumes
+training, damages a checkpoint, deletes or adds files) copies it first with
+shutil.copytree into its tmp_path (a tiny model_dir copies in milliseconds).
+
+A new family adds its fixtures here: one training run shared by the
+family's end-to-end tests, and its export beside it.
+"""
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from od_estimator.config import config_util
+from od_estimator.estimator import model_lib
+from od_estimator.export import exporter
+from tests import tiny_faster_rcnn
+from tests import tiny_mask_rcnn
+from tests import tiny_ssd
+
+# Marks a complete artifact: a worker interrupted while building leaves
+# none, and the next run's builder starts that folder again.
+_DONE = '.built'
+
+# The two-stage families' end-to-end runs: OVERFIT_STEPS Adam steps with
+# model_main --random_seed SEED (see tests/test_faster_rcnn_end_to_end.py
+# for the measurements behind both numbers).
+OVERFIT_STEPS = 80
+SEED = 1
+
+
+def _run_folder(tmp_path_factory):
+  """The folder of this run shared by every xdist worker (or the run's own).
+
+  An xdist worker's base temp folder is <run>/popen-gwN: its parent is the
+  run's. Without xdist the base folder is the run's already.
+  """
+  base = tmp_path_factory.getbasetemp()
+  return base.parent if os.environ.get('PYTEST_XDIST_WORKER') else base
+
+
+@contextlib.contextmanager
+def _locked(path):
+  with open(path, 'w') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def built_once(tmp_path_factory, name, build):
+  """The folder `name` that build(folder) filled, once per test run.
+
+  Args:
+    tmp_path_factory: pytest's fixture.
+    name: the artifact's name (its fixture's), unique in the run.
+    build: function of an empty pathlib folder that writes the artifact in
+      it. It is built in place: the paths it records (in a pipeline.config,
+      a checkpoint state file) stay true.
+
+  Returns:
+    The folder, a pathlib.Path, to be read only.
+  """
+  shared = _run_folder(tmp_path_factory) / 'trained_models'
+  shared.mkdir(exist_ok=True)
+  folder = shared / name
+  with _locked(str(shared / (name + '.lock'))):
+    if not (folder / _DONE).exists():
+      shutil.rmtree(str(folder), ignore_errors=True)
+      folder.mkdir()
+      build(folder)
+      (folder / _DONE).touch()
+  return folder
+
+
+def _train_one_step_ssd(root):
+  config = tiny_ssd.write_config(root, root / 'data')
+  # No graph.pbtxt or meta graph: the relaunches write their own.
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(root / 'model'), pipeline_config_path=config,
+      save_final_config=True,
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+
+
+@pytest.fixture(scope='session')
+def one_step_tiny_ssd(tmp_path_factory):
+  """The light tiny SSD trained one step in-process, once per run.
+
+  For relaunches onto a trained model_dir, exports and evaluations.
+  Returns (root, config path, model_dir): the records are in root/data,
+  the as-run config (LIGHT_OVERRIDES applied) is model_dir/pipeline.config.
+  """
+  root = built_once(tmp_path_factory, 'one_step_tiny_ssd', _train_one_step_ssd)
+  return root, str(root / 'pipeline.config'), str(root / 'model')
+
+
+@pytest.fixture(scope='session')
+def one_step_tiny_ssd_export(tmp_path_factory, one_step_tiny_ssd):
+  """The one-step tiny SSD exported for image_tensor input, once per run.
+
+  exporter's output folder (saved_model/, frozen_inference_graph.pb,
+  model.ckpt.*, pipeline.config) of the as-run config and the checkpoint.
+  Returns its path (a str).
+  """
+  _, _, model_dir = one_step_tiny_ssd
+
+  def export(folder):
+    exporter.export_inference_graph(
+        'image_tensor', config_util.read_pipeline_config(
+            os.path.join(model_dir, 'pipeline.config')),
+        model_dir, str(folder / 'export'))
+
+  return str(built_once(tmp_path_factory, 'one_step_tiny_ssd_export',
+                        export) / 'export')
+
+
+def _run_model_main(root, config, num_steps):
+  """model_main trains num_steps steps with SEED and evaluates into root/model.
+
+  Returns:
+    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
+  """
+  model_dir = str(root / 'model')
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
+       '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED],
+      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return {'root': root, 'model_dir': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+
+
+def _overfit_run(tmp_path_factory, name, write_overfit_config):
+  """model_main's overfitting run of a family, once per run; its paths."""
+  def train(root):
+    _run_model_main(root, write_overfit_config(root, root / 'data'),
+                   OVERFIT_STEPS)
+  root = built_once(tmp_path_factory, name, train)
+  model_dir = str(root / 'model')
+  return {'root': root, 'model_dir': model_dir,
+          'config': os.path.join(model_dir, 'pipeline.config'),
+          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+
+
+@pytest.fixture(scope='session')
+def overfit_faster_rcnn(tmp_path_factory):
+  """tiny_faster_rcnn's set overfitted by model_main (trained, evaluated).
+
+  Returns {'root' (records in root/data), 'model_dir', 'config' (the
+  as-run copy), 'checkpoint'}.
+  """
+  return _overfit_run(tmp_path_factory, 'overfit_faster_rcnn',
+                      tiny_faster_rcnn.write_overfit_config)
+
+
+@pytest.fixture(scope='session')
+def overfit_mask_rcnn(tmp_path_factory):
+  """tiny_mask_rcnn's set (PNG masks) overfitted by model_main; as above."""
+  return _overfit_run(tmp_path_factory, 'overfit_mask_rcnn',
+                      tiny_mask_rcnn.write_overfit_config)
