@@ -19,6 +19,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 from od_estimator import errors
 from od_estimator.estimator import eval_graph
 from od_estimator.estimator import fine_tune
+from od_estimator.estimator import moving_averages
 from od_estimator.input_pipeline import inputs
 from od_estimator.estimator import resume_check
 from od_estimator.estimator import training_graph
@@ -91,9 +92,7 @@ def provide_groundtruth(model, labels):
 
 def _ema_scaffold():
   """Scaffold whose saver loads moving averages into the model variables."""
-  averages = tf.compat.v1.train.ExponentialMovingAverage(0.0)
-  return tf.compat.v1.train.Scaffold(
-      saver=tf.compat.v1.train.Saver(averages.variables_to_restore()))
+  return moving_averages.scaffold()
 
 
 def output_dict_for_export(detections):
