@@ -37,7 +37,8 @@ from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
-from od_estimator.estimator import training_hooks
+from od_estimator.estimator import preemption
+from od_estimator.estimator import progress
 from od_estimator.estimator import xla
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
@@ -145,7 +146,7 @@ def _throttle_secs(run_config):
 
 def _evaluate_only(parts, checkpoint):
   """Evaluates --checkpoint_dir; a signal stops it, saying how far it got."""
-  progress = training_hooks.EvaluationProgress(
+  progress = preemption.EvaluationProgress(
       parts['configs']['eval_config'].batch_size or 1)
   try:
     return _evaluate_checkpoints(parts, checkpoint, [progress])
@@ -176,23 +177,23 @@ def _evaluate_checkpoints(parts, checkpoint, hooks):
 
 
 def _train_and_evaluate(parts):
-  preemption = training_hooks.PreemptionHook(
+  preemption_hook = preemption.PreemptionHook(
       parts['estimator'].model_dir,
       parts['configs']['eval_config'].batch_size or 1)
-  hooks = [training_hooks.ProgressHook(FLAGS.log_every_n_steps,
-                                       parts['train_steps']), preemption]
+  hooks = [progress.ProgressHook(FLAGS.log_every_n_steps,
+                                 parts['train_steps']), preemption_hook]
   train_spec, eval_specs = model_lib.create_train_and_eval_specs(
       parts['train_input_fn'], parts['eval_input_fns'],
       parts['eval_on_train_input_fn'], parts['predict_input_fn'],
       parts['train_steps'], eval_on_train_data=False, hooks=hooks,
       throttle_secs=_throttle_secs(parts['estimator'].config),
-      saving_listeners=[preemption.saving_listener()],
-      eval_hooks=[preemption.evaluation_hook()])
+      saving_listeners=[preemption_hook.saving_listener()],
+      eval_hooks=[preemption_hook.evaluation_hook()])
   try:
     return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
                                            eval_specs[0])
   finally:
-    preemption.restore_handlers()
+    preemption_hook.restore_handlers()
 
 
 def _print_metrics(result):
@@ -241,7 +242,7 @@ def main(unused_argv):
   else:
     try:
       result = _train_and_evaluate(parts)
-    except training_hooks.TrainingPreempted as stop:
+    except preemption.TrainingPreempted as stop:
       # The checkpoint is saved: exit without the evaluation and export.
       return stop.exit_status
   _print_metrics(result)

@@ -31,7 +31,7 @@ from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
-from od_estimator.estimator import training_hooks
+from od_estimator.estimator import preemption
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
@@ -160,15 +160,15 @@ def main(unused_argv):
       **overrides)
   estimator = parts['estimator']
   if FLAGS.mode == 'train':
-    preemption = training_hooks.PreemptionHook(estimator.model_dir)
+    preemption_hook = preemption.PreemptionHook(estimator.model_dir)
     try:
       estimator.train(input_fn=parts['train_input_fn'],
-                      max_steps=parts['train_steps'], hooks=[preemption],
-                      saving_listeners=[preemption.saving_listener()])
-    except training_hooks.TrainingPreempted as stop:
+                      max_steps=parts['train_steps'], hooks=[preemption_hook],
+                      saving_listeners=[preemption_hook.saving_listener()])
+    except preemption.TrainingPreempted as stop:
       return stop.exit_status
     finally:
-      preemption.restore_handlers()
+      preemption_hook.restore_handlers()
     return
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']

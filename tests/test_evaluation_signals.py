@@ -18,7 +18,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from od_estimator.estimator import training_hooks
+from od_estimator.estimator import preemption
 from od_estimator.utils import interrupts
 from tests import tiny_ssd
 from tests.command_modules import import_command
@@ -92,14 +92,14 @@ def test_ctrl_c_stops_an_evaluation_only_run(trained, tmp_path):
 
 
 def _signal_at_second_image(monkeypatch, signum):
-  after_run = training_hooks.EvaluationProgress.after_run
+  after_run = preemption.EvaluationProgress.after_run
 
   def counting(self, run_context, run_values):
     after_run(self, run_context, run_values)
     if self.images == 2:
       os.kill(os.getpid(), signum)
 
-  monkeypatch.setattr(training_hooks.EvaluationProgress, 'after_run',
+  monkeypatch.setattr(preemption.EvaluationProgress, 'after_run',
                       counting)
 
 

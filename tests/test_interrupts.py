@@ -12,7 +12,7 @@ import threading
 import pytest
 import tensorflow as tf
 
-from od_estimator.estimator import training_hooks
+from od_estimator.estimator import preemption
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
 from od_estimator.utils import file_safety
 from od_estimator.utils import interrupts
@@ -87,7 +87,7 @@ def test_train_and_evaluate_evaluation_stops_at_once(signum, status):
   # train_and_evaluate evaluates inside the training's checkpoint listener,
   # while the PreemptionHook's handlers would only note the signal.
   before = _handlers()
-  hook = training_hooks.PreemptionHook('train_dir', eval_batch_size=2)
+  hook = preemption.PreemptionHook('train_dir', eval_batch_size=2)
   hook.begin()
   evaluation = hook.evaluation_hook()
   try:
@@ -114,7 +114,7 @@ def test_train_and_evaluate_evaluation_stops_at_once(signum, status):
 
 
 def test_training_steps_still_end_with_a_checkpoint():
-  hook = training_hooks.PreemptionHook('train_dir')
+  hook = preemption.PreemptionHook('train_dir')
   hook.begin()
   try:
     hook.saving_listener().after_save(None, 5)
@@ -123,7 +123,7 @@ def test_training_steps_still_end_with_a_checkpoint():
     context = _run_context()
     hook.after_run(context, None)
     assert context.stop_requested
-    with pytest.raises(training_hooks.TrainingPreempted) as stopped:
+    with pytest.raises(preemption.TrainingPreempted) as stopped:
       hook.checkpoint_saved(6)
     assert (stopped.value.step, stopped.value.exit_status) == (6, 0)
   finally:

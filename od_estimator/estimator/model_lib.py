@@ -1,15 +1,18 @@
 """The model_fn factory and the Estimator / train_and_evaluate plumbing.
 
 `create_model_fn` returns one `model_fn(features, labels, mode, params)` for
-TRAIN, EVAL and PREDICT, for `tf.estimator.Estimator` and for
-`TPUEstimator`. It is a sequence of calls to small functions, each
-testable alone: the training half in training_graph (losses, train op),
-the checkpoint initialization in fine_tune, the evaluation half in
-eval_graph (eval dict, metric ops, losses) and the export half below
-(`_build_export_outputs`).
+`tf.estimator.Estimator` and for `TPUEstimator`; it hands each mode to its
+own function (`build_train_spec`, `build_eval_spec`, `build_predict_spec`),
+and `estimator_spec` turns each into a TPUEstimatorSpec (scaffold_fn) or an
+EstimatorSpec (scaffold). The halves they call are testable alone: losses
+and train op in training_graph, checkpoint initialization in fine_tune, the
+eval dict and metrics in eval_graph, the moving-average restore in
+moving_averages, the exported dict below (`output_dict_for_export`).
 """
+import dataclasses
 import functools
 import os
+from typing import Callable, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -19,6 +22,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 from od_estimator import errors
 from od_estimator.estimator import eval_graph
 from od_estimator.estimator import fine_tune
+from od_estimator.estimator import moving_averages
 from od_estimator.input_pipeline import inputs
 from od_estimator.estimator import resume_check
 from od_estimator.estimator import training_graph
@@ -88,13 +92,6 @@ def provide_groundtruth(model, labels):
 # ---------------------------------------------------------------------------
 # Export.
 
-def _ema_scaffold():
-  """Scaffold whose saver loads moving averages into the model variables."""
-  averages = tf.compat.v1.train.ExponentialMovingAverage(0.0)
-  return tf.compat.v1.train.Scaffold(
-      saver=tf.compat.v1.train.Saver(averages.variables_to_restore()))
-
-
 def output_dict_for_export(detections):
   """Detections with 1-based float classes, as served by exports.
 
@@ -124,7 +121,48 @@ def _build_export_outputs(detections):
 
 
 # ---------------------------------------------------------------------------
-# model_fn.
+# model_fn: one function per mode, each returning its spec.
+
+@dataclasses.dataclass(frozen=True)
+class ModelFnOptions:
+  """What the model_fn of create_model_fn builds every mode with.
+
+  Attributes:
+    detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
+    configs: a configs dict (config_util).
+    use_tpu: build for a TPU (CrossShardOptimizer, bfloat16).
+    postprocess_on_cpu: run post-processing outside the TPU computation.
+    load_pretrained: initialize from train_config.fine_tune_checkpoint.
+    allow_partial_fine_tune: see fine_tune.restore_map.
+    optimizer_wrapper: see training_graph.build_train_op.
+  """
+  detection_model_fn: Callable
+  configs: dict
+  use_tpu: bool = False
+  postprocess_on_cpu: bool = False
+  load_pretrained: bool = True
+  allow_partial_fine_tune: bool = False
+  optimizer_wrapper: Optional[Callable] = None
+
+  @property
+  def train_config(self):
+    return self.configs['train_config']
+
+  @property
+  def eval_config(self):
+    return self.configs['eval_config']
+
+  @property
+  def eval_input_config(self):
+    """The first eval input's config (the train input's when none)."""
+    eval_input_configs = self.configs['eval_input_configs']
+    return (eval_input_configs[0] if eval_input_configs else
+            self.configs['train_input_config'])
+
+  @property
+  def graph_rewriter_config(self):
+    return self.configs.get('graph_rewriter_config')
+
 
 def _called_by_tpu_estimator(params):
   """True when TPUEstimator calls model_fn (it always sets params['use_tpu']).
@@ -164,6 +202,165 @@ def _rewrite_graph(graph_rewriter_config, is_training):
                                  is_training=is_training)()
 
 
+def _build_model(options, is_training):
+  return options.detection_model_fn(is_training=is_training,
+                                    add_summaries=not options.use_tpu)
+
+
+def _give_groundtruth(options, model, labels):
+  """Gives `model` the batch's groundtruth; returns the per-image labels."""
+  labels = unstack_batch(labels, unpad_groundtruth_tensors=(
+      options.train_config.unpad_groundtruth_tensors and not options.use_tpu))
+  provide_groundtruth(model, labels)
+  return labels
+
+
+def _predict(options, model, features):
+  """model.predict on the batch, in bfloat16 on TPU when the config asks.
+
+  Predictions computed in bfloat16 are returned cast to float32.
+  """
+  images = features[_IN.image]
+  true_image_shapes = features[_IN.true_image_shape]
+  if not (options.use_tpu and options.train_config.use_bfloat16):
+    return model.predict(images, true_image_shapes)
+  with tf.compat.v1.tpu.bfloat16_scope():
+    prediction_dict = model.predict(images, true_image_shapes)
+  return {key: tf.cast(value, tf.float32)
+          if getattr(value, 'dtype', None) == tf.bfloat16 else value
+          for key, value in prediction_dict.items()}
+
+
+def _postprocess(options, model, prediction_dict, features):
+  """The detections; outside the TPU computation with postprocess_on_cpu."""
+  postprocess = functools.partial(
+      model.postprocess, true_image_shapes=features[_IN.true_image_shape])
+  if options.use_tpu and options.postprocess_on_cpu:
+    return tf.compat.v1.tpu.outside_compilation(postprocess, prediction_dict)
+  return postprocess(prediction_dict)
+
+
+def estimator_spec(tpu_spec, mode, scaffold_fn, **spec_fields):
+  """The spec of `mode` for TPUEstimator (tpu_spec) or Estimator.
+
+  Args:
+    tpu_spec: return a TPUEstimatorSpec given `scaffold_fn`; otherwise an
+      EstimatorSpec given the scaffold it builds.
+    mode: a tf.estimator.ModeKeys.
+    scaffold_fn: fn() -> tf.compat.v1.train.Scaffold, or None (the
+      Estimator's default scaffold).
+    **spec_fields: the spec's other fields (loss, train_op, predictions,
+      ..., TPUEstimatorSpec's eval_metrics or EstimatorSpec's
+      eval_metric_ops).
+  """
+  if tpu_spec:
+    return tpu_estimator.TPUEstimatorSpec(mode=mode, scaffold_fn=scaffold_fn,
+                                          **spec_fields)
+  return tf.estimator.EstimatorSpec(
+      mode=mode, scaffold=scaffold_fn() if scaffold_fn else None,
+      **spec_fields)
+
+
+def _restore_scaffold_fn(options):
+  """EVAL's and PREDICT's scaffold_fn: the weights the exporter uses too
+  (the moving averages with eval_config.use_moving_averages)."""
+  return moving_averages.scaffold_fn(options.eval_config.use_moving_averages)
+
+
+def build_train_spec(options, features, labels, tpu_spec):
+  """TRAIN: losses (and their summaries), fine-tuning, the train op.
+
+  Args:
+    options: ModelFnOptions.
+    features: the input_fn's batched features.
+    labels: the input_fn's batched labels.
+    tpu_spec: return a TPUEstimatorSpec (see estimator_spec).
+  """
+  train_config = options.train_config
+  model = _build_model(options, is_training=True)
+  _give_groundtruth(options, model, labels)
+  prediction_dict = _predict(options, model, features)
+  losses, total_loss = training_graph.build_losses(
+      model, prediction_dict, features[_IN.true_image_shape], train_config)
+  if not options.use_tpu:
+    for name, loss in losses.items():
+      training_graph.scalar_summary(name, loss)
+  scaffold_fn = fine_tune.build_scaffold_fn(
+      model, train_config, options.use_tpu, options.load_pretrained,
+      options.allow_partial_fine_tune)
+  # As the original: after the loss, before the optimizer (so gradients
+  # flow through the FakeQuant ops); fine-tune restores float weights.
+  _rewrite_graph(options.graph_rewriter_config, is_training=True)
+  # TPU training loops cannot run the Assert; TPUEstimator (also off TPU)
+  # keeps only its NanTensorHook.
+  train_op = training_graph.build_train_op(
+      total_loss, model, train_config, options.use_tpu,
+      check_finite_loss=not tpu_spec,
+      optimizer_wrapper=options.optimizer_wrapper)
+  return estimator_spec(tpu_spec, _ModeKeys.TRAIN, scaffold_fn,
+                        loss=total_loss, train_op=train_op)
+
+
+def build_eval_spec(options, features, labels, tpu_spec):
+  """EVAL: detections, losses and the evaluators' metrics.
+
+  Args: as build_train_spec's.
+  """
+  model = _build_model(options, is_training=False)
+  labels = _give_groundtruth(options, model, labels)
+  prediction_dict = _predict(options, model, features)
+  detections = _postprocess(options, model, prediction_dict, features)
+  losses, total_loss = eval_graph.build_eval_losses(
+      model, prediction_dict, features, options.configs)
+  _rewrite_graph(options.graph_rewriter_config, is_training=False)
+  eval_dict = eval_graph.build_eval_dict(
+      labels, features, detections, options.eval_input_config,
+      reframe_masks=not tpu_spec)
+  return estimator_spec(
+      tpu_spec, _ModeKeys.EVAL, _restore_scaffold_fn(options),
+      loss=total_loss,
+      **_eval_metrics(options, eval_dict, losses, features, tpu_spec))
+
+
+def _eval_metrics(options, eval_dict, losses, features, tpu_spec):
+  """{'eval_metrics': (metric_fn, tensors)} for a TPUEstimatorSpec, else
+  {'eval_metric_ops': {name: (value, update)}} for an EstimatorSpec."""
+  images = _IN.original_image in features
+  if tpu_spec:
+    # As the original, no images from TPU evaluations.
+    return {'eval_metrics': eval_graph.build_tpu_eval_metrics(
+        eval_dict, losses, options.configs,
+        images=not options.use_tpu and images)}
+  return {'eval_metric_ops': eval_graph.build_eval_metric_ops(
+      eval_dict, losses, options.configs, images=images)}
+
+
+def build_predict_spec(options, features, labels, tpu_spec):
+  """PREDICT (and the Servo export): the detections as exports serve them.
+
+  Args: as build_train_spec's; labels are unused.
+  """
+  del labels  # Unused: nothing to compare the detections with.
+  model = _build_model(options, is_training=False)
+  prediction_dict = _predict(options, model, features)
+  detections = _postprocess(options, model, prediction_dict, features)
+  # Also for the Servo export (the original rewrote only TRAIN and EVAL),
+  # so it serves the same quantized graph as the exporter.
+  _rewrite_graph(options.graph_rewriter_config, is_training=False)
+  predictions, export_outputs = _build_export_outputs(detections)
+  return estimator_spec(tpu_spec, _ModeKeys.PREDICT,
+                        _restore_scaffold_fn(options),
+                        predictions=predictions,
+                        export_outputs=export_outputs)
+
+
+_SPEC_BUILDERS = {
+    _ModeKeys.TRAIN: build_train_spec,
+    _ModeKeys.EVAL: build_eval_spec,
+    _ModeKeys.PREDICT: build_predict_spec,
+}
+
+
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
                     postprocess_on_cpu=False, optimizer_wrapper=None):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
@@ -179,107 +376,21 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
     postprocess_on_cpu: run post-processing outside the TPU computation.
     optimizer_wrapper: see training_graph.build_train_op.
   """
-  train_config = configs['train_config']
-  eval_config = configs['eval_config']
-  eval_input_config = configs['eval_input_configs'][0] if configs[
-      'eval_input_configs'] else configs['train_input_config']
-  graph_rewriter_config = configs.get('graph_rewriter_config')
-  if graph_rewriter_config is not None:
+  options = ModelFnOptions(
+      detection_model_fn, configs, use_tpu=use_tpu,
+      postprocess_on_cpu=postprocess_on_cpu,
+      load_pretrained=_load_pretrained(hparams),
+      allow_partial_fine_tune=_hparam(hparams, 'allow_partial_fine_tune',
+                                      False),
+      optimizer_wrapper=optimizer_wrapper)
+  if options.graph_rewriter_config is not None:
     # Bad bit widths are refused here, before any graph is built.
-    graph_rewriter_builder.build(graph_rewriter_config, is_training=True)
-  load_pretrained = _load_pretrained(hparams)
-  allow_partial = _hparam(hparams, 'allow_partial_fine_tune', False)
+    graph_rewriter_builder.build(options.graph_rewriter_config,
+                                 is_training=True)
 
   def build_spec(features, labels, mode, params):
     tpu_spec = use_tpu or _called_by_tpu_estimator(params)
-    is_training = mode == _ModeKeys.TRAIN
-    model = detection_model_fn(is_training=is_training,
-                               add_summaries=not use_tpu)
-    if mode != _ModeKeys.PREDICT:
-      labels = unstack_batch(labels, unpad_groundtruth_tensors=(
-          train_config.unpad_groundtruth_tensors and not use_tpu))
-      provide_groundtruth(model, labels)
-    images = features[_IN.image]
-    if use_tpu and train_config.use_bfloat16:
-      with tf.compat.v1.tpu.bfloat16_scope():
-        prediction_dict = model.predict(images,
-                                        features[_IN.true_image_shape])
-      prediction_dict = {k: tf.cast(v, tf.float32) if
-                         getattr(v, 'dtype', None) == tf.bfloat16 else v
-                         for k, v in prediction_dict.items()}
-    else:
-      prediction_dict = model.predict(images, features[_IN.true_image_shape])
-
-    if mode == _ModeKeys.TRAIN:
-      losses, total_loss = training_graph.build_losses(
-          model, prediction_dict, features[_IN.true_image_shape],
-          train_config)
-      if not use_tpu:
-        for name, loss in losses.items():
-          training_graph.scalar_summary(name, loss)
-      scaffold_fn = fine_tune.build_scaffold_fn(
-          model, train_config, use_tpu, load_pretrained, allow_partial)
-      # As the original: after the loss, before the optimizer (so gradients
-      # flow through the FakeQuant ops); fine-tune restores float weights.
-      _rewrite_graph(graph_rewriter_config, is_training=True)
-      # TPU training loops cannot run the Assert; TPUEstimator (also off
-      # TPU) keeps only its NanTensorHook.
-      train_op = training_graph.build_train_op(
-          total_loss, model, train_config, use_tpu,
-          check_finite_loss=not tpu_spec,
-          optimizer_wrapper=optimizer_wrapper)
-      if tpu_spec:
-        return tpu_estimator.TPUEstimatorSpec(
-            mode=mode, loss=total_loss, train_op=train_op,
-            scaffold_fn=scaffold_fn)
-      return tf.estimator.EstimatorSpec(mode=mode, loss=total_loss,
-                                        train_op=train_op,
-                                        scaffold=scaffold_fn())
-
-    postprocess = functools.partial(model.postprocess,
-                                    true_image_shapes=features[
-                                        _IN.true_image_shape])
-    if use_tpu and postprocess_on_cpu:
-      detections = tf.compat.v1.tpu.outside_compilation(postprocess,
-                                                        prediction_dict)
-    else:
-      detections = postprocess(prediction_dict)
-
-    if mode == _ModeKeys.PREDICT:
-      # Also for the Servo export (the original rewrote only TRAIN and
-      # EVAL), so it serves the same quantized graph as the exporter.
-      _rewrite_graph(graph_rewriter_config, is_training=False)
-      predictions, export_outputs = _build_export_outputs(detections)
-      # The weights evaluation and exporter use, so all three agree.
-      averages = eval_config.use_moving_averages
-      if tpu_spec:
-        return tpu_estimator.TPUEstimatorSpec(
-            mode=mode, predictions=predictions, export_outputs=export_outputs,
-            scaffold_fn=_ema_scaffold if averages else None)
-      return tf.estimator.EstimatorSpec(
-          mode=mode, predictions=predictions, export_outputs=export_outputs,
-          scaffold=_ema_scaffold() if averages else None)
-
-    losses, total_loss = eval_graph.build_eval_losses(model, prediction_dict, features,
-                                            configs)
-    _rewrite_graph(graph_rewriter_config, is_training=False)
-    eval_dict = eval_graph.build_eval_dict(labels, features, detections,
-                                 eval_input_config, reframe_masks=not tpu_spec)
-    if tpu_spec:
-      return tpu_estimator.TPUEstimatorSpec(
-          mode=mode, loss=total_loss,
-          eval_metrics=eval_graph.build_tpu_eval_metrics(
-              eval_dict, losses, configs,
-              # As the original, no images from TPU evaluations.
-              images=not use_tpu and _IN.original_image in features),
-          scaffold_fn=(_ema_scaffold if eval_config.use_moving_averages
-                       else None))
-    scaffold = _ema_scaffold() if eval_config.use_moving_averages else None
-    return tf.estimator.EstimatorSpec(
-        mode=mode, loss=total_loss, scaffold=scaffold,
-        eval_metric_ops=eval_graph.build_eval_metric_ops(
-            eval_dict, losses, configs,
-            images=_IN.original_image in features))
+    return _SPEC_BUILDERS[mode](options, features, labels, tpu_spec)
   # Under a distribution strategy the Estimator calls model_fn through
   # call_for_each_replica, whose AutoGraph conversion would rewrite (and
   # break on) the model's plain graph-building Python.
@@ -367,58 +478,84 @@ def _float32_train_config(train_config):
   return float32_config
 
 
-def create_estimator_and_inputs(run_config, hparams=None,
-                                pipeline_config_path=None,
-                                config_override=None, train_steps=None,
-                                sample_1_of_n_eval_examples=1,
-                                sample_1_of_n_eval_on_train_examples=1,
-                                model_fn_creator=create_model_fn,
-                                use_tpu_estimator=False, use_tpu=False,
-                                num_shards=1, params=None,
-                                override_eval_num_epochs=True,
-                                save_final_config=False,
-                                postprocess_on_cpu=False, export_to_tpu=None,
-                                check_configs=None,
-                                resume_from_last_good=False,
-                                evaluated_checkpoint=None, **kwargs):
+def create_estimator_and_inputs(
+    run_config, hparams=None, pipeline_config_path=None, config_override=None,
+    train_steps=None, sample_1_of_n_eval_examples=1,
+    sample_1_of_n_eval_on_train_examples=1, model_fn_creator=create_model_fn,
+    use_tpu_estimator=False, use_tpu=False, num_shards=1, params=None,
+    override_eval_num_epochs=True, save_final_config=False,
+    postprocess_on_cpu=False, export_to_tpu=None, check_configs=None,
+    resume_from_last_good=False, evaluated_checkpoint=None, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
     run_config: tf.estimator.RunConfig (tpu_config.RunConfig for TPU).
-    hparams: optional overrides: an object with .values(), or a dict.
-    pipeline_config_path: the pipeline.config file.
-    config_override: text-format TrainEvalPipelineConfig merged on top.
-    train_steps: overrides train_config.num_steps when given.
-    sample_1_of_n_eval_examples: evaluation sampling.
+    hparams, pipeline_config_path, config_override, train_steps,
+      sample_1_of_n_eval_examples, override_eval_num_epochs, check_configs,
+      **kwargs: the configs, their overrides and check (see _run_configs).
     sample_1_of_n_eval_on_train_examples: sampling of the eval-on-train set.
     model_fn_creator: create_model_fn or a replacement.
-    use_tpu_estimator: build a TPUEstimator (also usable with use_tpu False).
-    use_tpu: run on TPU.
-    num_shards: TPU cores.
-    params: extra Estimator params.
-    override_eval_num_epochs: evaluate one epoch of each eval input.
-    save_final_config: the job trains into model_dir: check the checkpoint
-      it resumes from, if any (checkpoint_health), and write the as-run
-      pipeline.config there once the training graph is built (and fits
-      that checkpoint, see resume_check): a refused launch leaves model_dir
-      as it was.
     postprocess_on_cpu: see create_model_fn.
-    export_to_tpu: export a TPU SavedModel (TPUEstimator only).
-    check_configs: optional fn(configs) run on the configs with every
-      override applied, before anything is built or written to model_dir;
-      it raises to stop the launch (see launch_check.check).
-    resume_from_last_good: when model_dir's latest checkpoint is damaged,
-      resume from its newest intact one (see checkpoint_health.resume_point)
-      instead of raising errors.UserInputError.
+    use_tpu_estimator, use_tpu, num_shards, params, export_to_tpu: the
+      Estimator (see _build_estimator).
+    save_final_config: the job trains into model_dir: check the checkpoint
+      it resumes from (checkpoint_health; with resume_from_last_good a
+      damaged one gives way to the newest intact one), and write the as-run
+      pipeline.config there once the training graph is built and fits it
+      (resume_check): a refused launch leaves model_dir as it was.
+    resume_from_last_good: see save_final_config.
     evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
-      evaluated first; the evaluation graph is checked against it
-      (resume_check) before it is restored.
-    **kwargs: further generic config overrides (key=value).
+      evaluated first, which the evaluation graph is checked against.
 
   Returns:
-    A dict with estimator, train_input_fn, eval_input_fns,
-    eval_input_names, eval_on_train_input_fn, predict_input_fn and
-    train_steps.
+    A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,
+    eval_on_train_input_fn, predict_input_fn, train_steps and configs.
+  """
+  configs = _run_configs(pipeline_config_path, config_override, hparams,
+                         train_steps, sample_1_of_n_eval_examples,
+                         override_eval_num_epochs, check_configs, kwargs)
+  saves = run_config.is_chief and save_final_config
+  checkpoint = checkpoint_health.resume_point(
+      run_config.model_dir, '--model_dir',
+      resume_from_last_good) if saves else None
+  train_config = _train_config_for_device(configs['train_config'], use_tpu)
+  input_fns = _input_fns(configs, train_config,
+                         sample_1_of_n_eval_on_train_examples,
+                         override_eval_num_epochs)
+  model_fn = model_fn_creator(
+      functools.partial(model_builder.build, model_config=configs['model']),
+      dict(configs, train_config=train_config), hparams, use_tpu,
+      postprocess_on_cpu)
+
+  def save():
+    config_util.save_pipeline_config(
+        config_util.create_pipeline_proto_from_configs(configs),
+        estimator.model_dir)
+  model_fn = _checked_model_fn(model_fn, run_config, checkpoint,
+                               evaluated_checkpoint, save if saves else None)
+  estimator = _build_estimator(model_fn, run_config, train_config,
+                               use_tpu_estimator, use_tpu, num_shards,
+                               params, export_to_tpu)
+  return dict(estimator=estimator, **input_fns,
+              train_steps=train_config.num_steps or None, configs=configs)
+
+
+def _run_configs(pipeline_config_path, config_override, hparams, train_steps,
+                 sample_1_of_n_eval_examples, override_eval_num_epochs,
+                 check_configs, kwargs):
+  """The configs of a pipeline.config file with every override applied.
+
+  Args:
+    pipeline_config_path: the pipeline.config file.
+    config_override: text-format TrainEvalPipelineConfig merged on top.
+    hparams: optional overrides: an object with .values(), or a dict.
+    train_steps: overrides train_config.num_steps when given.
+    sample_1_of_n_eval_examples: evaluation sampling.
+    override_eval_num_epochs: evaluate one epoch of each eval input.
+    check_configs: optional fn(configs) run on the result, before anything
+      is built or written to model_dir; it raises to stop the launch (see
+      launch_check.check).
+    kwargs: further generic config overrides {key: value}.
   """
   configs = config_util.get_configs_from_pipeline_file(pipeline_config_path,
                                                        config_override)
@@ -434,12 +571,15 @@ def create_estimator_and_inputs(run_config, hparams=None,
     # With load_pretrained=false the fine_tune_checkpoint is never read.
     check_configs(configs if _load_pretrained(hparams) else
                   _without_fine_tune_checkpoint(configs))
-  saves = run_config.is_chief and save_final_config
-  checkpoint = checkpoint_health.resume_point(
-      run_config.model_dir, '--model_dir',
-      resume_from_last_good) if saves else None
+  return configs
+
+
+def _input_fns(configs, train_config, sample_1_of_n_eval_on_train_examples,
+               override_eval_num_epochs):
+  """{train_input_fn, eval_input_fns, eval_input_names,
+  eval_on_train_input_fn, predict_input_fn} of create_estimator_and_inputs.
+  """
   model_config = configs['model']
-  train_config = _train_config_for_device(configs['train_config'], use_tpu)
   train_input_config = configs['train_input_config']
   eval_config = configs['eval_config']
   eval_input_configs = configs['eval_input_configs']
@@ -449,58 +589,68 @@ def create_estimator_and_inputs(run_config, hparams=None,
       sample_1_of_n_eval_on_train_examples)
   if override_eval_num_epochs:
     eval_on_train_input_config.num_epochs = 1
-  train_steps = train_config.num_steps or None
+  create_eval_input_fn = MODEL_BUILD_UTIL_MAP['create_eval_input_fn']
+  return {
+      'train_input_fn': MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
+          train_config, train_input_config, model_config),
+      'eval_input_fns': [
+          create_eval_input_fn(eval_config, config, model_config)
+          for config in eval_input_configs],
+      'eval_input_names': [config.name or 'eval_%d' % i
+                           for i, config in enumerate(eval_input_configs)],
+      'eval_on_train_input_fn': create_eval_input_fn(
+          eval_config, eval_on_train_input_config, model_config),
+      'predict_input_fn': MODEL_BUILD_UTIL_MAP['create_predict_input_fn'](
+          model_config, eval_input_configs[0] if eval_input_configs else
+          train_input_config),
+  }
 
-  detection_model_fn = functools.partial(model_builder.build,
-                                         model_config=model_config)
-  train_input_fn = MODEL_BUILD_UTIL_MAP['create_train_input_fn'](
-      train_config, train_input_config, model_config)
-  eval_input_fns = [MODEL_BUILD_UTIL_MAP['create_eval_input_fn'](
-      eval_config, config, model_config) for config in eval_input_configs]
-  eval_input_names = [config.name or 'eval_%d' % i
-                      for i, config in enumerate(eval_input_configs)]
-  eval_on_train_input_fn = MODEL_BUILD_UTIL_MAP['create_eval_input_fn'](
-      eval_config, eval_on_train_input_config, model_config)
-  predict_input_fn = MODEL_BUILD_UTIL_MAP['create_predict_input_fn'](
-      model_config, eval_input_configs[0] if eval_input_configs else
-      train_input_config)
 
-  model_fn = model_fn_creator(detection_model_fn,
-                              dict(configs, train_config=train_config),
-                              hparams, use_tpu, postprocess_on_cpu)
+def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
+                      save):
+  """model_fn, checked against the checkpoint it resumes from or evaluates.
 
-  def save():
-    config_util.save_pipeline_config(
-        config_util.create_pipeline_proto_from_configs(configs),
-        estimator.model_dir)
-  if saves:
-    # Written once the graph is built (and fits the checkpoint resumed from).
-    model_fn = resume_check.checked_model_fn(
-        model_fn, run_config.model_dir, checkpoint, save)
-  elif evaluated_checkpoint:
-    model_fn = resume_check.checked_model_fn(
-        model_fn, os.path.dirname(evaluated_checkpoint), evaluated_checkpoint,
-        lambda: None, evaluating=True)
+  Args:
+    model_fn: the model_fn.
+    run_config: the RunConfig (its model_dir).
+    checkpoint: the checkpoint training resumes from, or None.
+    evaluated_checkpoint: see create_estimator_and_inputs.
+    save: when training into model_dir, fn() writing its pipeline.config
+      once the graph is built (and fits `checkpoint`); else None.
+  """
+  if save is not None:
+    return resume_check.checked_model_fn(model_fn, run_config.model_dir,
+                                         checkpoint, save)
+  if evaluated_checkpoint:
+    return resume_check.checked_model_fn(
+        model_fn, os.path.dirname(evaluated_checkpoint),
+        evaluated_checkpoint, lambda: None, evaluating=True)
+  return model_fn
+
+
+def _build_estimator(model_fn, run_config, train_config, use_tpu_estimator,
+                     use_tpu, num_shards, params, export_to_tpu):
+  """The Estimator, or the TPUEstimator with use_tpu_estimator.
+
+  Args:
+    model_fn: the model_fn.
+    run_config: tf.estimator.RunConfig (tpu_config.RunConfig for TPU).
+    train_config: the train_config as trained (its batch_size).
+    use_tpu_estimator: build a TPUEstimator (also usable off TPU).
+    use_tpu: run on TPU.
+    num_shards: TPU cores.
+    params: extra Estimator params.
+    export_to_tpu: export a TPU SavedModel (TPUEstimator only).
+  """
   if use_tpu_estimator:
-    estimator = tpu_estimator.TPUEstimator(
+    return tpu_estimator.TPUEstimator(
         model_fn=model_fn, train_batch_size=train_config.batch_size,
         eval_batch_size=num_shards * 1 if use_tpu else 1,
         use_tpu=use_tpu, config=run_config,
         export_to_tpu=bool(export_to_tpu),
         eval_on_tpu=False, params=params or {})
-  else:
-    estimator = estimator_lib.Estimator(model_fn=model_fn, config=run_config,
-                                        params=params)
-  return {
-      'estimator': estimator,
-      'train_input_fn': train_input_fn,
-      'eval_input_fns': eval_input_fns,
-      'eval_input_names': eval_input_names,
-      'eval_on_train_input_fn': eval_on_train_input_fn,
-      'predict_input_fn': predict_input_fn,
-      'train_steps': train_steps,
-      'configs': configs,
-  }
+  return estimator_lib.Estimator(model_fn=model_fn, config=run_config,
+                                 params=params)
 
 
 def create_train_and_eval_specs(train_input_fn, eval_input_fns,

@@ -31,6 +31,7 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.core.framework import types_pb2
 
 from od_estimator import errors
+from od_estimator.estimator import moving_averages
 from od_estimator.export import exporter
 from od_estimator.export import nn_resize_rewrite
 from od_estimator.builders import graph_rewriter_builder
@@ -190,8 +191,6 @@ def _freeze(graph, use_moving_averages, checkpoint_prefix, scratch_dir):
   Returns:
     The frozen GraphDef pruned to the three raw outputs.
   """
-  name_map = exporter._variables_to_restore(  # pylint: disable=protected-access
-      use_moving_averages, checkpoint_prefix)
   saver = tf.compat.v1.train.Saver()
   graph_def = graph.as_graph_def()
   local_dir = None if file_safety.is_url(scratch_dir) else scratch_dir
@@ -200,8 +199,7 @@ def _freeze(graph, use_moving_averages, checkpoint_prefix, scratch_dir):
     # weights exported, averages included.
     weights = os.path.join(tmp_dir, 'model.ckpt')
     with tf.compat.v1.Session(graph=graph) as sess:
-      exporter._restore_lenient(  # pylint: disable=protected-access
-          sess, name_map, checkpoint_prefix)
+      moving_averages.restore(sess, use_moving_averages, checkpoint_prefix)
       saver.save(sess, weights)
     return exporter.freeze_graph_with_def_protos(
         input_graph_def=graph_def, input_saver_def=saver.as_saver_def(),
@@ -241,8 +239,7 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
       output_dir that is a file.
   """
   input_shape = _check_config(pipeline_config)
-  checkpoint = exporter._resolve_checkpoint(  # pylint: disable=protected-access
-      trained_checkpoint_prefix)
+  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_prefix)
   with file_safety.staged_outputs(output_dir,
                                   [binary_graph_name, txt_graph_name], True,
                                   '--output_directory') as staging:

@@ -29,17 +29,15 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.export import export_inputs
 from od_estimator.estimator import model_lib
+from od_estimator.estimator import moving_averages
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
-from od_estimator.builders import optimizer_builder
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 from od_estimator.utils import graph_building
 
-_GLOBAL_STEP = 'global_step'
-_EMA_NAME = 'ExponentialMovingAverage'
 # Everything an export writes in its output directory: replaced as a whole.
 EXPORT_ENTRIES = ('frozen_inference_graph.pb', 'saved_model', 'model.ckpt.*',
                   'checkpoint', 'pipeline.config', 'inference_graph.pbtxt')
@@ -169,7 +167,7 @@ def profile_inference_graph(graph):
 # ---------------------------------------------------------------------------
 # Checkpoints and freezing.
 
-def _resolve_checkpoint(trained_checkpoint_prefix):
+def resolve_checkpoint(trained_checkpoint_prefix):
   """Returns the checkpoint prefix; a directory means its latest checkpoint.
 
   Raises:
@@ -207,72 +205,6 @@ def _check_intact(prefix):
           'No intact checkpoint is beside it.'))
 
 
-def _restore_lenient(sess, name_to_variable, checkpoint_prefix):
-  """Restores variables from a checkpoint, reporting every problem at once.
-
-  global_step may be absent (e.g. some released checkpoints) and is then
-  left at its initial value; any other missing name or shape mismatch is an
-  error listing all of them.
-
-  Raises:
-    ValueError: naming the missing variables and mismatched shapes.
-  """
-  reader = tf.compat.v1.train.NewCheckpointReader(checkpoint_prefix)
-  shapes = reader.get_variable_to_shape_map()
-  available, missing, mismatched = {}, [], []
-  for name, var in sorted(name_to_variable.items()):
-    if name not in shapes:
-      if var.op.name != _GLOBAL_STEP:
-        missing.append(name)
-      continue
-    if not var.shape.is_compatible_with(shapes[name]):
-      mismatched.append('%s (graph %s, checkpoint %s)' % (
-          name, var.shape.as_list(), shapes[name]))
-      continue
-    available[name] = var
-  if missing or mismatched:
-    problems = []
-    if missing:
-      problems.append('%d variable(s) of the model are not in the '
-                      'checkpoint: %s' % (len(missing), ', '.join(missing)))
-    if mismatched:
-      problems.append('%d have another shape: %s' % (
-          len(mismatched), ', '.join(mismatched)))
-    raise errors.UserInputError(
-        'checkpoint %s does not match the model of the pipeline config; %s.'
-        % (checkpoint_prefix, '; '.join(problems)))
-  sess.run(tf.compat.v1.global_variables_initializer())
-  tf.compat.v1.train.Saver(available).restore(sess, checkpoint_prefix)
-
-
-def _has_moving_averages(checkpoint_prefix):
-  names = tf.compat.v1.train.NewCheckpointReader(
-      checkpoint_prefix).get_variable_to_shape_map()
-  return any(name.endswith('/' + _EMA_NAME) for name in names)
-
-
-def _variables_to_restore(use_moving_averages, checkpoint_prefix,
-                          no_ema_collection=None):
-  """{checkpoint name: variable} for the default graph's variables."""
-  variables = tf.compat.v1.global_variables()
-  if use_moving_averages and not _has_moving_averages(checkpoint_prefix):
-    # E.g. released checkpoints trained without averaging: one line instead
-    # of a warning per variable.
-    logging.info('%s holds no moving averages; exporting the raw weights.',
-                 checkpoint_prefix)
-    use_moving_averages = False
-  if not use_moving_averages:
-    return {var.op.name: var for var in variables}
-  name_map = optimizer_builder.moving_average_variables_to_restore(
-      variables, checkpoint_path=checkpoint_prefix)
-  if no_ema_collection:
-    # Variables under these scopes keep their raw (non-averaged) values.
-    name_map = {
-        (var.op.name if any(s in var.op.name for s in no_ema_collection)
-         else name): var for name, var in name_map.items()}
-  return name_map
-
-
 def replace_variable_values_with_moving_averages(graph,
                                                  current_checkpoint_file,
                                                  new_checkpoint_file,
@@ -291,10 +223,9 @@ def replace_variable_values_with_moving_averages(graph,
       their raw values.
   """
   with graph.as_default():
-    name_map = _variables_to_restore(True, current_checkpoint_file,
-                                     no_ema_collection)
     with tf.compat.v1.Session() as sess:
-      _restore_lenient(sess, name_map, current_checkpoint_file)
+      moving_averages.restore(sess, True, current_checkpoint_file,
+                              no_ema_collection)
       tf.compat.v1.train.Saver().save(sess, new_checkpoint_file)
 
 
@@ -418,11 +349,10 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
 
   # Re-save the weights that are exported (averages under the raw names), so
   # model.ckpt is complete and freezing reads exactly these values.
-  name_map = _variables_to_restore(use_moving_averages,
-                                   trained_checkpoint_prefix)
   saver = tf.compat.v1.train.Saver(save_relative_paths=True)
   with tf.compat.v1.Session(graph=graph) as sess:
-    _restore_lenient(sess, name_map, trained_checkpoint_prefix)
+    moving_averages.restore(sess, use_moving_averages,
+                            trained_checkpoint_prefix)
     saver.save(sess, model_path)
   graph_def = graph.as_graph_def()
   for node in graph_def.node:
@@ -518,7 +448,7 @@ def export_inference_graph(input_type, pipeline_config,
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
-  checkpoint = _resolve_checkpoint(trained_checkpoint_prefix)
+  checkpoint = resolve_checkpoint(trained_checkpoint_prefix)
   _check_not_a_training_directory(output_directory)
   graph_rewriter_fn = None
   if pipeline_config.HasField('graph_rewriter'):

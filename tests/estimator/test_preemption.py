@@ -18,7 +18,7 @@ import tensorflow as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator.estimator import model_lib
-from od_estimator.estimator import training_hooks
+from od_estimator.estimator import preemption
 from od_estimator.config import config_util
 from tests import tiny_ssd
 
@@ -28,7 +28,7 @@ DEADLINE_SECS = 600
 def test_hook_stops_on_sigterm_and_restores_the_handlers():
   previous = signal.getsignal(signal.SIGTERM)
   previous_sigint = signal.getsignal(signal.SIGINT)
-  hook = training_hooks.PreemptionHook('train_dir')
+  hook = preemption.PreemptionHook('train_dir')
   hook.begin()
   try:
     assert signal.getsignal(signal.SIGTERM) != previous
@@ -37,7 +37,7 @@ def test_hook_stops_on_sigterm_and_restores_the_handlers():
                                                    session=None)
     hook.after_run(context, None)
     assert context.stop_requested
-    with pytest.raises(training_hooks.TrainingPreempted) as stopped:
+    with pytest.raises(preemption.TrainingPreempted) as stopped:
       hook.checkpoint_saved(7)
     assert (stopped.value.step, stopped.value.exit_status) == (7, 0)
     assert signal.getsignal(signal.SIGTERM) == previous
@@ -49,7 +49,7 @@ def test_hook_stops_on_sigterm_and_restores_the_handlers():
 
 def test_hook_without_a_signal_lets_training_run():
   previous = signal.getsignal(signal.SIGTERM)
-  hook = training_hooks.PreemptionHook()
+  hook = preemption.PreemptionHook()
   hook.begin()
   context = tf.compat.v1.train.SessionRunContext(original_args=None,
                                                  session=None)
@@ -88,13 +88,13 @@ def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
   parts = model_lib.create_estimator_and_inputs(
       run_config, pipeline_config_path=config, use_tpu_estimator=True,
       hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
-  preemption = training_hooks.PreemptionHook(model_dir)
+  hook = preemption.PreemptionHook(model_dir)
   previous = signal.getsignal(signal.SIGINT)
-  with pytest.raises(training_hooks.TrainingPreempted) as stopped:
+  with pytest.raises(preemption.TrainingPreempted) as stopped:
     parts['estimator'].train(
         parts['train_input_fn'], max_steps=100000,
-        hooks=[_SignalAtStep(signal.SIGINT, 2), preemption],
-        saving_listeners=[preemption.saving_listener()])
+        hooks=[_SignalAtStep(signal.SIGINT, 2), hook],
+        saving_listeners=[hook.saving_listener()])
   assert (stopped.value.step, stopped.value.exit_status) == (2, 130)
   assert _checkpoint_step(model_dir) == 2
   assert signal.getsignal(signal.SIGINT) == previous
