@@ -1,20 +1,17 @@
-"""Every SSD config among the original's samples builds and predicts.
+"""The original's SSD sample configs built as training graphs: each predicts.
 
-This module: the configs built as training graphs; the others are in
-tests/test_upstream_ssd_inference_configs.py (the check: tests/upstream_ssd).
+The released zoo models among them also hold the original's variables.
+The other configs: tests/test_upstream_ssd_inference_configs.py; the
+tests, and the one build per config they share: tests/upstream_ssd.py.
 """
-import pytest
-
-from tests import upstream_folder
 from tests import upstream_ssd
+from tests import zoo_checkpoints
+
+upstream_ssd.add_tests(globals(), upstream_ssd.is_training)
 
 
 def test_the_upstream_folder_has_ssd_configs(upstream_configs):
   assert len(upstream_ssd.SSD_CONFIGS) > 30, upstream_configs
-
-
-@pytest.mark.parametrize('path', upstream_folder.params(
-    keep=lambda path: upstream_ssd.is_ssd(path) and
-    upstream_ssd.is_training(path)))
-def test_ssd_config_builds_and_predicts(path):
-  upstream_ssd.check_builds_and_predicts(path)
+  zoo_models = {upstream_ssd.zoo_name(path)
+                for path in upstream_ssd.SSD_CONFIGS}
+  assert set(zoo_checkpoints.FULL_MODELS) <= zoo_models, upstream_configs

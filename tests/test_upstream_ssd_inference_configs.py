@@ -1,16 +1,10 @@
-"""Every SSD config among the original's samples builds and predicts.
+"""The original's SSD sample configs built as inference graphs: each predicts.
 
-This module: the configs built as inference graphs; the others are in
-tests/test_upstream_ssd_configs.py (the check: tests/upstream_ssd).
+The released zoo models among them also hold the original's variables. The
+other configs: tests/test_upstream_ssd_configs.py; the tests, and the one
+build per config they share: tests/upstream_ssd.py.
 """
-import pytest
-
-from tests import upstream_folder
 from tests import upstream_ssd
 
-
-@pytest.mark.parametrize('path', upstream_folder.params(
-    keep=lambda path: upstream_ssd.is_ssd(path) and
-    not upstream_ssd.is_training(path)))
-def test_ssd_config_builds_and_predicts(path):
-  upstream_ssd.check_builds_and_predicts(path)
+upstream_ssd.add_tests(globals(),
+                       lambda path: not upstream_ssd.is_training(path))
