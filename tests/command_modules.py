@@ -84,12 +84,13 @@ def run_console_script(path, module_name, argv):
 def _run_captured(entry, argv):
   """entry() with sys.argv = argv and its output captured.
 
-  Afterwards the absl flags are unparsed and the validators the command
-  added (required flags) removed, so the next command starts from the
-  defaults as a new process would.
+  The absl flags start from their defaults, as in a new process: they are
+  unparsed before and after, and the validators the command adds (required
+  flags) are removed afterwards.
   """
   validators = {name: list(flags.FLAGS[name].validators)
                 for name in flags.FLAGS}
+  flags.FLAGS.unparse_flags()
   out, err = io.StringIO(), io.StringIO()
   argv_before = sys.argv
   sys.argv = list(argv)
