@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3.11
 
-.PHONY: install protos test demo demo_faster_rcnn demo_mask_rcnn bench clean
+.PHONY: install protos test durations demo demo_faster_rcnn demo_mask_rcnn bench clean
 PROTOS := $(wildcard protos/*.proto)
 PROTOS_BUILT := od_estimator/protos/.built
 
@@ -23,6 +23,12 @@ protos: $(PROTOS_BUILT)
 
 test: install
 	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder tests
+
+# `make test`, then tests/durations.txt rewritten from its timings (the
+# order in which the modules start; see tests/conftest.py). Commit it.
+durations: install
+	$(PY) -m pytest -q -n 2 --dist loadscope --no-loadscope-reorder tests \
+	  --write-durations
 
 DEMO_CONFIG := samples/configs/ssd_mobilenet_v2_shapes.config
 DEMO_DIR := demo_out

@@ -9,6 +9,7 @@ the repository. To parametrize over every config of the folder, use
 `@pytest.mark.parametrize('path', upstream_folder.params())` of
 tests/upstream_folder.py; never a fixed list of names.
 """
+import collections
 import os
 
 import numpy as np
@@ -26,41 +27,67 @@ one_step_tiny_ssd_export = trained_models.one_step_tiny_ssd_export
 overfit_faster_rcnn = trained_models.overfit_faster_rcnn
 overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 
-# The modules that take longest (trained models, subprocesses, clusters),
-# slowest first. `make test` runs `-n 2 --dist loadscope
-# --no-loadscope-reorder`: each module goes whole to the next free worker in
-# collection order, so these start first and the two workers finish
-# together. (xdist's default order, most tests first, starts these
-# few-test modules last, and one worker then runs them alone.)
-SLOWEST_MODULES = (
-    'tests/test_upstream_ssd_configs.py',
-    'tests/test_training_robustness.py',
-    'tests/test_cluster.py',
-    'tests/estimator/test_preemption.py',
-    'tests/test_export_vs_estimator.py',
-    'tests/test_evaluation_signals.py',
-    'tests/test_export_safety.py',
-    'tests/estimator/test_fine_tune.py',
-    'tests/test_mirrored_strategy.py',
-    'tests/test_data_errors.py',
-    'tests/test_upstream_faster_rcnn_configs.py',
-    'tests/test_model_main.py',
-    'tests/test_faster_rcnn_end_to_end.py',
-    'tests/test_mask_rcnn_end_to_end.py',
-    'tests/models/test_faster_rcnn_resnet_v1_feature_extractor.py',
-    'tests/models/test_faster_rcnn_inception_resnet_v2_feature_extractor.py',
-    'tests/test_model_tpu_main.py',
-    'tests/test_model_dir_mismatch.py',
-    'tests/test_freeze_variables.py',
-    'tests/legacy/test_legacy_commands.py',
-)
+# tests/durations.txt: the test modules, slowest first (a module's seconds:
+# setup, call and teardown of its tests). `make test` runs `-n 2 --dist
+# loadscope --no-loadscope-reorder`: each module goes whole to the next free
+# worker in collection order, so the slowest start first and the two workers
+# finish together. (xdist's default order, most tests first, starts the
+# few-test slow modules last, and one worker then runs them alone.) Modules
+# the file does not list (new ones) come after those it lists. `make
+# durations` runs the whole suite with --write-durations to rewrite it.
+DURATIONS_FILE = os.path.join(os.path.dirname(__file__), 'durations.txt')
+
+
+def pytest_addoption(parser):
+  parser.addoption(
+      '--write-durations', action='store_true',
+      help='after the run, write tests/durations.txt: every module that ran '
+      'with its seconds, slowest first (run it on the whole suite)')
+
+
+def _module(nodeid):
+  return nodeid.split('::', 1)[0]
+
+
+def _read_durations():
+  """The modules of the durations file, slowest first."""
+  with open(DURATIONS_FILE) as lines:
+    return [line.split()[0] for line in lines
+            if line.strip() and not line.startswith('#')]
 
 
 def pytest_collection_modifyitems(items):
-  """Puts SLOWEST_MODULES first, in that order; the rest keep theirs."""
-  rank = {path: index for index, path in enumerate(SLOWEST_MODULES)}
-  items.sort(key=lambda item: rank.get(item.nodeid.split('::', 1)[0],
-                                       len(rank)))
+  """Puts the modules in durations.txt's order; unlisted ones follow."""
+  rank = {module: index for index, module in enumerate(_read_durations())}
+  items.sort(key=lambda item: rank.get(_module(item.nodeid), len(rank)))
+
+
+def pytest_configure(config):
+  if config.getoption('write_durations'):
+    config.pluginmanager.register(_DurationsWriter(), 'durations_writer')
+
+
+class _DurationsWriter:
+  """Sums each module's test durations; writes DURATIONS_FILE at the end.
+
+  Runs in the controller: under pytest-xdist every report reaches it.
+  """
+
+  def __init__(self):
+    self._seconds = collections.defaultdict(float)
+
+  def pytest_runtest_logreport(self, report):
+    self._seconds[_module(report.nodeid)] += report.duration
+
+  def pytest_sessionfinish(self, session):
+    if hasattr(session.config, 'workerinput'):
+      return  # A worker: the controller writes the file.
+    with open(DURATIONS_FILE, 'w') as out:
+      out.write('# Written by `make durations` (pytest --write-durations): '
+                'module, seconds.\n')
+      for module, seconds in sorted(self._seconds.items(),
+                                    key=lambda entry: -entry[1]):
+        out.write('%s %.1f\n' % (module, seconds))
 
 
 def _execute(graph_fn, inputs=(), dynamic=False):

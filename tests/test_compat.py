@@ -1,10 +1,19 @@
-"""od_estimator.compat: scripts written for the original run unchanged."""
+"""od_estimator.compat: scripts written for the original run unchanged.
+
+The scripts run in this process (tests/command_modules.run_command); only
+the walk over every original path starts an interpreter, so that each
+import is a first one.
+"""
+import importlib
 import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from od_estimator import compat
+from tests.command_modules import run_command
 
 SCRIPT = textwrap.dedent('''
     import sys
@@ -26,23 +35,29 @@ SCRIPT = textwrap.dedent('''
     ''')
 
 
-def _run(tmp_path, env_path=None):
+@pytest.fixture
+def restored_imports(monkeypatch):
+  """Takes the alias and every object_detection module away afterwards."""
+  monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
+  yield
+  for name in [n for n in sys.modules if n.split('.')[0] ==
+               'object_detection']:
+    del sys.modules[name]
+  importlib.invalidate_caches()
+
+
+def _run(tmp_path):
+  """`python -m od_estimator.compat run inference.py label_map.pbtxt`."""
   script = tmp_path / 'inference.py'
   script.write_text(SCRIPT)
   label_map = tmp_path / 'label_map.pbtxt'
   label_map.write_text("item { id: 1 name: 'cat' display_name: 'Cat' }\n"
                        "item { id: 2 name: 'dog' }\n")
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  if env_path:
-    env['PYTHONPATH'] = os.pathsep.join(
-        [str(env_path)] + [p for p in [env.get('PYTHONPATH')] if p])
-  return subprocess.run(
-      [sys.executable, '-m', 'od_estimator.compat', 'run', str(script),
-       str(label_map)], capture_output=True, text=True, env=env,
-      timeout=120, check=False)
+  return run_command('compat', ['run', str(script), str(label_map)])
 
 
-def test_an_unchanged_script_runs_on_od_estimator(tmp_path):
+def test_an_unchanged_script_runs_on_od_estimator(tmp_path, restored_imports):
+  del restored_imports  # Used for its cleanup.
   result = _run(tmp_path)
   assert result.returncode == 0, result.stderr
   assert "CATEGORIES [(1, 'Cat'), (2, 'dog')]" in result.stdout
@@ -52,11 +67,14 @@ def test_an_unchanged_script_runs_on_od_estimator(tmp_path):
           'counterpart' in result.stdout)
 
 
-def test_a_real_installation_is_never_shadowed(tmp_path):
+def test_a_real_installation_is_never_shadowed(tmp_path, monkeypatch,
+                                               restored_imports):
+  del restored_imports  # Used for its cleanup.
   real = tmp_path / 'site' / 'object_detection'
   real.mkdir(parents=True)
   (real / '__init__.py').write_text('')
-  result = _run(tmp_path, env_path=tmp_path / 'site')
+  monkeypatch.syspath_prepend(str(tmp_path / 'site'))
+  result = _run(tmp_path)
   assert result.returncode == 1
   assert result.stderr.startswith(
       'error: The original object_detection is installed here (')
@@ -65,31 +83,22 @@ def test_a_real_installation_is_never_shadowed(tmp_path):
 
 
 def test_usage_without_a_script():
-  result = subprocess.run([sys.executable, '-m', 'od_estimator.compat'],
-                          capture_output=True, text=True, check=False,
-                          timeout=60)
+  result = run_command('compat', [])
   assert result.returncode == 2
   assert 'python -m od_estimator.compat run SCRIPT.py' in result.stderr
 
 
-def test_a_real_package_found_after_install_wins(tmp_path, monkeypatch):
-  import importlib  # pylint: disable=g-import-not-at-top
-  from od_estimator import compat  # pylint: disable=g-import-not-at-top
-  before = list(sys.meta_path)
-  try:
-    compat.install_alias()
-    real = tmp_path / 'object_detection'
-    real.mkdir()
-    (real / '__init__.py').write_text('REAL = True\n')
-    monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.invalidate_caches()
-    module = importlib.import_module('object_detection')
-    assert getattr(module, 'REAL', False), module
-  finally:
-    sys.meta_path[:] = before
-    for name in [n for n in sys.modules if n.split('.')[0] ==
-                 'object_detection']:
-      del sys.modules[name]
+def test_a_real_package_found_after_install_wins(tmp_path, monkeypatch,
+                                                 restored_imports):
+  del restored_imports  # Used for its cleanup.
+  compat.install_alias()
+  real = tmp_path / 'object_detection'
+  real.mkdir()
+  (real / '__init__.py').write_text('REAL = True\n')
+  monkeypatch.syspath_prepend(str(tmp_path))
+  importlib.invalidate_caches()
+  module = importlib.import_module('object_detection')
+  assert getattr(module, 'REAL', False), module
 
 
 WALK = textwrap.dedent('''

@@ -1,10 +1,17 @@
-"""Every console script setup.py declares is installed and answers --help."""
+"""Every console script setup.py declares is installed and answers --help.
+
+Each installed script (pip's wrapper) runs in this process
+(tests/command_modules.run_console_script); one of them also runs as a
+process of its own, to show a script starts from the shell.
+"""
 import importlib.metadata
 import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.command_modules import run_console_script
 
 SCRIPTS = sorted(
     entry for entry in importlib.metadata.entry_points(group='console_scripts')
@@ -15,15 +22,28 @@ ORIGINAL_COMMANDS = {'model_main', 'model_tpu_main', 'export_inference_graph',
                      'create_pascal_tf_record'}
 
 
+def _installed(entry):
+  return os.path.join(os.path.dirname(sys.executable), entry.name)
+
+
 def test_the_original_commands_are_installed():
   assert ORIGINAL_COMMANDS <= {entry.name for entry in SCRIPTS}
 
 
 @pytest.mark.parametrize('entry', SCRIPTS, ids=lambda e: e.name)
 def test_script_answers_help(entry):
-  script = os.path.join(os.path.dirname(sys.executable), entry.name)
+  done = run_console_script(_installed(entry),
+                            entry.module[len('od_estimator.'):], ['--help'])
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert 'Traceback' not in done.stderr
+  assert '--' in done.stdout + done.stderr  # lists its flags
+
+
+def test_a_script_answers_help_as_a_process():
+  script = _installed(next(entry for entry in SCRIPTS
+                           if entry.name == 'model_main'))
   done = subprocess.run([script, '--help'], capture_output=True, text=True,
                         timeout=300, check=False)
   assert done.returncode == 0, done.stderr[-2000:]
   assert 'Traceback' not in done.stderr
-  assert '--' in done.stdout + done.stderr  # lists its flags
+  assert '--pipeline_config_path' in done.stdout

@@ -7,8 +7,6 @@ bad), with the earlier checkpoint left as it was.
 """
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,19 +14,14 @@ import tensorflow as tf
 
 from od_estimator.checks import record_scanner
 from tests import tiny_ssd
-
-MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+from tests.command_modules import run_command
 
 
 def _run(config, model_dir, steps):
-  return subprocess.run(
-      MODEL_MAIN + ['--pipeline_config_path=%s' % config,
-                    '--model_dir=%s' % model_dir,
-                    '--num_train_steps=%d' % steps,
-                    '--sample_1_of_n_eval_examples=8',
-                    '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
-      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
-      check=False)
+  return run_command('model_main', [
+      '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+      '--num_train_steps=%d' % steps, '--sample_1_of_n_eval_examples=8',
+      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
 
 
 def _checkpoint_values(model_dir):

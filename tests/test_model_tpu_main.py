@@ -1,14 +1,12 @@
 """model_tpu_main end to end: the TPUEstimator path on CPU (--use_tpu=false)."""
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests import event_tags
 from tests import tiny_ssd
+from tests.command_modules import run_command
 
-MODEL_TPU_MAIN = [sys.executable, '-m', 'od_estimator.model_tpu_main']
 TRAIN_STEPS = 2
 # The tiny overrides minus batch_size, which --train_batch_size sets instead
 # (an hparams batch_size would win over it).
@@ -16,9 +14,8 @@ OVERRIDES = ','.join(item for item in tiny_ssd.LIGHT_OVERRIDES.split(',')
                      if not item.startswith('batch_size='))
 
 
-def _run(args, timeout=600):
-  return subprocess.run(MODEL_TPU_MAIN + args, capture_output=True, text=True,
-                        timeout=timeout, cwd=tiny_ssd.REPO, check=False)
+def _run(args):
+  return run_command('model_tpu_main', args)
 
 
 @pytest.fixture(scope='module')

@@ -7,8 +7,6 @@ without records are refused when the pipeline is built. No training here:
 test_data_errors relaunches model_main on one such record.
 """
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -26,6 +24,7 @@ from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.config import config_util
 from tests import tiny_ssd
 from tests.command_modules import import_command
+from tests.command_modules import run_command
 
 # Two boxes; the demo's label map has 3 classes (circle, square, triangle).
 _BOXES = {'ymin': [0.1, 0.2], 'xmin': [0.1, 0.2], 'ymax': [0.5, 0.6],
@@ -401,13 +400,10 @@ def test_model_main_on_empty_records_stops_at_once(data, tmp_path):
   paths = _empty_files(tmp_path)
   config = _config_reading(data, tmp_path, str(tmp_path / 'empty-*.record'))
   model_dir = tmp_path / 'model'
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-       '--num_train_steps=2',
-       '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
-      capture_output=True, text=True, timeout=300, cwd=tiny_ssd.REPO,
-      check=False)
+  result = run_command('model_main', [
+      '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+      '--num_train_steps=2',
+      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr
   error_lines = [line for line in result.stderr.splitlines()

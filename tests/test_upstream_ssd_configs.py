@@ -1,77 +1,17 @@
-"""Every SSD config among the original's samples builds and predicts.
+"""The original's SSD sample configs built as training graphs: each predicts.
 
-Each is built (training and inference graphs alternate between configs to
-bound the run time) at a reduced input size and run once on random images:
-od_estimator provides every feature extractor type they name.
+The released zoo models among them also hold the original's variables.
+The other configs: tests/test_upstream_ssd_inference_configs.py; the
+tests, and the one build per config they share: tests/upstream_ssd.py.
 """
-import numpy as np
-import pytest
-import tensorflow as tf
+from tests import upstream_ssd
+from tests import zoo_checkpoints
 
-from od_estimator.builders import model_builder
-from od_estimator.core import box_predictor
-from od_estimator.models import ssd_feature_extractor_registry
-from od_estimator.config import config_util
-from od_estimator.utils import graph_building
-from tests import upstream_folder
-
-
-
-def _is_ssd(path):
-  return config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
-      'model') == 'ssd'
-
-
-SSD_CONFIGS = [path for path in upstream_folder.paths() if _is_ssd(path)]
-REDUCED_SIZE = 128
-
-
-def _shrink(ssd_config):
-  """Smaller fixed input where the config allows it (anchors follow)."""
-  resizer = ssd_config.image_resizer
-  kind = resizer.WhichOneof('image_resizer_oneof')
-  if ssd_config.feature_extractor.type == 'embedded_ssd_mobilenet_v1':
-    return resizer.fixed_shape_resizer.height  # it requires its 256x256
-  if kind == 'fixed_shape_resizer':
-    size = REDUCED_SIZE
-    if ssd_config.feature_extractor.type.startswith(('ssd_resnet',
-                                                     'ssd_inception_v3')):
-      size = 256  # deeper strides need a larger input for their top levels
-    resizer.fixed_shape_resizer.height = size
-    resizer.fixed_shape_resizer.width = size
-    return size
-  return None
+upstream_ssd.add_tests(globals(), upstream_ssd.is_training)
 
 
 def test_the_upstream_folder_has_ssd_configs(upstream_configs):
-  assert len(SSD_CONFIGS) > 30, upstream_configs
-
-
-@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_ssd))
-def test_ssd_config_builds_and_predicts(path):
-  index = SSD_CONFIGS.index(path)
-  ssd_config = config_util.get_configs_from_pipeline_file(path)['model'].ssd
-  extractor_type = ssd_config.feature_extractor.type
-  model_config = config_util.get_configs_from_pipeline_file(path)['model']
-  size = _shrink(model_config.ssd)
-  assert (extractor_type in
-          ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
-  is_training = index % 2 == 0
-  with tf.Graph().as_default(), graph_building.identity_equality():
-    model = model_builder.build(model_config, is_training=is_training)
-    images = tf.random.uniform([1, size or REDUCED_SIZE,
-                                size or REDUCED_SIZE, 3], 0, 255)
-    preprocessed, true_shapes = model.preprocess(images)
-    predictions = model.predict(preprocessed, true_shapes)
-    with tf.compat.v1.Session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      boxes, classes, anchors = sess.run([
-          predictions[box_predictor.BOX_ENCODINGS],
-          predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND],
-          predictions['anchors']])
-  num_anchors = anchors.shape[0]
-  num_class_slots = model_config.ssd.num_classes + (
-      1 if model_config.ssd.add_background_class else 0)
-  assert boxes.shape == (1, num_anchors, 4)
-  assert classes.shape == (1, num_anchors, num_class_slots)
-  assert np.isfinite(boxes).all() and np.isfinite(classes).all()
+  assert len(upstream_ssd.SSD_CONFIGS) > 30, upstream_configs
+  zoo_models = {upstream_ssd.zoo_name(path)
+                for path in upstream_ssd.SSD_CONFIGS}
+  assert set(zoo_checkpoints.FULL_MODELS) <= zoo_models, upstream_configs

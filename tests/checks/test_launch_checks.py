@@ -1,8 +1,6 @@
 """The training commands check the merged configs before touching model_dir."""
 import functools
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -12,6 +10,7 @@ from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
 from tests import tiny_ssd
+from tests.command_modules import run_command
 
 _AS_RUN = 'pipeline.config of the last good run\n'
 
@@ -118,20 +117,17 @@ def test_evaluation_only_launch_does_not_need_the_training_files(
 
 
 @pytest.mark.parametrize('command, flags', [
-    ('od_estimator.model_main', ['--num_train_steps=1']),
-    ('od_estimator.model_tpu_main', ['--use_tpu=false', '--mode=train']),
+    ('model_main', ['--num_train_steps=1']),
+    ('model_tpu_main', ['--use_tpu=false', '--mode=train']),
 ])
 def test_command_reports_every_problem_and_exits_1(config, model_dir, tmp_path,
                                                    command, flags):
   path = _edited(config, 'shapes_train.record-*', 'shapes_tran.record-*',
                  tmp_path)
-  result = subprocess.run(
-      [sys.executable, '-m', command, '--pipeline_config_path=%s' % path,
-       '--model_dir=%s' % model_dir,
-       '--hparams_overrides=%s,model.ssd.num_classes=2,'
-       'train_config.batch_size=0' % tiny_ssd.TINY_OVERRIDES] + flags,
-      capture_output=True, text=True, cwd=tiny_ssd.REPO, check=False,
-      timeout=300)
+  result = run_command(command, [
+      '--pipeline_config_path=%s' % path, '--model_dir=%s' % model_dir,
+      '--hparams_overrides=%s,model.ssd.num_classes=2,'
+      'train_config.batch_size=0' % tiny_ssd.TINY_OVERRIDES] + flags)
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr
   errors_lines = [line for line in result.stderr.splitlines()

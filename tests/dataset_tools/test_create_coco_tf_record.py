@@ -4,8 +4,6 @@ import hashlib
 import io
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 from PIL import Image
@@ -15,9 +13,7 @@ import tensorflow as tf
 from od_estimator.core import standard_fields as fields
 from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.dataset_tools import create_coco_tf_record as coco
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from tests.command_modules import run_command
 
 # Two categories with non-contiguous ids, as in COCO.
 _CATEGORIES = [{'id': 1, 'name': 'person'}, {'id': 7, 'name': 'train'}]
@@ -92,9 +88,9 @@ def _make_coco_tree(root):
 
 
 def _run(args):
-  return subprocess.run(
-      [sys.executable, '-m', 'od_estimator.dataset_tools.create_coco_tf_record']
-      + args, cwd=_REPO, capture_output=True, text=True, check=True)
+  result = run_command('dataset_tools.create_coco_tf_record', args)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return result
 
 
 def _read_examples(pattern):
@@ -204,7 +200,6 @@ def test_val_and_testdev_default_shards_without_masks(tmp_path, capsys):
   del data['annotations']
   testdev.write_text(json.dumps(data))
   output_dir = tmp_path / 'out'
-  # In process (one subprocess per file keeps the tests fast).
   assert coco.main(['--val_image_dir', image_dir,
                     '--val_annotations_file', annotations,
                     '--test_image_dir', image_dir,

@@ -1,7 +1,5 @@
 """Tests for od_estimator.dataset_tools.create_pascal_tf_record."""
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 
 import numpy as np
@@ -10,9 +8,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator.dataset_tools import create_pascal_tf_record as pascal
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from tests.command_modules import run_command
 
 # The VOC ids of these classes in the original's pascal_label_map.pbtxt.
 _LABEL_MAP = """
@@ -81,12 +77,10 @@ def _bytes(feature, key):
 def test_cli_writes_voc_examples(tmp_path):
   data_dir, label_map = _make_voc_tree(tmp_path)
   output = tmp_path / 'out' / 'pascal_train.record'
-  result = subprocess.run(
-      [sys.executable, '-m',
-       'od_estimator.dataset_tools.create_pascal_tf_record',
-       '--data_dir', data_dir, '--set', 'train', '--year', 'VOC2007',
-       '--output_path', str(output), '--label_map_path', label_map],
-      cwd=_REPO, capture_output=True, text=True, check=True)
+  result = run_command('dataset_tools.create_pascal_tf_record', [
+      '--data_dir', data_dir, '--set', 'train', '--year', 'VOC2007',
+      '--output_path', str(output), '--label_map_path', label_map])
+  assert result.returncode == 0, result.stderr[-3000:]
   assert 'wrote 2 images and 3 objects' in result.stdout
 
   first, second = _read(str(output))

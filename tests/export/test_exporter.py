@@ -28,9 +28,8 @@ from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_util
 from tests import fakes
 from tests import image_inputs
+from tests.command_modules import run_command
 
-REPO = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
 MAX_DETECTIONS = 5
 # ssd_anchor_generator, 2 layers, 3 aspect ratios: 3 boxes per cell on the
@@ -385,11 +384,7 @@ def test_parse_side_inputs():
 
 
 def _cli(*args):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  return subprocess.run(
-      [sys.executable, '-m', 'od_estimator.export_inference_graph'] +
-      list(args), capture_output=True, text=True, timeout=120, cwd=REPO,
-      env=env, check=False)
+  return run_command('export_inference_graph', args)
 
 
 def test_cli_help_lists_the_original_flags():

@@ -69,6 +69,11 @@ def run_in_process(module, argv):
 
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
+  """Trains in a process of its own, as the user's command line does.
+
+  The chief's sync_replicas queue runner is left waiting for gradients when
+  training ends (as in the original): only the process's exit stops it.
+  """
   root = tmp_path_factory.mktemp('legacy')
   config = write_legacy_config(
       root, sync_replicas=True, replicas_to_aggregate=REPLICAS_TO_AGGREGATE)

@@ -1,0 +1,10 @@
+"""The original's SSD sample configs built as inference graphs: each predicts.
+
+The released zoo models among them also hold the original's variables. The
+other configs: tests/test_upstream_ssd_configs.py; the tests, and the one
+build per config they share: tests/upstream_ssd.py.
+"""
+from tests import upstream_ssd
+
+upstream_ssd.add_tests(globals(),
+                       lambda path: not upstream_ssd.is_training(path))

@@ -1,0 +1,157 @@
+"""The original's SSD sample configs, each built once and run on random images.
+
+Shared by tests/test_upstream_ssd_configs.py (the configs built as training
+graphs) and tests/test_upstream_ssd_inference_configs.py (the others): the
+two halves of one check, in two modules so that pytest-xdist's workers
+(each takes a whole module) share the work. Training and inference graphs
+alternate between configs, in file name order, to bound the run time.
+Each is built at a reduced input size, except the configs of the released
+zoo checkpoints (tests/zoo_checkpoints.py): they keep their own, whose
+anchor count those checks know, and the same build serves both checks.
+od_estimator provides every feature extractor type the configs name.
+"""
+import collections
+import functools
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from od_estimator.builders import model_builder
+from od_estimator.core import box_predictor
+from od_estimator.models import ssd_feature_extractor_registry
+from od_estimator.config import config_util
+from od_estimator.utils import graph_building
+from tests import upstream_folder
+from tests import zoo_checkpoints
+
+
+def is_ssd(path):
+  return config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
+      'model') == 'ssd'
+
+
+SSD_CONFIGS = [path for path in upstream_folder.paths() if is_ssd(path)]
+REDUCED_SIZE = 128
+
+
+def is_training(path):
+  """Whether the config is built as a training graph (every other one)."""
+  return SSD_CONFIGS.index(path) % 2 == 0
+
+
+def zoo_name(path):
+  """The zoo model the config is the recipe of, or None."""
+  name = os.path.splitext(os.path.basename(path))[0]
+  return name if name in zoo_checkpoints.FULL_MODELS else None
+
+
+def _shrink(ssd_config):
+  """Smaller fixed input where the config allows it (anchors follow)."""
+  resizer = ssd_config.image_resizer
+  kind = resizer.WhichOneof('image_resizer_oneof')
+  if ssd_config.feature_extractor.type == 'embedded_ssd_mobilenet_v1':
+    return resizer.fixed_shape_resizer.height  # it requires its 256x256
+  if kind == 'fixed_shape_resizer':
+    size = REDUCED_SIZE
+    if ssd_config.feature_extractor.type.startswith(('ssd_resnet',
+                                                     'ssd_inception_v3')):
+      size = 256  # deeper strides need a larger input for their top levels
+    resizer.fixed_shape_resizer.height = size
+    resizer.fixed_shape_resizer.width = size
+    return size
+  return None
+
+
+Built = collections.namedtuple('Built', [
+    'model_config',  # as built (input size included)
+    'shapes',  # {variable name: shape}
+    'class_shape',  # static shape of the class predictions
+    'boxes', 'classes', 'anchors'])  # predicted on one random image
+
+
+@functools.lru_cache(maxsize=None)
+def built(path):
+  """Builds the config's model once per process; predicts once."""
+  model_config = config_util.get_configs_from_pipeline_file(path)['model']
+  if zoo_name(path):
+    size = model_config.ssd.image_resizer.fixed_shape_resizer.height
+  else:
+    size = _shrink(model_config.ssd) or REDUCED_SIZE
+  with tf.Graph().as_default(), graph_building.identity_equality():
+    model = model_builder.build(model_config, is_training=is_training(path))
+    images = tf.random.uniform([1, size, size, 3], 0, 255)
+    preprocessed, true_shapes = model.preprocess(images)
+    predictions = model.predict(preprocessed, true_shapes)
+    variables = tf.compat.v1.global_variables()
+    shapes = {v.op.name: v.shape.as_list() for v in variables}
+    assert len(shapes) == len(variables)
+    class_predictions = predictions[
+        box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      boxes, classes, anchors = sess.run([
+          predictions[box_predictor.BOX_ENCODINGS], class_predictions,
+          predictions['anchors']])
+  return Built(model_config, shapes, class_predictions.shape.as_list(),
+               boxes, classes, anchors)
+
+
+def check_builds_and_predicts(path):
+  """The config's model predicts boxes and classes for every anchor."""
+  extractor_type = config_util.get_configs_from_pipeline_file(
+      path)['model'].ssd.feature_extractor.type
+  assert (extractor_type in
+          ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
+  model = built(path)
+  num_anchors = model.anchors.shape[0]
+  num_class_slots = model.model_config.ssd.num_classes + (
+      1 if model.model_config.ssd.add_background_class else 0)
+  assert model.boxes.shape == (1, num_anchors, 4)
+  assert model.classes.shape == (1, num_anchors, num_class_slots)
+  assert np.isfinite(model.boxes).all() and np.isfinite(model.classes).all()
+
+
+def add_tests(namespace, keep):
+  """Puts the tests below into a test module, for the configs keep() chooses.
+
+  Args:
+    namespace: the test module's globals().
+    keep: predicate on a config path.
+  """
+  def pytest_generate_tests(metafunc):
+    if 'path' in metafunc.fixturenames:
+      metafunc.parametrize('path', upstream_folder.params(
+          keep=lambda path: is_ssd(path) and keep(path)))
+    if 'zoo_path' in metafunc.fixturenames:
+      metafunc.parametrize('zoo_path', upstream_folder.params(
+          keep=lambda path: is_ssd(path) and keep(path) and
+          zoo_name(path) is not None))
+  namespace['pytest_generate_tests'] = pytest_generate_tests
+  for test in (test_ssd_config_builds_and_predicts,
+               test_zoo_model_variables_match_the_original,
+               test_zoo_model_holds_the_zoo_checkpoint_entries,
+               test_zoo_model_anchors_and_class_outputs):
+    namespace[test.__name__] = test
+
+
+# The tests add_tests puts into the two test modules: `path` is each SSD
+# config kept, `zoo_path` each zoo model among them.
+
+
+def test_ssd_config_builds_and_predicts(path):
+  check_builds_and_predicts(path)
+
+
+def test_zoo_model_variables_match_the_original(zoo_path):
+  zoo_checkpoints.check_variables(zoo_name(zoo_path), built(zoo_path).shapes)
+
+
+def test_zoo_model_holds_the_zoo_checkpoint_entries(zoo_path):
+  zoo_checkpoints.check_checkpoint_entries(zoo_name(zoo_path),
+                                           built(zoo_path).shapes)
+
+
+def test_zoo_model_anchors_and_class_outputs(zoo_path):
+  zoo_checkpoints.check_anchors_and_class_outputs(
+      zoo_name(zoo_path), built(zoo_path).class_shape)
