@@ -4,7 +4,7 @@ functions and detect's results, each with its numbers unchanged."""
 import numpy as np
 
 from od_estimator import detect
-from od_estimator.metrics import coco_export
+from od_estimator.compat import coco_export
 from od_estimator.metrics import coco_tools
 
 # Float32 values whose float32 differences differ from their float64 ones.
