@@ -77,6 +77,15 @@ def test_convolve_then_upsample():
                           convolve_then_upsample=True)
 
 
+def test_convolve_then_upsample_keeps_height_and_width_apart():
+  """A mask taller than wide upsamples the ROI features by its own factor
+  in each dimension (2 in height, 4 in width here)."""
+  _, output = _variables_and_output(
+      [2, 7, 7, 16], num_classes=3, mask_height=14, mask_width=28,
+      mask_prediction_conv_depth=8, convolve_then_upsample=True)
+  assert output == [2, 1, 3, 14, 28]
+
+
 def test_last_layer_is_linear_and_resizes_first(execute):
   """One layer: the bilinear resize (align_corners) then a linear 3x3 conv
   of ones, so a constant map of c gives 9 * c * channels inside."""

@@ -133,7 +133,8 @@ class MaskRCNNMaskHead:
               'multiple of the ROI feature size %dx%d, got %dx%d.' % (
                   height, width, self._mask_height, self._mask_width))
         features = feature_map_generators.nearest_neighbor_upsampling(
-            features, self._mask_height // height, self._mask_width // width)
+            features, height_scale=self._mask_height // height,
+            width_scale=self._mask_width // width)
         features = slim.conv2d(features, num_outputs=depth,
                                kernel_size=[3, 3])
       mask_logits = slim.conv2d(features, num_outputs=self._num_masks,
