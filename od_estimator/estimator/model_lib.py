@@ -1,18 +1,13 @@
-"""The model_fn factory and the Estimator / train_and_evaluate plumbing.
+"""The Estimator / TPUEstimator and train_and_evaluate plumbing.
 
-`create_model_fn` returns one `model_fn(features, labels, mode, params)` for
-`tf.estimator.Estimator` and for `TPUEstimator`; it hands each mode to its
-own function (`build_train_spec`, `build_eval_spec`, `build_predict_spec`),
-and `estimator_spec` turns each into a TPUEstimatorSpec (scaffold_fn) or an
-EstimatorSpec (scaffold). The halves they call are testable alone: losses
-and train op in training_graph, checkpoint initialization in fine_tune, the
-eval dict and metrics in eval_graph, the moving-average restore in
-moving_averages, the exported dict below (`output_dict_for_export`).
+`create_estimator_and_inputs` builds the run configs, the input_fns, the
+model_fn (estimator/model_fn.py) and the Estimator or TPUEstimator;
+`create_train_and_eval_specs` and `continuous_eval` run them. The original's
+model_lib names (`create_model_fn`, `unstack_batch`, `provide_groundtruth`,
+`MODEL_BUILD_UTIL_MAP`, ...) are all here for code written against it.
 """
-import dataclasses
 import functools
 import os
-from typing import Callable, Optional
 
 from absl import logging
 import tensorflow as tf
@@ -20,25 +15,22 @@ from tensorflow_estimator.python.estimator import estimator as estimator_lib
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
 from od_estimator import errors
-from od_estimator.estimator import eval_graph
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
-from od_estimator.estimator import moving_averages
-from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import model_fn as model_fn_lib
 from od_estimator.estimator import resume_check
 from od_estimator.estimator import training_graph
-from od_estimator.builders import graph_rewriter_builder
-from od_estimator.builders import model_builder
-from od_estimator.core import standard_fields as fields
+from od_estimator.input_pipeline import inputs
 from od_estimator.utils import checkpoint_health
-from od_estimator.config import config_util
-from od_estimator.utils import graph_building
 
-_IN = fields.InputDataFields
-_DET = fields.DetectionResultFields
-_ModeKeys = tf.estimator.ModeKeys
 NON_FINITE_LOSS = training_graph.NON_FINITE_LOSS
 # The original's model_lib names, kept for code written against it.
 fine_tune_checkpoint_type = fine_tune.fine_tune_checkpoint_type
+create_model_fn = model_fn_lib.create_model_fn
+unstack_batch = model_fn_lib.unstack_batch
+provide_groundtruth = model_fn_lib.provide_groundtruth
+output_dict_for_export = model_fn_lib.output_dict_for_export
 
 # Estimator inputs/exports keep the original's names (see COMPAT.md).
 MODEL_BUILD_UTIL_MAP = {
@@ -46,360 +38,6 @@ MODEL_BUILD_UTIL_MAP = {
     'create_eval_input_fn': inputs.create_eval_input_fn,
     'create_predict_input_fn': inputs.create_predict_input_fn,
 }
-
-
-# ---------------------------------------------------------------------------
-# Groundtruth.
-
-def unstack_batch(tensor_dict, unpad_groundtruth_tensors=True):
-  """Splits batched label tensors into per-image lists.
-
-  Args:
-    tensor_dict: batched labels (leading dimension B).
-    unpad_groundtruth_tensors: slice each image's rows to its
-      num_groundtruth_boxes (off TPU; dynamic shapes).
-
-  Returns:
-    {key: list of B tensors}.
-  """
-  unbatched = {key: tf.unstack(value) for key, value in tensor_dict.items()}
-  if not unpad_groundtruth_tensors:
-    return unbatched
-  if _IN.num_groundtruth_boxes not in unbatched:
-    raise ValueError('unpadding needs `num_groundtruth_boxes` in the labels')
-  counts = unbatched[_IN.num_groundtruth_boxes]
-  for key in inputs.PER_BOX_FIELDS:
-    if key in unbatched:
-      unbatched[key] = [tensor[:count] for tensor, count in
-                        zip(unbatched[key], counts)]
-  return unbatched
-
-
-def provide_groundtruth(model, labels):
-  """Passes per-image groundtruth lists from `labels` to the model."""
-  def optional(key):
-    return labels.get(key)
-  model.provide_groundtruth(
-      groundtruth_boxes_list=labels[_IN.groundtruth_boxes],
-      groundtruth_classes_list=labels[_IN.groundtruth_classes],
-      groundtruth_masks_list=optional(_IN.groundtruth_instance_masks),
-      groundtruth_keypoints_list=optional(_IN.groundtruth_keypoints),
-      groundtruth_weights_list=optional(_IN.groundtruth_weights),
-      groundtruth_confidences_list=optional(_IN.groundtruth_confidences),
-      groundtruth_is_crowd_list=optional(_IN.groundtruth_is_crowd))
-
-
-# ---------------------------------------------------------------------------
-# Export.
-
-def output_dict_for_export(detections):
-  """Detections with 1-based float classes, as served by exports.
-
-  Both the Estimator's PREDICT signature and the exporter's graphs serve
-  this dict: the four required outputs, then those of
-  standard_fields.OPTIONAL_EXPORTED_OUTPUTS the model returns.
-  """
-  outputs = {
-      _DET.detection_boxes: detections[_DET.detection_boxes],
-      _DET.detection_scores: detections[_DET.detection_scores],
-      _DET.detection_classes: tf.cast(detections[_DET.detection_classes],
-                                      tf.float32) + fields.LABEL_ID_OFFSET,
-      _DET.num_detections: tf.cast(detections[_DET.num_detections],
-                                   tf.float32),
-  }
-  for key in fields.OPTIONAL_EXPORTED_OUTPUTS:
-    if key in detections:
-      outputs[key] = detections[key]
-  return outputs
-
-
-def _build_export_outputs(detections):
-  outputs = output_dict_for_export(detections)
-  return outputs, {
-      tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY:
-          tf.estimator.export.PredictOutput(outputs)}
-
-
-# ---------------------------------------------------------------------------
-# model_fn: one function per mode, each returning its spec.
-
-@dataclasses.dataclass(frozen=True)
-class ModelFnOptions:
-  """What the model_fn of create_model_fn builds every mode with.
-
-  Attributes:
-    detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
-    configs: a configs dict (config_util).
-    use_tpu: build for a TPU (CrossShardOptimizer, bfloat16).
-    postprocess_on_cpu: run post-processing outside the TPU computation.
-    load_pretrained: initialize from train_config.fine_tune_checkpoint.
-    allow_partial_fine_tune: see fine_tune.restore_map.
-    optimizer_wrapper: see training_graph.build_train_op.
-  """
-  detection_model_fn: Callable
-  configs: dict
-  use_tpu: bool = False
-  postprocess_on_cpu: bool = False
-  load_pretrained: bool = True
-  allow_partial_fine_tune: bool = False
-  optimizer_wrapper: Optional[Callable] = None
-
-  @property
-  def train_config(self):
-    return self.configs['train_config']
-
-  @property
-  def eval_config(self):
-    return self.configs['eval_config']
-
-  @property
-  def eval_input_config(self):
-    """The first eval input's config (the train input's when none)."""
-    eval_input_configs = self.configs['eval_input_configs']
-    return (eval_input_configs[0] if eval_input_configs else
-            self.configs['train_input_config'])
-
-  @property
-  def graph_rewriter_config(self):
-    return self.configs.get('graph_rewriter_config')
-
-
-def _called_by_tpu_estimator(params):
-  """True when TPUEstimator calls model_fn (it always sets params['use_tpu']).
-
-  TPUEstimator then gets TPUEstimatorSpecs (scaffold_fn, eval_metrics) even
-  off TPU, where it turns them into EstimatorSpecs itself.
-  """
-  return params is not None and 'use_tpu' in params
-
-
-def _hparam(hparams, name, default):
-  """hparams' `name` (an attribute, or a dict key), else `default`."""
-  if hparams is None:
-    return default
-  if isinstance(hparams, dict):
-    return hparams.get(name, default)
-  return getattr(hparams, name, default)
-
-
-def _load_pretrained(hparams):
-  """hparams' load_pretrained; default True."""
-  return _hparam(hparams, 'load_pretrained', True)
-
-
-def _without_fine_tune_checkpoint(configs):
-  """configs whose train_config has no fine_tune_checkpoint (a copy)."""
-  train_config = configs['train_config'].__class__()
-  train_config.CopyFrom(configs['train_config'])
-  train_config.ClearField('fine_tune_checkpoint')
-  return dict(configs, train_config=train_config)
-
-
-def _rewrite_graph(graph_rewriter_config, is_training):
-  """Applies a graph_rewriter (quantization) to the default graph, if any."""
-  if graph_rewriter_config is not None:
-    graph_rewriter_builder.build(graph_rewriter_config,
-                                 is_training=is_training)()
-
-
-def _build_model(options, is_training):
-  return options.detection_model_fn(is_training=is_training,
-                                    add_summaries=not options.use_tpu)
-
-
-def _give_groundtruth(options, model, labels):
-  """Gives `model` the batch's groundtruth; returns the per-image labels."""
-  labels = unstack_batch(labels, unpad_groundtruth_tensors=(
-      options.train_config.unpad_groundtruth_tensors and not options.use_tpu))
-  provide_groundtruth(model, labels)
-  return labels
-
-
-def _predict(options, model, features):
-  """model.predict on the batch, in bfloat16 on TPU when the config asks.
-
-  Predictions computed in bfloat16 are returned cast to float32.
-  """
-  images = features[_IN.image]
-  true_image_shapes = features[_IN.true_image_shape]
-  if not (options.use_tpu and options.train_config.use_bfloat16):
-    return model.predict(images, true_image_shapes)
-  with tf.compat.v1.tpu.bfloat16_scope():
-    prediction_dict = model.predict(images, true_image_shapes)
-  return {key: tf.cast(value, tf.float32)
-          if getattr(value, 'dtype', None) == tf.bfloat16 else value
-          for key, value in prediction_dict.items()}
-
-
-def _postprocess(options, model, prediction_dict, features):
-  """The detections; outside the TPU computation with postprocess_on_cpu."""
-  postprocess = functools.partial(
-      model.postprocess, true_image_shapes=features[_IN.true_image_shape])
-  if options.use_tpu and options.postprocess_on_cpu:
-    return tf.compat.v1.tpu.outside_compilation(postprocess, prediction_dict)
-  return postprocess(prediction_dict)
-
-
-def estimator_spec(tpu_spec, mode, scaffold_fn, **spec_fields):
-  """The spec of `mode` for TPUEstimator (tpu_spec) or Estimator.
-
-  Args:
-    tpu_spec: return a TPUEstimatorSpec given `scaffold_fn`; otherwise an
-      EstimatorSpec given the scaffold it builds.
-    mode: a tf.estimator.ModeKeys.
-    scaffold_fn: fn() -> tf.compat.v1.train.Scaffold, or None (the
-      Estimator's default scaffold).
-    **spec_fields: the spec's other fields (loss, train_op, predictions,
-      ..., TPUEstimatorSpec's eval_metrics or EstimatorSpec's
-      eval_metric_ops).
-  """
-  if tpu_spec:
-    return tpu_estimator.TPUEstimatorSpec(mode=mode, scaffold_fn=scaffold_fn,
-                                          **spec_fields)
-  return tf.estimator.EstimatorSpec(
-      mode=mode, scaffold=scaffold_fn() if scaffold_fn else None,
-      **spec_fields)
-
-
-def _restore_scaffold_fn(options):
-  """EVAL's and PREDICT's scaffold_fn: the weights the exporter uses too
-  (the moving averages with eval_config.use_moving_averages)."""
-  return moving_averages.scaffold_fn(options.eval_config.use_moving_averages)
-
-
-def build_train_spec(options, features, labels, tpu_spec):
-  """TRAIN: losses (and their summaries), fine-tuning, the train op.
-
-  Args:
-    options: ModelFnOptions.
-    features: the input_fn's batched features.
-    labels: the input_fn's batched labels.
-    tpu_spec: return a TPUEstimatorSpec (see estimator_spec).
-  """
-  train_config = options.train_config
-  model = _build_model(options, is_training=True)
-  _give_groundtruth(options, model, labels)
-  prediction_dict = _predict(options, model, features)
-  losses, total_loss = training_graph.build_losses(
-      model, prediction_dict, features[_IN.true_image_shape], train_config)
-  if not options.use_tpu:
-    for name, loss in losses.items():
-      training_graph.scalar_summary(name, loss)
-  scaffold_fn = fine_tune.build_scaffold_fn(
-      model, train_config, options.use_tpu, options.load_pretrained,
-      options.allow_partial_fine_tune)
-  # As the original: after the loss, before the optimizer (so gradients
-  # flow through the FakeQuant ops); fine-tune restores float weights.
-  _rewrite_graph(options.graph_rewriter_config, is_training=True)
-  # TPU training loops cannot run the Assert; TPUEstimator (also off TPU)
-  # keeps only its NanTensorHook.
-  train_op = training_graph.build_train_op(
-      total_loss, model, train_config, options.use_tpu,
-      check_finite_loss=not tpu_spec,
-      optimizer_wrapper=options.optimizer_wrapper)
-  return estimator_spec(tpu_spec, _ModeKeys.TRAIN, scaffold_fn,
-                        loss=total_loss, train_op=train_op)
-
-
-def build_eval_spec(options, features, labels, tpu_spec):
-  """EVAL: detections, losses and the evaluators' metrics.
-
-  Args: as build_train_spec's.
-  """
-  model = _build_model(options, is_training=False)
-  labels = _give_groundtruth(options, model, labels)
-  prediction_dict = _predict(options, model, features)
-  detections = _postprocess(options, model, prediction_dict, features)
-  losses, total_loss = eval_graph.build_eval_losses(
-      model, prediction_dict, features, options.configs)
-  _rewrite_graph(options.graph_rewriter_config, is_training=False)
-  eval_dict = eval_graph.build_eval_dict(
-      labels, features, detections, options.eval_input_config,
-      reframe_masks=not tpu_spec)
-  return estimator_spec(
-      tpu_spec, _ModeKeys.EVAL, _restore_scaffold_fn(options),
-      loss=total_loss,
-      **_eval_metrics(options, eval_dict, losses, features, tpu_spec))
-
-
-def _eval_metrics(options, eval_dict, losses, features, tpu_spec):
-  """{'eval_metrics': (metric_fn, tensors)} for a TPUEstimatorSpec, else
-  {'eval_metric_ops': {name: (value, update)}} for an EstimatorSpec."""
-  images = _IN.original_image in features
-  if tpu_spec:
-    # As the original, no images from TPU evaluations.
-    return {'eval_metrics': eval_graph.build_tpu_eval_metrics(
-        eval_dict, losses, options.configs,
-        images=not options.use_tpu and images)}
-  return {'eval_metric_ops': eval_graph.build_eval_metric_ops(
-      eval_dict, losses, options.configs, images=images)}
-
-
-def build_predict_spec(options, features, labels, tpu_spec):
-  """PREDICT (and the Servo export): the detections as exports serve them.
-
-  Args: as build_train_spec's; labels are unused.
-  """
-  del labels  # Unused: nothing to compare the detections with.
-  model = _build_model(options, is_training=False)
-  prediction_dict = _predict(options, model, features)
-  detections = _postprocess(options, model, prediction_dict, features)
-  # Also for the Servo export (the original rewrote only TRAIN and EVAL),
-  # so it serves the same quantized graph as the exporter.
-  _rewrite_graph(options.graph_rewriter_config, is_training=False)
-  predictions, export_outputs = _build_export_outputs(detections)
-  return estimator_spec(tpu_spec, _ModeKeys.PREDICT,
-                        _restore_scaffold_fn(options),
-                        predictions=predictions,
-                        export_outputs=export_outputs)
-
-
-_SPEC_BUILDERS = {
-    _ModeKeys.TRAIN: build_train_spec,
-    _ModeKeys.EVAL: build_eval_spec,
-    _ModeKeys.PREDICT: build_predict_spec,
-}
-
-
-def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
-                    postprocess_on_cpu=False, optimizer_wrapper=None):
-  """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
-
-  Args:
-    detection_model_fn: fn(is_training, add_summaries) -> DetectionModel.
-    configs: a configs dict (config_util).
-    hparams: optional object with boolean `load_pretrained` (default True:
-      load fine_tune_checkpoint) and `allow_partial_fine_tune` (default
-      False: see fine_tune) attributes, or a dict.
-    use_tpu: build for a TPU (CrossShardOptimizer, bfloat16). Under
-      TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
-    postprocess_on_cpu: run post-processing outside the TPU computation.
-    optimizer_wrapper: see training_graph.build_train_op.
-  """
-  options = ModelFnOptions(
-      detection_model_fn, configs, use_tpu=use_tpu,
-      postprocess_on_cpu=postprocess_on_cpu,
-      load_pretrained=_load_pretrained(hparams),
-      allow_partial_fine_tune=_hparam(hparams, 'allow_partial_fine_tune',
-                                      False),
-      optimizer_wrapper=optimizer_wrapper)
-  if options.graph_rewriter_config is not None:
-    # Bad bit widths are refused here, before any graph is built.
-    graph_rewriter_builder.build(options.graph_rewriter_config,
-                                 is_training=True)
-
-  def build_spec(features, labels, mode, params):
-    tpu_spec = use_tpu or _called_by_tpu_estimator(params)
-    return _SPEC_BUILDERS[mode](options, features, labels, tpu_spec)
-  # Under a distribution strategy the Estimator calls model_fn through
-  # call_for_each_replica, whose AutoGraph conversion would rewrite (and
-  # break on) the model's plain graph-building Python.
-  unconverted = tf.autograph.experimental.do_not_convert(
-      graph_building.identity_equality()(build_spec))
-
-  def model_fn(features, labels, mode, params=None):
-    return unconverted(features, labels, mode, params)
-  return model_fn
 
 
 # ---------------------------------------------------------------------------

@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.export import export_inputs
-from od_estimator.estimator import model_lib
+from od_estimator.estimator import model_fn
 from od_estimator.estimator import moving_averages
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
@@ -71,7 +71,7 @@ def add_output_tensor_nodes(postprocessed_tensors,
     detection_classes [batch, N] float32 1-based; num_detections [batch]
     float32; and the optional outputs present in postprocessed_tensors.
   """
-  exported = model_lib.output_dict_for_export(postprocessed_tensors)
+  exported = model_fn.output_dict_for_export(postprocessed_tensors)
   outputs = {}
   for key, tensor in exported.items():
     outputs[key] = tf.identity(tensor, name=key)
