@@ -24,12 +24,36 @@ import sys
 from absl import flags
 
 
+# Each command module's own absl flags, as its import defined them: a later
+# command defining a flag of the same name takes it over (see below), and
+# the earlier command takes it back when it runs again.
+_OWN_FLAGS = {}
+
+
+def _reclaim_flags(name):
+  """Registers `name`'s own flag objects again where another took them."""
+  for flag in _OWN_FLAGS[name]:
+    if flag.name in flags.FLAGS and flags.FLAGS[flag.name] is flag:
+      continue
+    if flag.name in flags.FLAGS:
+      delattr(flags.FLAGS, flag.name)
+    flags.FLAGS[flag.name] = flag
+    flags.FLAGS.register_flag_by_module(name, flag)
+
+
 def import_command(module_name):
-  """Imports `od_estimator.<module_name>`, whatever commands came before."""
+  """Imports `od_estimator.<module_name>`, whatever commands came before;
+  the command's flags are its own (its help lists them all)."""
   name = 'od_estimator.' + module_name
+  if name in sys.modules and name in _OWN_FLAGS:
+    _reclaim_flags(name)
+    return sys.modules[name]
   for _ in range(100):
     try:
-      return importlib.import_module(name)
+      module = importlib.import_module(name)
+      _OWN_FLAGS[name] = list(
+          flags.FLAGS.flags_by_module_dict().get(name, []))
+      return module
     except flags.DuplicateFlagError as error:
       sys.modules.pop(name, None)
       clash = re.search(r"flag '([^']+)' is defined twice", str(error))

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests import command_modules
 from tests.command_modules import run_console_script
 
 SCRIPTS = sorted(
@@ -47,3 +48,11 @@ def test_a_script_answers_help_as_a_process():
   assert done.returncode == 0, done.stderr[-2000:]
   assert 'Traceback' not in done.stderr
   assert '--pipeline_config_path' in done.stdout
+
+
+def test_help_lists_shared_flags_whichever_command_ran_before():
+  """Commands run in one process share absl's flags; a flag two of them
+  define (--pipeline_config_path) is listed by each one's --help."""
+  for module in ('model_tpu_main', 'model_main', 'model_tpu_main'):
+    result = command_modules.run_command(module, ['--help'])
+    assert '--pipeline_config_path:' in result.stdout, module

@@ -163,17 +163,9 @@ def _hparam(hparams, name, default):
   return getattr(hparams, name, default)
 
 
-def _load_pretrained(hparams):
+def load_pretrained(hparams):
   """hparams' load_pretrained; default True."""
   return _hparam(hparams, 'load_pretrained', True)
-
-
-def _without_fine_tune_checkpoint(configs):
-  """configs whose train_config has no fine_tune_checkpoint (a copy)."""
-  train_config = configs['train_config'].__class__()
-  train_config.CopyFrom(configs['train_config'])
-  train_config.ClearField('fine_tune_checkpoint')
-  return dict(configs, train_config=train_config)
 
 
 def _rewrite_graph(graph_rewriter_config, is_training):
@@ -360,7 +352,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
   options = ModelFnOptions(
       detection_model_fn, configs, use_tpu=use_tpu,
       postprocess_on_cpu=postprocess_on_cpu,
-      load_pretrained=_load_pretrained(hparams),
+      load_pretrained=load_pretrained(hparams),
       allow_partial_fine_tune=_hparam(hparams, 'allow_partial_fine_tune',
                                       False),
       optimizer_wrapper=optimizer_wrapper)

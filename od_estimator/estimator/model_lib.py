@@ -43,6 +43,14 @@ MODEL_BUILD_UTIL_MAP = {
 # ---------------------------------------------------------------------------
 # Estimator, inputs and specs.
 
+def _without_fine_tune_checkpoint(configs):
+  """configs whose train_config has no fine_tune_checkpoint (a copy)."""
+  train_config = configs['train_config'].__class__()
+  train_config.CopyFrom(configs['train_config'])
+  train_config.ClearField('fine_tune_checkpoint')
+  return dict(configs, train_config=train_config)
+
+
 def mirrored_run_config_kwargs(num_devices, device_type='GPU'):
   """RunConfig keyword arguments for MirroredStrategy training on this machine.
 
@@ -207,7 +215,7 @@ def _run_configs(pipeline_config_path, config_override, hparams, train_steps,
       configs, hparams, kwargs_dict=overrides)
   if check_configs is not None:
     # With load_pretrained=false the fine_tune_checkpoint is never read.
-    check_configs(configs if _load_pretrained(hparams) else
+    check_configs(configs if model_fn_lib.load_pretrained(hparams) else
                   _without_fine_tune_checkpoint(configs))
   return configs
 

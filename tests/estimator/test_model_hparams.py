@@ -19,7 +19,7 @@ def test_overrides_are_parsed():
       'load_pretrained=false,train_config.batch_size=4')
   assert hparams.load_pretrained is False
   assert hparams.values()['train_config.batch_size'] == 4
-  assert model_fn._load_pretrained(hparams) is False  # pylint: disable=protected-access
+  assert model_fn.load_pretrained(hparams) is False
 
 
 def test_boolean_hparam_rejects_other_values():
