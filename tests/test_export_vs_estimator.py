@@ -1,10 +1,11 @@
 """Exports reproduce the Estimator's detections (tiny real SSD, end to end).
 
-The tiny SSD of tests/tiny_ssd.py (MobileNet v1) trains two steps through
-model_lib's Estimator, so a real training checkpoint (with the optimizer's
-moving averages) exists. It is exported with exporter for each input type
-(the CLI for tf_example) and with Estimator.export_saved_model and the Servo
-exporter's tf.Example receiver. A fresh interpreter serves every SavedModel;
+The session's averaged_tiny_ssd (tests/trained_models.py: the tiny SSD
+with MobileNet v1 trained one step through model_lib's Estimator) is a
+real training checkpoint with the optimizer's moving averages. It is
+exported with exporter for each input type (the CLI for tf_example) and
+with Estimator.export_saved_model and the Servo exporter's tf.Example
+receiver. A fresh interpreter serves every SavedModel;
 each must give Estimator.predict's outputs on the same images. Estimator
 predictions and exports both carry 1-based float detection_classes (label
 map ids), so they are compared as they are.
@@ -27,24 +28,15 @@ from od_estimator.core import standard_fields as fields
 from od_estimator.config import config_util
 from tests import image_inputs
 from tests import tiny_ssd
+from tests import command_modules
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
 REQUIRED_KEYS = {'detection_boxes', 'detection_scores', 'detection_classes',
                  'num_detections'}
 NUM_CLASSES = 3
-TRAIN_STEPS = 2
+TRAIN_STEPS = 1  # averaged_tiny_ssd's
 TOLERANCE = 1e-4
 _IN = fields.InputDataFields
-# The test's own optimizer (whatever the demo's): two Adam steps move every
-# weight by about the learning rate, far from the moving averages.
-OPTIMIZER = """
-train_config { optimizer {
-  adam_optimizer { learning_rate {
-    constant_learning_rate { learning_rate: 0.01 } } }
-  use_moving_average: true moving_average_decay: 0.9999
-} }
-"""
 
 
 def _start(args, **kwargs):
@@ -66,21 +58,17 @@ def root(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def trained(root):
-  """Trains TRAIN_STEPS steps; returns create_estimator_and_inputs' dict.
+def trained(averaged_tiny_ssd):
+  """create_estimator_and_inputs' dict of the trained model (read only).
 
   Added keys: `config` (the as-run pipeline.config) and `checkpoint`.
   """
-  model_dir = str(root / 'model')
+  model_dir = averaged_tiny_ssd['model_dir']
   parts = model_lib.create_estimator_and_inputs(
       tiny_ssd.run_config(model_dir),
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES),
-      pipeline_config_path=tiny_ssd.write_config(root, root / 'data'),
-      config_override=OPTIMIZER,
-      save_final_config=True)
-  parts['estimator'].train(parts['train_input_fn'], max_steps=TRAIN_STEPS)
-  parts['config'] = os.path.join(model_dir, 'pipeline.config')
-  parts['checkpoint'] = tf.train.latest_checkpoint(model_dir)
+      pipeline_config_path=averaged_tiny_ssd['as_run'])
+  parts['config'] = averaged_tiny_ssd['as_run']
+  parts['checkpoint'] = averaged_tiny_ssd['checkpoint']
   return parts
 
 
@@ -123,19 +111,18 @@ def exports(root, trained):
   The tf_example export goes through the export_inference_graph CLI.
   """
   directories = {t: str(root / t) for t in INPUT_TYPES}
-  # The CLI runs while this process exports the other two.
-  cli = _start([sys.executable, '-m', 'od_estimator.export_inference_graph',
-                '--input_type=tf_example',
-                '--pipeline_config_path=' + trained['config'],
-                '--trained_checkpoint_prefix=' + trained['checkpoint'],
-                '--output_directory=' + directories['tf_example']], cwd=REPO)
+  cli = command_modules.run_command('export_inference_graph', [
+      '--input_type=tf_example',
+      '--pipeline_config_path=' + trained['config'],
+      '--trained_checkpoint_prefix=' + trained['checkpoint'],
+      '--output_directory=' + directories['tf_example']])
+  assert cli.returncode == 0, cli.stderr[-3000:]
   pipeline_config = config_util.read_pipeline_config(trained['config'])
   for input_type in ('image_tensor', 'encoded_image_string_tensor'):
     exporter.export_inference_graph(input_type, pipeline_config,
                                     trained['checkpoint'],
                                     directories[input_type])
   servo = _export_servo(trained, str(root / 'servo'), trained['checkpoint'])
-  _wait(cli)
   return ([(t, t, os.path.join(d, 'saved_model'))
            for t, d in directories.items()] + [('servo', 'servo', servo)])
 
@@ -150,7 +137,7 @@ def averaged(root, trained):
     (Estimator.predict's outputs, [(name, 'servo', SavedModel directory)]).
   """
   parts = model_lib.create_estimator_and_inputs(
-      tf.estimator.RunConfig(model_dir=str(root / 'model')),
+      tf.estimator.RunConfig(model_dir=trained['estimator'].model_dir),
       hparams={'eval_with_moving_averages': True},
       pipeline_config_path=trained['config'])
   assert parts['configs']['eval_config'].use_moving_averages
@@ -254,8 +241,9 @@ def test_servo_export_matches_the_exporters_tf_example_export(served):
 def test_moving_averages_reach_predict_and_the_servo_export(
     served, predicted, averaged):
   averaged_predictions, _ = averaged
-  # The averages (decay 0.9999, two steps) differ from the trained weights
-  # by far more than the tolerance, so the comparisons tell them apart.
+  # The averages (decay 0.5, one Adam step: half a step behind) differ from
+  # the trained weights by far more than the tolerance, so the comparisons
+  # tell them apart.
   assert np.abs(averaged_predictions['raw_detection_scores'] -
                 predicted['raw_detection_scores']).max() > 10 * TOLERANCE
   _assert_same_outputs(_outputs(served, 'averaged_servo'),

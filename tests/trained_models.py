@@ -176,3 +176,45 @@ def overfit_mask_rcnn(tmp_path_factory):
   """tiny_mask_rcnn's set (PNG masks) overfitted by model_main; as above."""
   return _overfit_run(tmp_path_factory, 'overfit_mask_rcnn',
                       tiny_mask_rcnn.write_overfit_config)
+
+
+# One Adam step that moves every weight by about the learning rate, and
+# moving averages of decay 0.5: after the step each average is halfway
+# between the initial and the trained weight, far from both.
+AVERAGED_TRAINING = """
+train_config { optimizer {
+  adam_optimizer { learning_rate {
+    constant_learning_rate { learning_rate: 0.01 } } }
+  use_moving_average: true moving_average_decay: 0.5
+} }
+"""
+
+
+def _train_averaged_ssd(root):
+  model_dir = root / 'model'
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(model_dir),
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES),
+      pipeline_config_path=tiny_ssd.write_config(root, root / 'data'),
+      config_override=AVERAGED_TRAINING, save_final_config=True)
+  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+
+
+@pytest.fixture(scope='session')
+def averaged_tiny_ssd(tmp_path_factory):
+  """The tiny SSD (MobileNet v1) trained one step with AVERAGED_TRAINING.
+
+  For tests of fine-tuning from, evaluating and exporting a checkpoint
+  with moving averages. Returns {'root' (records in root/data), 'config'
+  (root/pipeline.config, the demo's as written), 'model_dir', 'as_run'
+  (the model_dir's pipeline.config), 'initial' (model.ckpt-0) and
+  'checkpoint' (model.ckpt-1)}.
+  """
+  root = built_once(tmp_path_factory, 'averaged_tiny_ssd',
+                    _train_averaged_ssd)
+  model_dir = str(root / 'model')
+  return {'root': root, 'config': str(root / 'pipeline.config'),
+          'model_dir': model_dir,
+          'as_run': os.path.join(model_dir, 'pipeline.config'),
+          'initial': os.path.join(model_dir, 'model.ckpt-0'),
+          'checkpoint': os.path.join(model_dir, 'model.ckpt-1')}

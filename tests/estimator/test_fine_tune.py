@@ -2,13 +2,13 @@
 
 The tiny SSD with MobileNet v1 (tiny_ssd.V1_OVERRIDES: the restore maps
 are the feature extractors' shared code, and test_checkpoint_compat checks
-MobileNet v2's names). A short run with use_moving_average writes the
-source checkpoint; new runs start from it (or from a classification-only
+MobileNet v2's names). The source checkpoint is the session's
+averaged_tiny_ssd (tests/trained_models.py: one step with moving averages
+of decay 0.5); new runs start from it (or from a classification-only
 MobileNet v1 checkpoint) via train_config.fine_tune_checkpoint. Each new
 run's variables, read as soon as its session is initialized (step 0), show
 what was restored; the run then stops before its first step.
 """
-import os
 import re
 
 import numpy as np
@@ -66,13 +66,13 @@ class _ReadVariables(tf.compat.v1.train.SessionRunHook):
       coord.request_stop()
 
 
-def _train(config, model_dir, overrides, save=True):
-  """Trains one step in-process; returns (variables at step 0, absl log).
+def _train(config, model_dir, overrides):
+  """Starts a training in-process; returns (variables at step 0, absl log).
 
-  Without `save`, no step: the run stops once its variables are read.
+  No step, nothing saved: the run stops once its variables are read.
   """
-  parts = _parts(config, model_dir, overrides, save)
-  reader = _ReadVariables(stop=not save)
+  parts = _parts(config, model_dir, overrides, save=False)
+  reader = _ReadVariables(stop=True)
   with log_capture.absl_messages() as messages:
     parts['estimator'].train(parts['train_input_fn'], max_steps=1,
                              hooks=[reader])
@@ -102,24 +102,21 @@ def root(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def config(root):
-  return tiny_ssd.write_config(root, root / 'data')
+def config(averaged_tiny_ssd):
+  """The demo config, as written, on the source's records (read only)."""
+  return averaged_tiny_ssd['config']
 
 
 @pytest.fixture(scope='module')
-def source(root, config):
+def source(averaged_tiny_ssd):
   """One step with moving averages of decay 0.5.
 
   Returns:
     (checkpoint after the step, its values, values at step 0).
   """
-  model_dir = str(root / 'source')
-  _train(config, model_dir, {
-      'train_config.optimizer.use_moving_average': True,
-      'train_config.optimizer.moving_average_decay': 0.5})
-  checkpoint = os.path.join(model_dir, 'model.ckpt-1')
+  checkpoint = averaged_tiny_ssd['checkpoint']
   return (checkpoint, _values(checkpoint),
-          _values(os.path.join(model_dir, 'model.ckpt-0')))
+          _values(averaged_tiny_ssd['initial']))
 
 
 def _fine_tune(root, config, name, checkpoint, kind, **overrides):
@@ -130,7 +127,7 @@ def _fine_tune(root, config, name, checkpoint, kind, **overrides):
   """
   overrides.update({'train_config.fine_tune_checkpoint': checkpoint,
                     'train_config.fine_tune_checkpoint_type': kind})
-  return _train(config, str(root / name), overrides, save=False)
+  return _train(config, str(root / name), overrides)
 
 
 @pytest.fixture(scope='module')
@@ -375,9 +372,10 @@ def test_fine_tune_from_another_model_stops_before_writing(
 
 def test_allow_partial_fine_tune_trains_from_what_matches(
     root, config, unrelated_checkpoint):
-  restored, log = _fine_tune(root, config, 'unrelated_allowed',
-                             unrelated_checkpoint, 'detection',
-                             allow_partial_fine_tune=True)
+  restored, log = _fine_tune(
+      root, config, 'unrelated_allowed', unrelated_checkpoint, 'detection',
+      allow_partial_fine_tune=True,
+      **{'train_config.optimizer.use_moving_average': False})
   assert 'FeatureExtractor/MobilenetV1/Conv2d_0/weights' in restored
   assert 'Fine-tuning from %s (detection): restoring 0 variables' % (
       unrelated_checkpoint) in log
