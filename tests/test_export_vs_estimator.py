@@ -5,10 +5,10 @@ with MobileNet v1 trained one step through model_lib's Estimator) is a
 real training checkpoint with the optimizer's moving averages. It is
 exported with exporter for each input type (the CLI for tf_example) and
 with Estimator.export_saved_model and the Servo exporter's tf.Example
-receiver. A fresh interpreter serves every SavedModel;
-each must give Estimator.predict's outputs on the same images. Estimator
-predictions and exports both carry 1-based float detection_classes (label
-map ids), so they are compared as they are.
+receiver. A fresh interpreter serves every SavedModel; each must give
+Estimator.predict's outputs on the same images. Estimator predictions and
+exports both carry 1-based float detection_classes (label map ids), so
+they are compared as they are.
 """
 import json
 import os
@@ -26,9 +26,9 @@ from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.config import config_util
+from tests import command_modules
 from tests import image_inputs
 from tests import tiny_ssd
-from tests import command_modules
 
 INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
 REQUIRED_KEYS = {'detection_boxes', 'detection_scores', 'detection_classes',

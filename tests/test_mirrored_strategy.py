@@ -64,10 +64,14 @@ def _repeated_pair_config(root):
 
 
 def _train_one_step(config, model_dir, **run_config_kwargs):
-  """One training step as model_main builds it; summaries every step."""
-  run_config = tf.estimator.RunConfig(model_dir=model_dir,
-                                      save_summary_steps=1,
-                                      **run_config_kwargs)
+  """One training step as model_main builds it; summaries every step.
+
+  No graph.pbtxt or meta graph: the checkpoints and summaries are all the
+  tests read.
+  """
+  run_config = tf.estimator.RunConfig(
+      model_dir=model_dir, checkpoint_save_graph_def=False,
+      save_summary_steps=1, log_step_count_steps=None, **run_config_kwargs)
   parts = model_lib.create_estimator_and_inputs(
       run_config=run_config,
       hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES),
