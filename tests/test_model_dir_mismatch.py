@@ -1,17 +1,15 @@
 """A --model_dir whose checkpoint belongs to another model (resume_check).
 
 The tiny SSD trained one step with 3 classes (tests/trained_models.py's
-one_step_tiny_ssd, read only);
-model_main relaunched into the same model_dir with 5 classes must stop with
-one `error:` line naming the variables whose shapes differ, before it writes
-or changes any file there. A one-variable model shows the check in the
+one_step_tiny_ssd, read only); model_main (run in this process) relaunched
+into the same model_dir with 5 classes must stop with one `error:` line
+naming the variables whose shapes differ, before it writes or changes any
+file there. A one-variable model shows the check in the
 Estimator's own graph: resuming, a mismatch, under MirroredStrategy, and at
 the last step (evaluation only).
 """
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -19,6 +17,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import resume_check
+from tests import command_modules
 from tests import file_trees
 from tests import tiny_ssd
 
@@ -62,13 +61,10 @@ def test_model_main_stops_before_touching_the_model_dir(trained, tmp_path):
   five_classes = tmp_path / 'five_classes.config'
   five_classes.write_text(text.replace('num_classes: 3', 'num_classes: 5'))
   before = file_trees.snapshot(model_dir)
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=%s' % five_classes,
-       '--model_dir=%s' % model_dir, '--num_train_steps=2',
-       '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
-      capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
-      check=False)
+  result = command_modules.run_command('model_main', [
+      '--pipeline_config_path=%s' % five_classes,
+      '--model_dir=%s' % model_dir, '--num_train_steps=2',
+      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr, result.stderr[-3000:]
   error_lines = [line for line in result.stderr.splitlines()

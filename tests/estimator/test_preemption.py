@@ -7,11 +7,7 @@ relaunch resumes from that checkpoint and stops on SIGINT the same way
 (exit status 130).
 """
 import os
-import re
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 import tensorflow as tf
@@ -20,9 +16,8 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.config import config_util
+from tests import signalled_training
 from tests import tiny_ssd
-
-DEADLINE_SECS = 600
 
 
 def test_hook_stops_on_sigterm_and_restores_the_handlers():
@@ -96,63 +91,22 @@ def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
         hooks=[_SignalAtStep(signal.SIGINT, 2), hook],
         saving_listeners=[hook.saving_listener()])
   assert (stopped.value.step, stopped.value.exit_status) == (2, 130)
-  assert _checkpoint_step(model_dir) == 2
+  assert signalled_training.checkpoint_step(model_dir) == 2
   assert signal.getsignal(signal.SIGINT) == previous
-
-
-class _Training:
-  """model_main training in a subprocess, its log in a file."""
-
-  def __init__(self, command, log_path):
-    self.log_path = log_path
-    with open(log_path, 'w') as log:
-      self._process = subprocess.Popen(command, stdout=log, stderr=log,
-                                       cwd=tiny_ssd.REPO)
-
-  def log(self):
-    with open(self.log_path) as f:
-      return f.read()
-
-  def steps(self):
-    """Steps the progress lines reported so far."""
-    return [int(step) for step in re.findall(r'step (\d+)/', self.log())]
-
-  def signal_after_step(self, signum, step):
-    """Sends `signum` once a step beyond `step` is logged; returns status."""
-    deadline = time.monotonic() + DEADLINE_SECS
-    while (self._process.poll() is None and time.monotonic() < deadline and
-           not any(reached > step for reached in self.steps())):
-      time.sleep(0.5)
-    assert self._process.poll() is None, self.log()[-3000:]
-    assert any(reached > step for reached in self.steps()), (
-        self.log()[-3000:])
-    self._process.send_signal(signum)
-    try:
-      return self._process.wait(timeout=DEADLINE_SECS)
-    finally:
-      if self._process.poll() is None:
-        self._process.kill()
-
-
-def _checkpoint_step(model_dir):
-  checkpoint = tf.train.latest_checkpoint(model_dir)
-  return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
 
 
 def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
   config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
   model_dir = str(tmp_path / 'model')
-  command = [sys.executable, '-m', 'od_estimator.model_main',
-             '--pipeline_config_path=%s' % config,
-             '--model_dir=%s' % model_dir, '--num_train_steps=100000',
-             '--log_every_n_steps=1',
-             '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+  command = signalled_training.COMMAND + [
+      '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
+      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
 
-  first = _Training(command, str(tmp_path / 'first.log'))
+  first = signalled_training.Training(command, str(tmp_path / 'first.log'))
   assert first.signal_after_step(signal.SIGTERM, 1) == 0, (
       first.log()[-3000:])
   reached = max(first.steps())
-  assert _checkpoint_step(model_dir) == reached
+  assert signalled_training.checkpoint_step(model_dir) == reached
   log = first.log()
   assert 'SIGTERM: saved a checkpoint at step %d in %s' % (
       reached, model_dir) in log
@@ -160,7 +114,7 @@ def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
   assert 'Starting evaluation' not in log
   assert not os.path.exists(os.path.join(model_dir, 'export'))
 
-  second = _Training(command, str(tmp_path / 'second.log'))
+  second = signalled_training.Training(command, str(tmp_path / 'second.log'))
   assert second.signal_after_step(signal.SIGINT, reached + 1) == 130, (
       second.log()[-3000:])
   log = second.log()
@@ -168,5 +122,5 @@ def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
       model_dir, 'model.ckpt-%d' % reached) in log
   # Its first progress line comes after its first step, from `reached`.
   assert second.steps()[0] == reached + 2, second.steps()
-  assert _checkpoint_step(model_dir) == max(second.steps())
+  assert signalled_training.checkpoint_step(model_dir) == max(second.steps())
   assert 'SIGINT: saved a checkpoint at step %d' % max(second.steps()) in log

@@ -1,11 +1,11 @@
 """model_main --xla: the flag is accepted and a tiny training compiles."""
 import os
-import subprocess
-import sys
+import signal
 
 import tensorflow as tf
 
 from od_estimator.estimator import xla
+from tests import signalled_training
 from tests import tiny_ssd
 
 
@@ -24,17 +24,18 @@ def test_jit_session_config_keeps_the_given_options():
 
 def test_model_main_trains_two_steps_with_xla(tmp_path):
   config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
-  model_dir = tmp_path / 'model'
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main', '--xla',
-       '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-       '--num_train_steps=2', '--save_checkpoints_steps=2',
-       # The final evaluation on 1 of the 8 validation images.
-       '--sample_1_of_n_eval_examples=8',
-       '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
-      capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='0'), check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  assert (model_dir / 'model.ckpt-2.index').exists()
+  model_dir = str(tmp_path / 'model')
+  # SIGTERM once two steps are logged: a checkpoint at the step reached,
+  # without the evaluation and export that are not the subject here.
+  training = signalled_training.Training(
+      signalled_training.COMMAND + [
+          '--xla', '--pipeline_config_path=%s' % config,
+          '--model_dir=%s' % model_dir,
+          '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
+      str(tmp_path / 'xla.log'),
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='0'))
+  assert training.signal_after_step(signal.SIGTERM, 1) == 0, (
+      training.log()[-3000:])
+  assert signalled_training.checkpoint_step(model_dir) >= 2
   # TensorFlow logs this once, when it first runs an XLA-compiled cluster.
-  assert 'Compiled cluster using XLA' in result.stderr
+  assert 'Compiled cluster using XLA' in training.log()
