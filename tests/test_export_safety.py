@@ -137,38 +137,6 @@ def test_saved_model_linked_elsewhere_without_overwrite(trained, tmp_path,
   assert _tree(directory) == before
 
 
-def test_reexport_with_overwrite_replaces_the_export_and_keeps_the_rest(
-    trained, tmp_path):
-  """Links are replaced, never followed; the user's own files stay."""
-  outside = _outside_folder(tmp_path)
-  directory = _copy_of_export(trained, tmp_path)
-  shutil.rmtree(os.path.join(directory, 'saved_model'))
-  os.symlink(str(outside), os.path.join(directory, 'saved_model'))
-  os.remove(os.path.join(directory, 'frozen_inference_graph.pb'))
-  os.symlink(str(outside / 'saved_model.pb'),
-             os.path.join(directory, 'frozen_inference_graph.pb'))
-  # Entries of the old export the new one does not write go too.
-  with open(os.path.join(directory, 'inference_graph.pbtxt'), 'w') as f:
-    f.write('stale')
-  with open(os.path.join(directory, 'pipeline.config'), 'a') as f:
-    f.write('# edited by hand\n')
-  with open(os.path.join(directory, 'notes.txt'), 'w') as f:
-    f.write('mine')
-  before_outside = _tree(str(outside))
-  _succeeds(_export, trained, directory, overwrite=True)
-  assert _tree(str(outside)) == before_outside
-  assert set(_tree(directory)) == set(_tree(trained['export'])) | {
-      'notes.txt'}
-  assert not os.path.islink(os.path.join(directory, 'saved_model'))
-  assert not os.path.islink(
-      os.path.join(directory, 'frozen_inference_graph.pb'))
-  with open(os.path.join(directory, 'pipeline.config')) as f:
-    assert '# edited by hand' not in f.read()
-  with open(os.path.join(directory, 'notes.txt')) as f:
-    assert f.read() == 'mine'
-  _assert_serves(directory)
-
-
 def test_write_saved_model_replaces_a_link_without_following_it(tmp_path):
   """The library function, as the export used it before staging."""
   outside = _outside_folder(tmp_path)
@@ -210,7 +178,29 @@ def _wait_for_writes(directory, process, timeout=300):
     time.sleep(0.02)
 
 
-def test_an_export_killed_midway_leaves_the_previous_one(trained, tmp_path):
+def _break_export(directory, outside):
+  """Links an export's entries elsewhere, leaves a stale entry, edits its
+  config and adds the user's own file."""
+  shutil.rmtree(os.path.join(directory, 'saved_model'))
+  os.symlink(str(outside), os.path.join(directory, 'saved_model'))
+  os.remove(os.path.join(directory, 'frozen_inference_graph.pb'))
+  os.symlink(str(outside / 'saved_model.pb'),
+             os.path.join(directory, 'frozen_inference_graph.pb'))
+  # Entries of the old export the new one does not write go too.
+  with open(os.path.join(directory, 'inference_graph.pbtxt'), 'w') as f:
+    f.write('stale')
+  with open(os.path.join(directory, 'pipeline.config'), 'a') as f:
+    f.write('# edited by hand\n')
+  with open(os.path.join(directory, 'notes.txt'), 'w') as f:
+    f.write('mine')
+
+
+def test_export_killed_midway_leaves_the_previous_one_and_reexport_with_overwrite_keeps_the_rest(
+    trained, tmp_path):
+  """A SIGKILL'd export leaves the previous one whole; the relaunch with
+  --overwrite clears what the killed one left and replaces the export:
+  links are replaced, never followed; the user's own files stay. (One
+  relaunch checks both.)"""
   directory = _copy_of_export(trained, tmp_path)
   before = _tree(directory)
   process = subprocess.Popen(
@@ -227,9 +217,21 @@ def test_an_export_killed_midway_leaves_the_previous_one(trained, tmp_path):
   assert process.returncode == -signal.SIGKILL
   assert _visible(_tree(directory)) == before
   _assert_serves(directory)
-  # The relaunch replaces it and clears what the killed one left.
+  # The relaunch, onto the killed one's leftovers and a broken export.
+  outside = _outside_folder(tmp_path)
+  _break_export(directory, outside)
+  before_outside = _tree(str(outside))
   _succeeds(_export, trained, directory, overwrite=True)
-  assert set(_tree(directory)) == set(before)
+  assert _tree(str(outside)) == before_outside
+  assert set(_tree(directory)) == set(before) | {'notes.txt'}
+  assert set(before) == set(_tree(trained['export']))
+  assert not os.path.islink(os.path.join(directory, 'saved_model'))
+  assert not os.path.islink(
+      os.path.join(directory, 'frozen_inference_graph.pb'))
+  with open(os.path.join(directory, 'pipeline.config')) as f:
+    assert '# edited by hand' not in f.read()
+  with open(os.path.join(directory, 'notes.txt')) as f:
+    assert f.read() == 'mine'
   _assert_serves(directory)
 
 

@@ -8,8 +8,6 @@ and postprocess() run on the same normalized image; the exports are
 converted with the TFLite converter and run in the TFLite interpreter.
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -22,10 +20,9 @@ from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from tests import tflite_runs
-from tests.command_modules import import_command
+from tests import command_modules
 from tests import tiny_ssd
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = 64
 NUM_CLASSES = 3  # of the demo config
 INPUT = tflite_runs.INPUT
@@ -246,11 +243,8 @@ def test_post_training_quantization_needs_a_float_model_and_eval_data():
 
 
 def _cli(*args):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3')
-  return subprocess.run(
-      [sys.executable, '-m', 'od_estimator.export_tflite_ssd_graph'] +
-      list(args), capture_output=True, text=True, timeout=120, cwd=REPO,
-      env=env, check=False)
+  """The command run in-process, as `python -m` runs it."""
+  return command_modules.run_command('export_tflite_ssd_graph', args)
 
 
 def test_cli_help_lists_the_original_flags_and_errors_are_one_line(tmp_path):
@@ -307,7 +301,8 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path):
 def test_a_calibration_label_map_out_of_reach_is_one_line(tmp_path, capsys):
   # As a new user would: --post_training_quantize with an eval label map
   # on a path TensorFlow cannot read (gs:// offline, s3:// in TF 2.15).
-  export_command = import_command('export_tflite_ssd_graph')
+  export_command = command_modules.import_command(
+      'export_tflite_ssd_graph')
   pipeline_config = _pipeline_config()
   label_map = 'nosuchscheme://bucket/label_map.pbtxt'
   pipeline_config.eval_input_reader[0].label_map_path = label_map
