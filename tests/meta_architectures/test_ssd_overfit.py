@@ -64,11 +64,13 @@ def _train_and_detect(model_config):
     detections = model.postprocess(predictions, true_shapes)
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
-      initial_loss = sess.run(total_loss)
-      for _ in range(NUM_STEPS):
-        sess.run(train_op)
+      # Each step fetches its loss too: one run signature (each distinct one
+      # is optimized again), and the first step's loss, computed before its
+      # update, is the initial loss.
+      step_losses = [sess.run([total_loss, train_op])[0]
+                     for _ in range(NUM_STEPS)]
       final_loss, detections = sess.run([total_loss, detections])
-  return initial_loss, final_loss, detections
+  return step_losses[0], final_loss, detections
 
 
 def _iou(box, boxes):
