@@ -13,7 +13,10 @@ from od_estimator.builders import model_builder
 from tests import tiny_ssd
 
 SIZE = 64
-NUM_STEPS = 100
+# Measured with this seed: after 10 steps the loss is 0.08 of the initial
+# and both tests' checks pass (as at every 10th step up to 100); 30 steps
+# bring it to 0.004.
+NUM_STEPS = 30
 NUM_CLASSES = 3
 # Per image: boxes (normalized ymin, xmin, ymax, xmax), 0-based classes.
 BOXES = [np.array([[0.05, 0.1, 0.45, 0.45], [0.5, 0.55, 0.95, 0.9]]),
