@@ -1,10 +1,15 @@
 """model_main on bad training data: one error line naming the file, exit 1.
 
-A tiny SSD trains one step; the relaunch reads a truncated TFRecord or a
-record whose image/encoded is not an image. Either must end in one
-`error:` line naming the file (and the record's source_id when the image is
-bad), with the earlier checkpoint left as it was.
+A tiny SSD trains one step; model_main's relaunch reads a record whose
+image/encoded is not an image. It must end in one `error:` line naming the
+file and the record's source_id, with the earlier checkpoint left as it
+was. A truncated TFRecord and a class label above num_classes fail the same
+way, in the training input's first batch: their tests read that batch of
+model_main's train_input_fn (no model graph) and check the line the
+command prints for its error.
 """
+import contextlib
+import io
 import os
 import shutil
 
@@ -12,7 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.checks import record_scanner
+from od_estimator.config import config_util
+from od_estimator.estimator import model_lib
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
@@ -49,13 +57,9 @@ def trained(one_step_tiny_ssd):
     return root, f.read(), train_record, model_dir
 
 
-def _relaunch_on(trained, tmp_path, bad_record, in_order=False):
-  """Trains on `bad_record` only from a copy of the trained model_dir
-  (reading its records in order if asked)."""
-  root, text, _, model_dir = trained
-  model_dir_copy = str(tmp_path / 'model')
-  shutil.copytree(model_dir, model_dir_copy)
-  step, before = _checkpoint_values(model_dir_copy)
+def _config_on(trained, tmp_path, bad_record, in_order=False):
+  """The trained config reading `bad_record` only (in order if asked)."""
+  root, text, _, _ = trained
   train_glob = os.path.join(str(root / 'data'), 'shapes_train.record-*')
   assert train_glob in text
   config = tmp_path / 'pipeline.config'
@@ -65,7 +69,17 @@ def _relaunch_on(trained, tmp_path, bad_record, in_order=False):
     text = text.replace('train_input_reader {',
                         'train_input_reader {\n  shuffle: false', 1)
   config.write_text(text)
-  result = _run(str(config), model_dir_copy, 3)
+  return str(config)
+
+
+def _relaunch_on(trained, tmp_path, bad_record, in_order=False):
+  """Trains on `bad_record` only from a copy of the trained model_dir
+  (reading its records in order if asked); returns the error line."""
+  model_dir_copy = str(tmp_path / 'model')
+  shutil.copytree(trained[3], model_dir_copy)
+  step, before = _checkpoint_values(model_dir_copy)
+  config = _config_on(trained, tmp_path, bad_record, in_order)
+  result = _run(config, model_dir_copy, 3)
   assert result.returncode == 1, result.stderr[-3000:]
   error_lines = [line for line in result.stderr.splitlines()
                  if line.startswith('error:')]
@@ -80,6 +94,34 @@ def _relaunch_on(trained, tmp_path, bad_record, in_order=False):
   return error_lines[0]
 
 
+def _first_batch_error_line(trained, tmp_path, bad_record, in_order=False):
+  """The `error:` line model_main prints when its training input fails on
+  `bad_record` in the first batch (so before a step), as _relaunch_on's.
+
+  The train_input_fn is model_main's (model_lib's, with its overrides);
+  the line is the command's for a data error (command_line's boundary:
+  record_scanner.describe, printed by errors.fail with exit status 1).
+  """
+  config = _config_on(trained, tmp_path, bad_record, in_order)
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(tmp_path / 'model'), pipeline_config_path=config,
+      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+  with tf.Graph().as_default():
+    batch = tf.compat.v1.data.make_one_shot_iterator(
+        parts['train_input_fn']()).get_next()
+    with tf.compat.v1.Session() as session:
+      with pytest.raises(tf.errors.OpError) as raised:
+        session.run(batch)
+  assert record_scanner.is_data_error(raised.value), raised.value
+  stderr = io.StringIO()
+  with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exit_:
+    errors.fail(record_scanner.describe(raised.value, config))
+  assert exit_.value.code == 1
+  lines = stderr.getvalue().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('error: '), lines
+  return lines[0]
+
+
 def test_truncated_tfrecord_names_the_file(trained, tmp_path):
   train_record = trained[2]
   bad = str(tmp_path / 'truncated.record')
@@ -87,7 +129,7 @@ def test_truncated_tfrecord_names_the_file(trained, tmp_path):
     data = f.read()
   with open(bad, 'wb') as f:
     f.write(data[:len(data) - 100])
-  line = _relaunch_on(trained, tmp_path, bad)
+  line = _first_batch_error_line(trained, tmp_path, bad)
   assert 'TFRecord file %s is truncated or corrupt' % bad in line
 
 
@@ -134,7 +176,7 @@ def test_class_label_above_num_classes_names_the_record(trained, tmp_path):
   with tf.io.TFRecordWriter(path) as writer:
     for example in examples[:2] + [bad]:
       writer.write(example.SerializeToString())
-  line = _relaunch_on(trained, tmp_path, path, in_order=True)
+  line = _first_batch_error_line(trained, tmp_path, path, in_order=True)
   assert line.startswith('error: image/object/class/label holds class ids 4 '
                          'outside 1..num_classes=3')
   assert 'source_id=label-4' in line and 'record 2 of %s' % path in line

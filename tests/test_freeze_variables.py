@@ -1,10 +1,16 @@
-"""train_config.freeze_variables and update_trainable_variables, end to end.
+"""train_config.freeze_variables and update_trainable_variables, end to end;
+train_config.use_bfloat16 off TPU in the same run.
 
 Two training steps of the tiny SSD; the checkpoints at step 0 and step 2
 show which weights the optimizer changed. As in the original (tf-slim's
 filter_variables): update_trainable_variables lists the only variables
 trained, freeze_variables those not trained (applied after the update
 list), and a regex matches anywhere in a variable's name.
+
+use_bfloat16 is ignored off TPU with one note, as in the original: bfloat16
+is a TPU format; on CPU and GPU the input pipeline and the model stay
+float32 and training runs. The freeze_variables run has it set (so it
+trains float32, as it would without it) and its test checks the note.
 """
 import numpy as np
 import pytest
@@ -15,6 +21,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import training_graph
 from od_estimator.protos import train_pb2
 from od_estimator.config import config_util
+from tests import log_capture
 from tests import tiny_ssd
 
 FEATURE = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'
@@ -28,33 +35,62 @@ def config(tmp_path_factory):
   return tiny_ssd.write_config(directory, directory / 'data')
 
 
-def _changed(config, model_dir, train_config_text):
-  """Trains 2 steps; returns {variable: whether its value changed}."""
+def _train(config, model_dir, train_config_text, use_bfloat16=False):
+  """Trains 2 steps.
+
+  Returns:
+    {'changed': {variable: whether its value changed}, 'losses': each
+    step's total loss, 'messages': what was logged through absl,
+    'configs': the configs trained}.
+  """
   hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
-  run_config = tiny_ssd.run_config(model_dir)
-  parts = model_lib.create_estimator_and_inputs(
-      run_config, hparams=hparams, pipeline_config_path=config,
-      config_override='train_config { %s }' % train_config_text)
-  parts['estimator'].train(parts['train_input_fn'], max_steps=2)
+  if use_bfloat16:
+    hparams['use_bfloat16'] = True
+  losses = []
+  with log_capture.absl_messages() as messages:
+    parts = model_lib.create_estimator_and_inputs(
+        tiny_ssd.run_config(model_dir), hparams=hparams,
+        pipeline_config_path=config,
+        config_override='train_config { %s }' % train_config_text)
+    parts['estimator'].train(
+        parts['train_input_fn'], max_steps=2,
+        hooks=[tf.compat.v1.train.LoggingTensorHook(
+            {'loss': 'total_loss:0'}, every_n_iter=1,
+            formatter=lambda values: losses.append(values['loss']) or '')])
   before = tf.train.load_checkpoint(str(model_dir / 'model.ckpt-0'))
   after = tf.train.load_checkpoint(str(model_dir / 'model.ckpt-2'))
-  return {name: not np.array_equal(before.get_tensor(name),
-                                   after.get_tensor(name))
-          for name in (FEATURE, BOX, CLASS)}
+  return {'changed': {name: not np.array_equal(before.get_tensor(name),
+                                               after.get_tensor(name))
+                      for name in (FEATURE, BOX, CLASS)},
+          'losses': losses, 'messages': messages,
+          'configs': parts['configs']}
 
 
-def test_freeze_variables_are_not_trained_and_match_anywhere(config,
-                                                             tmp_path):
+@pytest.fixture(scope='module')
+def freeze_run(config, tmp_path_factory):
+  """freeze_variables "ClassPredictor", with use_bfloat16 set."""
+  return _train(config, tmp_path_factory.mktemp('freeze_run'),
+                'freeze_variables: "ClassPredictor"', use_bfloat16=True)
+
+
+def test_freeze_variables_are_not_trained_and_match_anywhere(freeze_run):
   # 'ClassPredictor' starts nowhere in a name: only re.search finds it.
-  changed = _changed(config, tmp_path,
-                     'freeze_variables: "ClassPredictor"')
-  assert changed == {FEATURE: True, BOX: True, CLASS: False}
+  assert freeze_run['changed'] == {FEATURE: True, BOX: True, CLASS: False}
+
+
+def test_use_bfloat16_trains_on_cpu_with_one_note(freeze_run):
+  assert freeze_run['configs']['train_config'].use_bfloat16
+  losses = freeze_run['losses']
+  assert len(losses) == 2 and np.isfinite(losses).all(), losses
+  notes = [m for m in freeze_run['messages']
+           if 'use_bfloat16 is ignored off TPU' in m]
+  assert len(notes) == 1, freeze_run['messages']
 
 
 def test_update_trainable_variables_then_freeze_variables(config, tmp_path):
-  changed = _changed(config, tmp_path,
-                     'update_trainable_variables: "BoxPredictor" '
-                     'freeze_variables: "ClassPredictor"')
+  changed = _train(config, tmp_path,
+                   'update_trainable_variables: "BoxPredictor" '
+                   'freeze_variables: "ClassPredictor"')['changed']
   assert changed == {FEATURE: False, BOX: True, CLASS: False}
 
 

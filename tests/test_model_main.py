@@ -1,8 +1,9 @@
 """model_main end to end: a real tiny SSD trains, evaluates and exports.
 
-The train -> eval -> export run and the bad-config error run the command
-line in a subprocess; the evaluate-only runs call model_main.main in this
-process with the flags parsed as absl does (no interpreter start).
+The train -> eval -> export run is the command line in a subprocess; the
+bad-config error runs the command in this process (run_command) and the
+evaluate-only runs call model_main.main in this process with the flags
+parsed as absl does (no interpreter start).
 """
 import glob
 import os
@@ -15,6 +16,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from tests.command_modules import import_command
+from tests.command_modules import run_command
 
 from tests import event_tags
 from tests import tiny_ssd
@@ -147,8 +149,9 @@ def test_no_eval_images_and_a_dummy_loss_when_asked(trained, tmp_path):
 def test_bad_config_is_a_one_line_error(tmp_path):
   config = tmp_path / 'bad.config'
   config.write_text('model { ssd { num_classes: x } }')
-  result = _run(['--pipeline_config_path=%s' % config,
-                 '--model_dir=%s' % str(tmp_path / 'model')])
+  result = run_command('model_main', [
+      '--pipeline_config_path=%s' % config,
+      '--model_dir=%s' % str(tmp_path / 'model')])
   assert result.returncode == 1
   assert 'bad.config:1' in result.stderr
   assert 'Traceback' not in result.stderr

@@ -46,18 +46,24 @@ def test_sdist_carries_the_schema_and_samples(sdist):
 
 def test_installs_into_a_fresh_venv_and_model_main_runs(sdist, tmp_path):
   venv = tmp_path / 'venv'
-  _run([sys.executable, '-m', 'venv', str(venv)])
+  # No pip of its own (ensurepip is most of a venv's making): this
+  # environment's pip installs into it (pip --python).
+  _run([sys.executable, '-m', 'venv', '--without-pip', str(venv)])
   python = str(venv / 'bin' / 'python')
   fresh_site = _run([python, '-c', 'import site; '
                      'print(site.getsitepackages()[0])']).strip()
   # Dependencies (and the build's grpcio-tools) from this environment.
   with open(os.path.join(fresh_site, 'borrowed_deps.pth'), 'w') as f:
     f.write('\n'.join(site.getsitepackages()) + '\n')
-  _run([python, '-m', 'pip', 'install', '-q', '--no-deps',
-        '--no-build-isolation', sdist], cwd=str(tmp_path))
-  where = _run([python, '-c', 'import od_estimator.protos.pipeline_pb2 as p; '
-                'print(p.__file__)'], cwd=str(tmp_path)).strip()
+  _run([sys.executable, '-m', 'pip', '--python', python, 'install', '-q',
+        '--no-deps', '--no-build-isolation', sdist], cwd=str(tmp_path))
+  # Where the package is found, without importing it (TensorFlow): the
+  # --helpfull run below imports it, and the generated protos, from there.
+  where = _run([python, '-c', 'import importlib.util; print(importlib.util.'
+                'find_spec("od_estimator").submodule_search_locations[0])'],
+               cwd=str(tmp_path)).strip()
   assert where.startswith(fresh_site), where
+  assert os.path.exists(os.path.join(where, 'protos', 'pipeline_pb2.py'))
   # absl ends --help and --helpfull with exit status 1, as the original.
   helpfull = subprocess.run(
       [python, '-m', 'od_estimator.model_main', '--helpfull'],

@@ -1,7 +1,5 @@
 """Tests for `od-estimator validate` on real files written in a temp dir."""
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -11,6 +9,7 @@ from od_estimator import validate
 from od_estimator.builders import model_builder
 from od_estimator.checks import config_check
 from od_estimator.dataset_tools import create_synthetic_tf_record as synth
+from tests import command_modules
 from tests import small_checkpoints
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -270,10 +269,8 @@ def test_command_line_exit_codes_and_no_traceback(data_dir):
   path = data_dir / 'cli.config'
   path.write_text(_good_config(data_dir).replace('batch_size: 16',
                                                  'batch_size: x'))
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.validate',
-       '--pipeline_config_path=%s' % path],
-      capture_output=True, text=True, check=False, cwd=REPO)
+  result = command_modules.run_command(
+      'validate', ['--pipeline_config_path=%s' % path])
   assert result.returncode == 1
   assert 'train_config.batch_size' in result.stdout
   assert 'Traceback' not in result.stdout + result.stderr

@@ -30,11 +30,15 @@ def model_dir(tmp_path):
 
 
 def _launch(config_path, model_dir, hparams='', **kwargs):
-  """create_estimator_and_inputs as model_main calls it, with the check."""
+  """create_estimator_and_inputs as model_main calls it, with the check.
+
+  The light tiny SSD: the launch, not the model, is checked (a good launch
+  builds its training graph).
+  """
   return model_lib.create_estimator_and_inputs(
       run_config=tf.estimator.RunConfig(model_dir=model_dir),
       hparams=config_util.parse_hparams_overrides(
-          ','.join(filter(None, [tiny_ssd.TINY_OVERRIDES, hparams]))),
+          ','.join(filter(None, [tiny_ssd.LIGHT_OVERRIDES, hparams]))),
       pipeline_config_path=config_path, save_final_config=True,
       check_configs=functools.partial(
           launch_check.check, pipeline_config_path=config_path), **kwargs)

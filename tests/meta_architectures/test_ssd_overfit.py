@@ -13,7 +13,10 @@ from od_estimator.builders import model_builder
 from tests import tiny_ssd
 
 SIZE = 64
-NUM_STEPS = 100
+# Measured with this seed: after 10 steps the loss is 0.08 of the initial
+# and both tests' checks pass (as at every 10th step up to 100); 30 steps
+# bring it to 0.004.
+NUM_STEPS = 30
 NUM_CLASSES = 3
 # Per image: boxes (normalized ymin, xmin, ymax, xmax), 0-based classes.
 BOXES = [np.array([[0.05, 0.1, 0.45, 0.45], [0.5, 0.55, 0.95, 0.9]]),
@@ -64,11 +67,13 @@ def _train_and_detect(model_config):
     detections = model.postprocess(predictions, true_shapes)
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
-      initial_loss = sess.run(total_loss)
-      for _ in range(NUM_STEPS):
-        sess.run(train_op)
+      # Each step fetches its loss too: one run signature (each distinct one
+      # is optimized again), and the first step's loss, computed before its
+      # update, is the initial loss.
+      step_losses = [sess.run([total_loss, train_op])[0]
+                     for _ in range(NUM_STEPS)]
       final_loss, detections = sess.run([total_loss, detections])
-  return initial_loss, final_loss, detections
+  return step_losses[0], final_loss, detections
 
 
 def _iou(box, boxes):
