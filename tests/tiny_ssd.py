@@ -2,6 +2,7 @@
 import os
 
 import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.config import config_util
@@ -30,15 +31,27 @@ LIGHT_OVERRIDES = (V1_OVERRIDES +
                    ',train_config.optimizer.use_moving_average=false')
 
 
+# Estimator's default session (soft placement) without grappler's rewrites.
+UNOPTIMIZED_SESSION = tf.compat.v1.ConfigProto(
+    allow_soft_placement=True,
+    graph_options=tf.compat.v1.GraphOptions(
+        rewrite_options=rewriter_config_pb2.RewriterConfig(
+            disable_meta_optimizer=True)))
+
+
 def run_config(model_dir):
   """RunConfig of in-process test training: checkpoints without the graph.
 
   No graph.pbtxt or meta graph, summaries or step-rate logs: about a
-  fifth of a short run. model_main's own runs keep them.
+  fifth of a short run. model_main's own runs keep them. Nor TensorFlow's
+  graph optimizer (grappler), which rewrites the graph again for every new
+  set of fetches (a third of a few-step tiny run's time) and changes no
+  result beyond float rounding; the commands' runs keep it.
   """
   return tf.estimator.RunConfig(
       model_dir=str(model_dir), checkpoint_save_graph_def=False,
-      save_summary_steps=None, log_step_count_steps=None)
+      save_summary_steps=None, log_step_count_steps=None,
+      session_config=UNOPTIMIZED_SESSION)
 
 
 def model_config(size=64):
