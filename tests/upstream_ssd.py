@@ -8,6 +8,8 @@ alternate between configs, in file name order, to bound the run time.
 Each is built at a reduced input size, except the configs of the released
 zoo checkpoints (tests/zoo_checkpoints.py): they keep their own, whose
 anchor count those checks know, and the same build serves both checks.
+Configs that differ only outside the model (training, evaluation, graph
+rewriter) share one build, and the session runs without grappler.
 od_estimator provides every feature extractor type the configs name.
 """
 import collections
@@ -21,7 +23,9 @@ from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.config import config_util
+from od_estimator.protos import model_pb2
 from od_estimator.utils import graph_building
+from tests import plain_session
 from tests import upstream_folder
 from tests import zoo_checkpoints
 
@@ -70,16 +74,26 @@ Built = collections.namedtuple('Built', [
     'boxes', 'classes', 'anchors'])  # predicted on one random image
 
 
-@functools.lru_cache(maxsize=None)
 def built(path):
-  """Builds the config's model once per process; predicts once."""
+  """The config's model, built and predicted once per process.
+
+  Configs whose model (as built) and mode are the same share one build.
+  """
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   if zoo_name(path):
     size = model_config.ssd.image_resizer.fixed_shape_resizer.height
   else:
     size = _shrink(model_config.ssd) or REDUCED_SIZE
+  return _build(model_config.SerializeToString(deterministic=True), size,
+                is_training(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _build(serialized_model_config, size, training):
+  """Builds the model config at `size`; predicts on one random image."""
+  model_config = model_pb2.DetectionModel.FromString(serialized_model_config)
   with tf.Graph().as_default(), graph_building.identity_equality():
-    model = model_builder.build(model_config, is_training=is_training(path))
+    model = model_builder.build(model_config, is_training=training)
     images = tf.random.uniform([1, size, size, 3], 0, 255)
     preprocessed, true_shapes = model.preprocess(images)
     predictions = model.predict(preprocessed, true_shapes)
@@ -88,7 +102,7 @@ def built(path):
     assert len(shapes) == len(variables)
     class_predictions = predictions[
         box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       boxes, classes, anchors = sess.run([
           predictions[box_predictor.BOX_ENCODINGS], class_predictions,

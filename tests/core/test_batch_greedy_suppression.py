@@ -79,21 +79,22 @@ def _kernel_selections(boxes, scores, max_output_size, threshold, images=3):
 
 @pytest.mark.parametrize('threshold', THRESHOLDS)
 def test_selects_what_the_kernel_selects(execute, threshold):
-  for seed in range(3):
-    boxes, scores = _hard_inputs(seed, batch=3, num_boxes=400,
-                                 threshold=threshold)
-
-    def graph(boxes, scores):
-      # The candidate-pair path itself (the public function takes it for
-      # these inputs, where every selectable box is finite).
+  def graph(*inputs):
+    # The candidate-pair path itself (the public function takes it for
+    # these inputs, where every selectable box is finite); one graph for
+    # all seeds' inputs.
+    outputs = []
+    for boxes, scores in zip(inputs[::2], inputs[1::2]):
       corners = batch_greedy_suppression._corners_and_areas(boxes)
-      return (batch_greedy_suppression._greedy_over_candidate_pairs(
+      outputs.append((batch_greedy_suppression._greedy_over_candidate_pairs(
           corners, scores, scores > float('-inf'), threshold),
-              batch_greedy_suppression.batch_greedy_suppression(
-                  boxes, scores, threshold),
-              _kernel_selections(boxes, scores, 400, threshold))
-    (order, kept), (indices, selected), expected = execute(
-        graph, [boxes, scores])
+                      batch_greedy_suppression.batch_greedy_suppression(
+                          boxes, scores, threshold),
+                      _kernel_selections(boxes, scores, 400, threshold)))
+    return outputs
+  inputs = [array for seed in range(3) for array in _hard_inputs(
+      seed, batch=3, num_boxes=400, threshold=threshold)]
+  for (order, kept), (indices, selected), expected in execute(graph, inputs):
     for image in range(3):
       np.testing.assert_array_equal(order[image][kept[image]],
                                     expected[image])
@@ -108,11 +109,11 @@ def test_selectable_non_finite_boxes_select_as_the_kernel(execute,
   boxes, scores = _hard_inputs(5, batch=2, num_boxes=200,
                                threshold=threshold, nan_boxes_selectable=True)
   scores[:, :3] = [1., 2., .5]
-  indices, selected = execute(
-      lambda b, s: batch_greedy_suppression.batch_greedy_suppression(
-          b, s, threshold), [boxes, scores])
-  expected = execute(lambda b, s: _kernel_selections(b, s, 200, threshold, images=2),
-                     [boxes, scores])
+  (indices, selected), expected = execute(
+      lambda b, s: (batch_greedy_suppression.batch_greedy_suppression(
+          b, s, threshold), _kernel_selections(b, s, 200, threshold,
+                                               images=2)),
+      [boxes, scores])
   for image in range(2):
     np.testing.assert_array_equal(indices[image][selected[image]],
                                   expected[image])

@@ -7,6 +7,7 @@ import tensorflow as tf
 from od_estimator.core import preprocessor
 from od_estimator.core import preprocessor_cache
 from od_estimator.core import standard_fields as fields
+from tests import plain_session
 
 _F = fields.InputDataFields
 _PERMUTATION = {'keypoint_flip_permutation': [1, 0]}
@@ -81,7 +82,7 @@ def _run_twice(steps, cache_1, cache_2, runs=3):
                                     preprocess_vars_cache=cache_1)
     second = preprocessor.preprocess(inputs, steps, arg_map,
                                      preprocess_vars_cache=cache_2)
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       return [sess.run([first, second]) for _ in range(runs)]
 
 
@@ -125,7 +126,7 @@ def test_op_called_directly_with_cache():
                                             preprocess_vars_cache=cache)
     second = preprocessor.random_image_scale(image,
                                              preprocess_vars_cache=cache)
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       for _ in range(3):
         a, b = sess.run([first[0], second[0]])
         assert a.shape == b.shape
@@ -153,7 +154,7 @@ def test_deterministic_ops_accept_a_cache():
           {'original_minval': 0, 'original_maxval': 255,
            'target_minval': 0, 'target_maxval': 1})],
         preprocess_vars_cache=preprocessor_cache.PreprocessorCache())
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       np.testing.assert_allclose(sess.run(out[_F.image]), 1.0)
 
 
@@ -189,7 +190,7 @@ def test_cache_inside_a_dataset_map():
     dataset = tf.data.Dataset.from_tensor_slices(images).map(augment_twice)
     first, second = tf.compat.v1.data.make_one_shot_iterator(
         dataset).get_next()
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       for _ in range(3):
         a, b = sess.run([first, second])
         np.testing.assert_array_equal(a, b)

@@ -15,6 +15,7 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.models import ssd_inception_feature_extractor as inception
 from od_estimator.protos import hyperparams_pb2
+from tests import plain_session
 
 # conv_hyperparams of the sample ssd_inception_v2/v3_coco configs.
 CONV_HYPERPARAMS = """
@@ -143,7 +144,7 @@ def test_preprocess(execute, extractor_type):
 
 
 def test_feature_map_shapes(built):
-  with built.graph.as_default(), tf.compat.v1.Session() as sess:
+  with built.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     maps = sess.run(built.maps)
   assert [m.shape for m in maps] == built.spec.map_shapes

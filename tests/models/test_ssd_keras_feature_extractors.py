@@ -22,6 +22,7 @@ from od_estimator.models import ssd_resnet_v1_fpn_keras_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.protos import model_pb2
 from od_estimator.protos import train_pb2
+from tests import plain_session
 
 MOBILENET_KERAS = ssd_mobilenet_v2_keras_feature_extractor
 RESNET_KERAS = ssd_resnet_v1_fpn_keras_feature_extractor
@@ -238,7 +239,7 @@ def test_fine_tune_from_tf2_detection_checkpoint(mobilenet_ssd, tmp_path):
     assert len(available) == len(mobilenet_ssd.variables)
     tf.compat.v1.train.init_from_checkpoint(checkpoint, available)
     variables = list(available.values())
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       values = sess.run(variables)
   expected_values = {name: index + 1.0 for index, name in

@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobiledet_feature_extractor as mobiledet
 from od_estimator.protos import hyperparams_pb2
+from tests import plain_session
 
 # conv_hyperparams of the upstream ssdlite_mobiledet_*_320x320 configs.
 CONV_HYPERPARAMS = """
@@ -159,7 +160,7 @@ def _build(extractor, images_fn):
 
 
 def _run(built, feed=None):
-  with built.graph.as_default(), tf.compat.v1.Session() as sess:
+  with built.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     return sess.run(built.maps, feed_dict=feed)
 

@@ -16,6 +16,7 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.config import config_util
+from tests import plain_session
 from tests import upstream_folder
 
 
@@ -84,7 +85,7 @@ def test_shapes_names_and_restore_128():
     num_losses = _num_regularization_losses()
     restore = extractor.restore_from_classification_checkpoint_fn(
         'FeatureExtractor')
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       maps = sess.run(maps)
   # layer_18's expansion (96 * 4) at stride 16, layer_23 (192) at 32.

@@ -14,6 +14,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 from od_estimator.protos import hyperparams_pb2
+from tests import plain_session
 
 # conv_hyperparams of the sample ssd_mobilenet_v1_coco config.
 CONV_HYPERPARAMS = """
@@ -86,7 +87,7 @@ def test_preprocess(execute):
 
 
 def test_shapes_64x64(default_64):
-  with default_64.graph.as_default(), tf.compat.v1.Session() as sess:
+  with default_64.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     maps = sess.run(default_64.maps)
   # Conv2d_11 (stride 16, 512 * 0.25 = 128), Conv2d_13 (stride 32, 256),

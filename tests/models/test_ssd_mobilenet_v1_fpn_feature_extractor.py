@@ -14,6 +14,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobilenet_v1_fpn_feature_extractor
 from od_estimator.protos import hyperparams_pb2
+from tests import plain_session
 
 # conv_hyperparams of the sample ssd_mobilenet_v1_fpn config.
 CONV_HYPERPARAMS = """
@@ -96,7 +97,7 @@ def fpn_64():
 
 
 def test_levels_3_to_7(fpn_64):
-  with fpn_64.graph.as_default(), tf.compat.v1.Session() as sess:
+  with fpn_64.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     maps = sess.run(fpn_64.maps)
   # Strides 8, 16, 32 (64 / 8 = 8, 4, 2), then two stride-2 convs: 1, 1.

@@ -17,6 +17,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobilenet_v2_feature_extractor
 from od_estimator.protos import hyperparams_pb2
+from tests import plain_session
 
 # conv_hyperparams of the sample ssd_mobilenet_v2_coco config.
 CONV_HYPERPARAMS = """
@@ -112,7 +113,7 @@ def _build(images_fn, **kwargs):
 
 
 def _run(built, feed=None):
-  with built.graph.as_default(), tf.compat.v1.Session() as sess:
+  with built.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     return sess.run(built.maps, feed_dict=feed)
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.models import ssd_mobilenet_v2_mnasfpn_feature_extractor
+from tests import plain_session
 
 _FE = 'FeatureExtractor/'
 _FPN = _FE + 'MnasFPN/'
@@ -68,7 +69,7 @@ def _build(image_shape, **kwargs):
 
 
 def _run(built):
-  with built.graph.as_default(), tf.compat.v1.Session() as sess:
+  with built.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     return sess.run(built.maps)
 

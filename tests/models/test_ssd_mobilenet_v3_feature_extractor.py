@@ -19,6 +19,7 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v3_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.config import config_util
+from tests import plain_session
 from tests import upstream_folder
 
 
@@ -131,7 +132,7 @@ def _build(kind, images_fn, **kwargs):
 
 
 def _run(built, feed=None):
-  with built.graph.as_default(), tf.compat.v1.Session() as sess:
+  with built.graph.as_default(), plain_session.session() as sess:
     sess.run(tf.compat.v1.global_variables_initializer())
     return sess.run(built.maps, feed_dict=feed)
 

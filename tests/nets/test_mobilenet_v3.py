@@ -12,6 +12,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator.nets import mobilenet_v3
+from tests import plain_session
 
 ExpandedConv = mobilenet_v3.ExpandedConv
 
@@ -233,7 +234,7 @@ def test_dynamic_size_and_depth_multiplier():
     _, end_points = mobilenet_v3.mobilenet_base(
         images, conv_defs=mobilenet_v3.V3_SMALL, depth_multiplier=0.5,
         final_endpoint='layer_13')
-    with tf.compat.v1.Session() as sess:
+    with plain_session.session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       end_points = sess.run(end_points, {images: np.zeros([1, 40, 56, 3])})
   # Squeeze-excite averages over unknown sizes; stride 32 -> 2 x 2.
