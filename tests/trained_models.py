@@ -18,6 +18,8 @@ import contextlib
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -25,7 +27,6 @@ import tensorflow as tf
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
-from tests import command_modules
 from tests import tiny_faster_rcnn
 from tests import tiny_mask_rcnn
 from tests import tiny_ssd
@@ -131,16 +132,16 @@ def one_step_tiny_ssd_export(tmp_path_factory, one_step_tiny_ssd):
 def _run_model_main(root, config, num_steps):
   """model_main trains num_steps steps with SEED and evaluates into root/model.
 
-  In this process (command_modules.run_command): the seed is the graph's,
-  so the run is the one `python -m` would make, without its TF import.
-
   Returns:
     {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
   """
   model_dir = str(root / 'model')
-  result = command_modules.run_command('model_main', [
-      '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
-      '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED])
+  result = subprocess.run(
+      [sys.executable, '-m', 'od_estimator.model_main',
+       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
+       '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED],
+      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   return {'root': root, 'model_dir': model_dir,
           'config': os.path.join(model_dir, 'pipeline.config'),
