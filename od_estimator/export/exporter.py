@@ -90,6 +90,10 @@ def _get_outputs_from_inputs(input_tensors, detection_model,
   return add_output_tensor_nodes(detections, output_collection_name)
 
 
+# As model_fn builds the model for the Estimator: plain graph-building
+# Python, which tf.map_fn's AutoGraph conversion would only slow down (by
+# seconds per export) without changing a node.
+@tf.autograph.experimental.do_not_convert
 def build_detection_graph(input_type, detection_model, input_shape,
                           output_collection_name='inference_op',
                           graph_hook_fn=None, use_side_inputs=False,
@@ -347,29 +351,29 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
   graph = tf.compat.v1.get_default_graph()
   profile_inference_graph(graph)
 
+  output_node_names = list(outputs)
+  output_node_names += [_node_name(name)
+                        for name in additional_output_tensor_names or []]
   # Re-save the weights that are exported (averages under the raw names), so
-  # model.ckpt is complete and freezing reads exactly these values.
+  # model.ckpt is complete, and freeze exactly these values: the session's
+  # (freeze_graph_with_def_protos would restore model.ckpt into a second
+  # copy of the graph for the same constants).
   saver = tf.compat.v1.train.Saver(save_relative_paths=True)
   with tf.compat.v1.Session(graph=graph) as sess:
     moving_averages.restore(sess, use_moving_averages,
                             trained_checkpoint_prefix)
     saver.save(sess, model_path)
-  graph_def = graph.as_graph_def()
-  for node in graph_def.node:
-    node.device = ''
+    graph_def = graph.as_graph_def()
+    for node in graph_def.node:
+      node.device = ''
+    frozen_graph_def = tf.compat.v1.graph_util.convert_variables_to_constants(
+        sess, graph_def, output_node_names)
   if write_inference_graph:
     file_safety.write_file(
         os.path.join(output_directory, 'inference_graph.pbtxt'),
         str(graph_def))
-
-  output_node_names = list(outputs)
-  output_node_names += [_node_name(name)
-                        for name in additional_output_tensor_names or []]
-  frozen_graph_def = freeze_graph_with_def_protos(
-      input_graph_def=graph_def, input_saver_def=saver.as_saver_def(),
-      input_checkpoint=model_path,
-      output_node_names=','.join(output_node_names),
-      output_graph=frozen_graph_path, clear_devices=True)
+  file_safety.write_file(frozen_graph_path,
+                         frozen_graph_def.SerializeToString())
   _build_saved_model(saved_model_path, frozen_graph_def, placeholders,
                      outputs)
 
