@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.models import faster_rcnn_feature_extractor as base
+from tests import plain_session
 
 FIRST = base.FIRST_STAGE_SCOPE
 SECOND = base.SECOND_STAGE_SCOPE
@@ -84,10 +85,7 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
         learning_rate).minimize(loss)
     variables = {v.op.name: v.shape.as_list()
                  for v in tf.compat.v1.global_variables()}
-    # Grappler's rewrites cost seconds on these graphs and test nothing here.
-    config = tf.compat.v1.ConfigProto()
-    config.graph_options.rewrite_options.disable_meta_optimizer = True
-    with tf.compat.v1.Session(graph=graph, config=config) as sess:
+    with plain_session.session(graph) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       losses = [sess.run([loss, train_op])[0] for _ in range(train_steps)]
       losses.append(sess.run(loss))

@@ -2,10 +2,10 @@
 import os
 
 import tensorflow as tf
-from tensorflow.core.protobuf import rewriter_config_pb2
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.config import config_util
+from tests import plain_session
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
@@ -31,14 +31,6 @@ LIGHT_OVERRIDES = (V1_OVERRIDES +
                    ',train_config.optimizer.use_moving_average=false')
 
 
-# Estimator's default session (soft placement) without grappler's rewrites.
-UNOPTIMIZED_SESSION = tf.compat.v1.ConfigProto(
-    allow_soft_placement=True,
-    graph_options=tf.compat.v1.GraphOptions(
-        rewrite_options=rewriter_config_pb2.RewriterConfig(
-            disable_meta_optimizer=True)))
-
-
 def run_config(model_dir):
   """RunConfig of in-process test training: checkpoints without the graph.
 
@@ -51,7 +43,7 @@ def run_config(model_dir):
   return tf.estimator.RunConfig(
       model_dir=str(model_dir), checkpoint_save_graph_def=False,
       save_summary_steps=None, log_step_count_steps=None,
-      session_config=UNOPTIMIZED_SESSION)
+      session_config=plain_session.config(allow_soft_placement=True))
 
 
 def model_config(size=64):
