@@ -29,9 +29,9 @@ overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 
 # tests/durations.txt: the test modules, slowest first (a module's seconds:
-# setup, call and teardown of its tests). `make test` runs `-n 2 --dist
+# setup, call and teardown of its tests). `make test` runs `-n 3 --dist
 # loadscope --no-loadscope-reorder`: each module goes whole to the next free
-# worker in collection order, so the slowest start first and the two workers
+# worker in collection order, so the slowest start first and the workers
 # finish together. (xdist's default order, most tests first, starts the
 # few-test slow modules last, and one worker then runs them alone.) Modules
 # the file does not list (new ones) come after those it lists. `make
