@@ -172,6 +172,46 @@ def _update_tolerances(before, after):
           for kind, norm in norms.items()}
 
 
+def _coin_toss_channels(before, single, mirrored, decay):
+  """{batch norm scope: mask of its channels whose gate was a coin toss}.
+
+  A channel constant over the batch (a dead feature, a 1x1 map) normalizes
+  to rounding noise around 0, so whether ReLU6 passes its gradient to beta
+  and gamma depends on summation order: one run moves its beta, the other
+  leaves it exactly where it was. Such a channel's batch variance is ~0,
+  so its moving variance only decays.
+  """
+  tossed = {}
+  for name in single:
+    if name.endswith('/moving_variance'):
+      scope = name[:-len('/moving_variance')]
+      beta = scope + '/beta'
+      still = [run[beta] == before[beta] for run in (single, mirrored)]
+      tossed[scope] = (np.isclose(single[name], decay * before[name],
+                                  rtol=1e-6, atol=0) &
+                       (still[0] != still[1]))
+  return tossed
+
+
+def _batch_norm_decay(single_dir):
+  """The one batch norm decay of the model trained in single_dir."""
+  ssd = config_util.get_configs_from_pipeline_file(os.path.join(
+      os.path.dirname(single_dir), 'pipeline.config'))['model'].ssd
+  decays = {ssd.feature_extractor.conv_hyperparams.batch_norm.decay,
+            ssd.box_predictor.convolutional_box_predictor.conv_hyperparams
+            .batch_norm.decay}
+  assert len(decays) == 1, decays
+  return decays.pop()
+
+
+def _comparable(name, tossed):
+  """The elements of variable `name` whose updates the runs must share."""
+  for suffix in ('/beta', '/gamma', '/beta/Momentum', '/gamma/Momentum'):
+    if name.endswith(suffix):
+      return ~tossed[name[:-len(suffix)]]
+  return Ellipsis
+
+
 def test_one_step_updates_match_single_device(trained):
   single_dir, mirrored_dir = trained
   before = _variables(os.path.join(single_dir, 'model.ckpt-0'))
@@ -179,6 +219,10 @@ def test_one_step_updates_match_single_device(trained):
   mirrored = _variables(os.path.join(mirrored_dir, 'model.ckpt-1'))
   assert sorted(mirrored) == sorted(single)
   assert mirrored.pop('global_step') == single.pop('global_step') == 1
+  tossed = _coin_toss_channels(before, single, mirrored,
+                               _batch_norm_decay(single_dir))
+  channels = np.concatenate(list(tossed.values()))
+  assert channels.sum() <= channels.size // 100, channels.sum()
   # Batch norm's unbiased variance corrects by n / (n - 1): per replica n
   # counts 2 images, on one device 4, which differs on small maps.
   for name in [name for name in single if name.endswith('moving_variance')]:
@@ -188,7 +232,8 @@ def test_one_step_updates_match_single_device(trained):
   for name, value in single.items():
     step = value - before[name]
     moved += bool(np.any(step))
-    error = np.linalg.norm(mirrored[name] - before[name] - step)
+    kept = _comparable(name, tossed)
+    error = np.linalg.norm((mirrored[name] - before[name] - step)[kept])
     assert error <= tolerances[_kind(name)], (name, error)
   assert moved > len(single) // 2  # the step really trained the model
 
