@@ -1,4 +1,5 @@
-"""tf.image.crop_and_resize in numpy, the reference of the crop op tests."""
+"""Crop ops in numpy (tf.image.crop_and_resize, R-FCN's position-sensitive
+crop), the references of the crop op tests."""
 import numpy as np
 
 
@@ -29,3 +30,29 @@ def crop_and_resize(image, boxes, crop_size, extrapolation_value=0.0):
                    image[b, bottom, right] * dx)
           out[b, n, i, j] = upper * (1 - dy) + lower * dy
   return out
+
+
+def position_sensitive_crop(images, boxes, crop_size, num_spatial_bins,
+                            global_pool):
+  """Reference: bin by bin, each bin cropped from its own channel group."""
+  bins_y, bins_x = num_spatial_bins
+  bin_height, bin_width = crop_size[0] // bins_y, crop_size[1] // bins_x
+  channels = images.shape[-1] // (bins_y * bins_x)
+  batch, num_boxes = boxes.shape[:2]
+  out = np.zeros([batch, num_boxes, crop_size[0], crop_size[1], channels])
+  pooled = np.zeros([batch, num_boxes, 1, 1, channels])
+  for bin_y in range(bins_y):
+    for bin_x in range(bins_x):
+      group = bin_y * bins_x + bin_x
+      ymin, xmin, ymax, xmax = np.moveaxis(boxes, -1, 0)
+      height, width = (ymax - ymin) / bins_y, (xmax - xmin) / bins_x
+      bin_boxes = np.stack([ymin + bin_y * height, xmin + bin_x * width,
+                            ymin + (bin_y + 1) * height,
+                            xmin + (bin_x + 1) * width], -1)
+      crops = crop_and_resize(
+          images[..., group * channels:(group + 1) * channels], bin_boxes,
+          [bin_height, bin_width])
+      out[:, :, bin_y * bin_height:(bin_y + 1) * bin_height,
+          bin_x * bin_width:(bin_x + 1) * bin_width] = crops
+      pooled += crops.mean(axis=(2, 3), keepdims=True) / (bins_y * bins_x)
+  return pooled if global_pool else out

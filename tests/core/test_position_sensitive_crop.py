@@ -7,31 +7,6 @@ from od_estimator.core import position_sensitive_crop as ps_crop
 from tests.core import crop_and_resize_reference as reference
 
 
-def _numpy_ps_crop(images, boxes, crop_size, num_spatial_bins, global_pool):
-  """Reference: bin by bin, each bin cropped from its own channel group."""
-  bins_y, bins_x = num_spatial_bins
-  bin_height, bin_width = crop_size[0] // bins_y, crop_size[1] // bins_x
-  channels = images.shape[-1] // (bins_y * bins_x)
-  batch, num_boxes = boxes.shape[:2]
-  out = np.zeros([batch, num_boxes, crop_size[0], crop_size[1], channels])
-  pooled = np.zeros([batch, num_boxes, 1, 1, channels])
-  for bin_y in range(bins_y):
-    for bin_x in range(bins_x):
-      group = bin_y * bins_x + bin_x
-      ymin, xmin, ymax, xmax = np.moveaxis(boxes, -1, 0)
-      height, width = (ymax - ymin) / bins_y, (xmax - xmin) / bins_x
-      bin_boxes = np.stack([ymin + bin_y * height, xmin + bin_x * width,
-                            ymin + (bin_y + 1) * height,
-                            xmin + (bin_x + 1) * width], -1)
-      crops = reference.crop_and_resize(
-          images[..., group * channels:(group + 1) * channels], bin_boxes,
-          [bin_height, bin_width])
-      out[:, :, bin_y * bin_height:(bin_y + 1) * bin_height,
-          bin_x * bin_width:(bin_x + 1) * bin_width] = crops
-      pooled += crops.mean(axis=(2, 3), keepdims=True) / (bins_y * bins_x)
-  return pooled if global_pool else out
-
-
 def _inputs(depth, seed=0, batch=2, height=7, width=9, num_boxes=5):
   rng = np.random.RandomState(seed)
   images = rng.uniform(-1, 1, [batch, height, width, depth]).astype(
@@ -60,8 +35,8 @@ def test_batch_matches_numpy(execute, crop_size, num_spatial_bins, channels,
       lambda i, b: ps_crop.batch_position_sensitive_crop_regions(
           i, b, crop_size, num_spatial_bins, global_pool),
       [images, boxes], dynamic=dynamic)
-  expected = _numpy_ps_crop(images, boxes, crop_size, num_spatial_bins,
-                            global_pool)
+  expected = reference.position_sensitive_crop(
+      images, boxes, crop_size, num_spatial_bins, global_pool)
   assert crops.shape == expected.shape
   np.testing.assert_allclose(crops, expected, atol=1e-5)
 
@@ -74,8 +49,8 @@ def test_one_image_matches_numpy(execute, global_pool):
           i, b, [4, 2], [2, 2], global_pool),
       [images[0], boxes[0]])
   np.testing.assert_allclose(
-      crops, _numpy_ps_crop(images, boxes, [4, 2], [2, 2], global_pool)[0],
-      atol=1e-5)
+      crops, reference.position_sensitive_crop(images, boxes, [4, 2], [2, 2],
+                                               global_pool)[0], atol=1e-5)
 
 
 def test_bins_read_their_channel_group_row_by_row(execute):
@@ -116,7 +91,8 @@ def test_compiles_with_xla():
       jit_compile=True)
   crops = compiled(tf.constant(images), tf.constant(boxes)).numpy()
   np.testing.assert_allclose(
-      crops, _numpy_ps_crop(images, boxes, [6, 6], [3, 3], True), atol=1e-5)
+      crops, reference.position_sensitive_crop(images, boxes, [6, 6], [3, 3],
+                                               True), atol=1e-5)
 
 
 def test_dynamic_shapes_keep_what_is_known():
