@@ -22,12 +22,14 @@ RFCN_PREDICTOR = """rfcn_box_predictor {
 _MASK_RCNN_PREDICTOR = tiny_faster_rcnn.CONFIG[
     tiny_faster_rcnn.CONFIG.index('mask_rcnn_box_predictor {'):
     tiny_faster_rcnn.CONFIG.index('\n    }\n    second_stage_post_processing')]
-# The ROI crop fields, which R-FCN refuses, and the second-stage predictor.
-RFCN_EDITS = (
-    ('initial_crop_size: 14\n    maxpool_kernel_size: 2\n'
-     '    maxpool_stride: 2\n', ''),
-    (_MASK_RCNN_PREDICTOR, RFCN_PREDICTOR),
-)
+
+
+def rfcn_edits(initial_crop_size=14):
+  """tiny_faster_rcnn.apply_edits' edits: the ROI crop fields, which R-FCN
+  refuses, out (initial_crop_size: the config's), R-FCN's predictor in."""
+  return (('initial_crop_size: %d\n    maxpool_kernel_size: 2\n'
+           '    maxpool_stride: 2\n' % initial_crop_size, ''),
+          (_MASK_RCNN_PREDICTOR, RFCN_PREDICTOR))
 
 
 def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
@@ -42,5 +44,12 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
   with open(path) as f:
     text = f.read()
   with open(path, 'w') as f:
-    f.write(tiny_faster_rcnn.apply_edits(text, RFCN_EDITS))
+    f.write(tiny_faster_rcnn.apply_edits(text, rfcn_edits()))
   return path
+
+
+def write_overfit_config(directory, data_dir):
+  """tiny_faster_rcnn.write_overfit_config's set and recipe with R-FCN."""
+  return tiny_faster_rcnn.write_overfit_config(
+      directory, data_dir, edits=rfcn_edits(initial_crop_size=6))
+
