@@ -227,8 +227,9 @@ def _build_first_stage(config, is_training, use_static_shapes):
 def _build_roi_crop(config):
   """RoiCropParams, or None for R-FCN, whose predictor reads the proposals.
 
-  (R-FCN's position-sensitive crop takes the matrix-product form whenever
-  the shapes are static, as use_matmul_crop_and_resize asks.)
+  R-FCN's position-sensitive crop chooses its form itself, as in the
+  original: matrix products when every shape is static (so with
+  use_static_shapes), whatever use_matmul_crop_and_resize says.
   """
   if config.second_stage_box_predictor.HasField('rfcn_box_predictor'):
     return None
