@@ -4,7 +4,9 @@ The tiny config of tests/tiny_faster_rcnn.py with the fake two-stage
 extractor (tests/fakes.py), batch 8 = 8 shards x 1: with the static-shape
 options its training step has static shapes and XLA compiles it; without
 them the anchor pruning and the first stage's non-max suppression are
-named with the fields to set.
+named with the fields to set. The same holds for its R-FCN form
+(tests/tiny_rfcn.py), whose position-sensitive crops then take the
+matrix-product form.
 """
 import pytest
 
@@ -12,6 +14,7 @@ from od_estimator import __main__ as cli
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
 from tests import tiny_faster_rcnn
+from tests import tiny_rfcn
 
 STATIC_SHAPES = ' '.join([
     'use_static_shapes: true', 'use_static_balanced_label_sampler: true',
@@ -26,10 +29,10 @@ def fake_extractor(monkeypatch):
       'fake', fakes.FakeFasterRCNNFeatureExtractor)
 
 
-def _check_tpu(tmp_path, capsys, model_fields):
-  config = tiny_faster_rcnn.write_config(
-      tmp_path, tmp_path / 'data', extractor='fake',
-      model_fields=model_fields, batch_size=8)
+def _check_tpu(tmp_path, capsys, model_fields,
+               write_config=tiny_faster_rcnn.write_config):
+  config = write_config(tmp_path, tmp_path / 'data', extractor='fake',
+                        model_fields=model_fields, batch_size=8)
   code = cli.main(['validate', '--pipeline_config_path=%s' % config,
                    '--check_tpu', '--allow_local_paths'])
   return code, capsys.readouterr().out
@@ -39,6 +42,15 @@ def test_static_shape_faster_rcnn_step_compiles(tmp_path, capsys):
   code, out = _check_tpu(tmp_path, capsys, STATIC_SHAPES)
   assert code == 0, out
   assert 'XLA compiles the step' in out, out
+
+
+def test_static_shape_rfcn_step_compiles(tmp_path, capsys):
+  code, out = _check_tpu(tmp_path, capsys, STATIC_SHAPES,
+                         write_config=tiny_rfcn.write_config)
+  assert code == 0, out
+  assert 'XLA compiles the step' in out, out
+  with open(tmp_path / 'pipeline.config') as f:
+    assert 'rfcn_box_predictor' in f.read()
 
 
 def test_dynamic_faster_rcnn_step_names_the_static_shapes_field(tmp_path,

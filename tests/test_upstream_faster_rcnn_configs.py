@@ -1,13 +1,15 @@
 """Every plain Faster R-CNN config among the original's samples builds.
 
-Every config builds its model (the Mask R-CNN ones too). One config per backbone (extractor type,
-stride and atrous rate) also builds its graph at a reduced input size
+Every config builds its model (the Mask R-CNN and R-FCN ones too). One
+config per backbone (extractor type, stride and atrous rate) also builds
+its graph at a reduced input size
 (graph construction only: the big backbones are slow to build), the
 training graph with its losses and the inference graph with its detections
 on alternate backbones, and its variables are checked against the
-original's names and shapes. NASNet and the two-stage relatives that come
-later (R-FCN, Context R-CNN) are refused naming what is missing; Mask
-R-CNN has tests/test_upstream_mask_rcnn_configs.py.
+original's names and shapes. NASNet and Context R-CNN, which come later,
+are refused naming what is missing; Mask R-CNN has
+tests/test_upstream_mask_rcnn_configs.py, R-FCN
+tests/test_upstream_rfcn_configs.py.
 """
 import functools
 import os
@@ -27,7 +29,6 @@ _MAX_CLASSES_FOR_INFERENCE = 100
 # Config file name prefix -> what the refusal names.
 _LATER = {
     'faster_rcnn_nas': 'NASNet',
-    'rfcn_': 'rfcn_box_predictor',
     'context_rcnn_': 'context_config',
 }
 
@@ -59,8 +60,10 @@ def _builds(path):
 
 
 def _is_plain(path):
-  """Faster R-CNN without masks (Mask R-CNN: test_upstream_mask_rcnn_...)."""
-  return _builds(path) and not os.path.basename(path).startswith('mask_rcnn_')
+  """Faster R-CNN without masks (Mask R-CNN: test_upstream_mask_rcnn_...,
+  R-FCN: test_upstream_rfcn_configs)."""
+  return _builds(path) and not os.path.basename(path).startswith(
+      ('mask_rcnn_', 'rfcn_'))
 
 
 PLAIN_CONFIGS = [path for path in upstream_folder.paths() if _is_plain(path)]
@@ -100,35 +103,50 @@ def test_faster_rcnn_config_builds_its_model(path, is_training):
   assert model.num_classes == _model_config(path).faster_rcnn.num_classes
 
 
-@pytest.mark.parametrize('path', upstream_folder.params(
-    keep=lambda path: path in GRAPH_CONFIGS))
-def test_faster_rcnn_graph_has_the_original_variables(path):
+LOSS_KEYS = ['Loss/BoxClassifierLoss/classification_loss',
+             'Loss/BoxClassifierLoss/localization_loss',
+             'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
+
+
+def build_reduced_graph(path, is_training):
+  """Builds the config's model graph on one REDUCED_SIZE image.
+
+  Returns:
+    (predictions, outputs, {variable name: shape}): outputs are the losses
+    (with one groundtruth box) in training, the detections otherwise.
+  """
   model_config = _shrunk(path)
-  config = model_config.faster_rcnn
-  # Inference graphs alternate with training graphs, except for configs of
-  # hundreds of classes: batch NMS builds one suppression per class.
-  is_training = (GRAPH_CONFIGS.index(path) % 2 == 0 or
-                 config.num_classes > _MAX_CLASSES_FOR_INFERENCE)
   with tf.Graph().as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=is_training)
     if is_training:
       model.provide_groundtruth(
           [tf.constant([[0.2, 0.2, 0.7, 0.7]])],
-          [tf.one_hot([0], config.num_classes)])
+          [tf.one_hot([0], model_config.faster_rcnn.num_classes)])
     preprocessed, true_shapes = model.preprocess(
         tf.zeros([1, REDUCED_SIZE, REDUCED_SIZE, 3]))
     predictions = model.predict(preprocessed, true_shapes)
     if is_training:
       outputs = model.loss(predictions, true_shapes)
-      assert sorted(outputs) == [
-          'Loss/BoxClassifierLoss/classification_loss',
-          'Loss/BoxClassifierLoss/localization_loss',
-          'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
     else:
       outputs = model.postprocess(predictions, true_shapes)
-      assert outputs['detection_boxes'].shape.as_list()[-1] == 4
     shapes = {variable.op.name: variable.shape.as_list()
               for variable in tf.compat.v1.global_variables()}
+  return predictions, outputs, shapes
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    keep=lambda path: path in GRAPH_CONFIGS))
+def test_faster_rcnn_graph_has_the_original_variables(path):
+  config = _model_config(path).faster_rcnn
+  # Inference graphs alternate with training graphs, except for configs of
+  # hundreds of classes: batch NMS builds one suppression per class.
+  is_training = (GRAPH_CONFIGS.index(path) % 2 == 0 or
+                 config.num_classes > _MAX_CLASSES_FOR_INFERENCE)
+  _, outputs, shapes = build_reduced_graph(path, is_training)
+  if is_training:
+    assert sorted(outputs) == LOSS_KEYS
+  else:
+    assert outputs['detection_boxes'].shape.as_list()[-1] == 4
 
   num_anchors = (len(config.first_stage_anchor_generator
                      .grid_anchor_generator.scales) *

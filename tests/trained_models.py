@@ -29,6 +29,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
 from tests import tiny_faster_rcnn
 from tests import tiny_mask_rcnn
+from tests import tiny_rfcn
 from tests import tiny_ssd
 
 # Marks a complete artifact: a worker interrupted while building leaves
@@ -176,6 +177,13 @@ def overfit_mask_rcnn(tmp_path_factory):
   """tiny_mask_rcnn's set (PNG masks) overfitted by model_main; as above."""
   return _overfit_run(tmp_path_factory, 'overfit_mask_rcnn',
                       tiny_mask_rcnn.write_overfit_config)
+
+
+@pytest.fixture(scope='session')
+def overfit_rfcn(tmp_path_factory):
+  """tiny_rfcn's set (R-FCN's second stage) overfitted by model_main."""
+  return _overfit_run(tmp_path_factory, 'overfit_rfcn',
+                      tiny_rfcn.write_overfit_config)
 
 
 # One Adam step that moves every weight by about the learning rate, and

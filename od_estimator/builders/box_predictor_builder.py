@@ -9,9 +9,10 @@ Supports the `convolutional_box_predictor` and
 with the original's variable names; with keras_layer_names=True, those of
 its TF2 Keras predictors) and `mask_rcnn_box_predictor`, the second stage of
 Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head as its
-third-stage head). build_rpn_box_predictor
-makes the Faster R-CNN first stage's objectness predictor, which has no
-config message of its own. R-FCN's predictor is not built yet.
+third-stage head) and `rfcn_box_predictor`, R-FCN's second stage
+(position-sensitive score maps). build_rpn_box_predictor makes the Faster
+R-CNN first stage's objectness predictor, which has no config message of its
+own.
 """
 import collections
 
@@ -21,6 +22,7 @@ from od_estimator import errors
 from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor
 from od_estimator.predictors import mask_rcnn_box_predictor
+from od_estimator.predictors import rfcn_box_predictor
 from od_estimator.predictors.heads import box_head
 from od_estimator.predictors.heads import class_head
 from od_estimator.predictors.heads import mask_head
@@ -429,14 +431,58 @@ def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
       third_stage_heads=third_stage_heads)
 
 
+def _check_rfcn_fields(config):
+  """Raises UserInputError for options that cannot be honoured."""
+  oneof = 'rfcn_box_predictor'
+  if not config.HasField('conv_hyperparams'):
+    raise UserInputError(
+        '%s.conv_hyperparams is required: it configures the reduce_depth, '
+        'refined_locations and class_predictions convolutions.' % oneof)
+  if config.conv_hyperparams.op != hyperparams_pb2.Hyperparams.CONV:
+    raise UserInputError(
+        '%s.conv_hyperparams must set op: CONV: the position-sensitive score '
+        'maps are 1x1 convolutions, and hyperparameters for fully connected '
+        'layers would apply to none of them.' % oneof)
+  for field in ('num_spatial_bins_height', 'num_spatial_bins_width', 'depth',
+                'box_code_size', 'crop_height', 'crop_width'):
+    if getattr(config, field) < 1:
+      raise UserInputError('%s.%s must be >= 1, got %d.'
+                           % (oneof, field, getattr(config, field)))
+  for crop, bins in (('crop_height', 'num_spatial_bins_height'),
+                     ('crop_width', 'num_spatial_bins_width')):
+    if getattr(config, crop) % getattr(config, bins):
+      raise UserInputError(
+          '%s.%s (%d) must be a multiple of %s (%d): each spatial bin is '
+          'cropped to an equal share of the crop.' % (
+              oneof, crop, getattr(config, crop), bins,
+              getattr(config, bins)))
+
+
+def _build_rfcn(argscope_fn, config, is_training, num_classes,
+                add_background_class, keras_layer_names):
+  # As for mask_rcnn_box_predictor, only the slim (TF1) names exist.
+  del keras_layer_names
+  if not add_background_class:
+    raise ValueError('rfcn_box_predictor always predicts a background '
+                     'class; add_background_class must be True.')
+  _check_rfcn_fields(config)
+  return rfcn_box_predictor.RfcnBoxPredictor(
+      is_training=is_training,
+      num_classes=num_classes,
+      conv_hyperparams_fn=argscope_fn(config.conv_hyperparams, is_training),
+      num_spatial_bins=[config.num_spatial_bins_height,
+                        config.num_spatial_bins_width],
+      depth=config.depth,
+      crop_size=[config.crop_height, config.crop_width],
+      box_code_size=config.box_code_size)
+
+
 _BUILDERS = {
     'convolutional_box_predictor': _build_convolutional,
     'weight_shared_convolutional_box_predictor': _build_weight_shared,
     'mask_rcnn_box_predictor': _build_mask_rcnn,
+    'rfcn_box_predictor': _build_rfcn,
 }
-
-# Oneof choices of the Faster R-CNN family, to be built with those models.
-_NOT_YET_SUPPORTED = ('rfcn_box_predictor',)
 
 
 def build(argscope_fn, box_predictor_config, is_training, num_classes,
@@ -453,27 +499,22 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
     keras_layer_names: build the original's Keras predictor instead (the
       same layers, named as in its TF2 checkpoints); the model builder sets
       it for feature extractor types ending in '_keras'. The convolutional
-      predictors only: mask_rcnn_box_predictor keeps its slim names.
+      predictors only: mask_rcnn_box_predictor and rfcn_box_predictor keep
+      their slim names.
 
   Returns:
     A box_predictor.BoxPredictor.
 
   Raises:
-    ValueError: for a config of another type, an unset or unsupported
-      box_predictor_oneof, or options that cannot be honoured (naming the
-      field); UserInputError (a ValueError) for mask_rcnn_box_predictor's.
+    ValueError: for a config of another type, an unset box_predictor_oneof,
+      or options that cannot be honoured (naming the field); UserInputError
+      (a ValueError) for those of mask_rcnn_box_predictor and
+      rfcn_box_predictor.
   """
   if not isinstance(box_predictor_config, box_predictor_pb2.BoxPredictor):
     raise ValueError('box_predictor_config must be a BoxPredictor proto, got '
                      '%s' % type(box_predictor_config).__name__)
   oneof = box_predictor_config.WhichOneof('box_predictor_oneof')
-  if oneof in _NOT_YET_SUPPORTED:
-    raise errors.UserInputError(
-        'box_predictor.%s (R-FCN) is not supported yet; use '
-        'mask_rcnn_box_predictor for Faster R-CNN, or '
-        'convolutional_box_predictor or '
-        'weight_shared_convolutional_box_predictor for SSD.'
-        % oneof)
   if oneof not in _BUILDERS:
     raise errors.UserInputError('box_predictor.box_predictor_oneof is not set.')
   return _BUILDERS[oneof](argscope_fn, getattr(box_predictor_config, oneof),

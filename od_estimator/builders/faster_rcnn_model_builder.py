@@ -14,7 +14,9 @@ groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
 RPN's losses are smooth L1 and softmax, its predictor a 1x1 convolutional
 box predictor with one class (objectness).
 
-Mask R-CNN is number_of_stages 3 with predict_instance_masks in the
+R-FCN is a second_stage_box_predictor of type rfcn_box_predictor: the box
+classifier then has no ROI crop (box_classifier.BoxClassifier). Mask R-CNN
+is number_of_stages 3 with predict_instance_masks in the
 mask_rcnn_box_predictor. resize_masks needs no work here: mask targets are
 cropped from the groundtruth masks with normalized boxes, whatever their
 resolution.
@@ -96,16 +98,39 @@ def _check_config(config):
     _check_second_stage(config)
 
 
+# Fields of the ROI crop, which R-FCN does not make (its crop size is
+# rfcn_box_predictor.crop_height and crop_width).
+_ROI_CROP_FIELDS = ('initial_crop_size', 'maxpool_kernel_size',
+                    'maxpool_stride')
+
+
+def _check_rfcn_stages(config):
+  """Raises UserInputError for R-FCN options that cannot be honoured."""
+  if config.number_of_stages != 2:
+    raise UserInputError(
+        '%s: R-FCN (second_stage_box_predictor.rfcn_box_predictor) has two '
+        'stages and no mask head; number_of_stages %d is not supported.'
+        % (_FRCNN, config.number_of_stages))
+  for field in _ROI_CROP_FIELDS:
+    if config.HasField(field):
+      raise UserInputError(
+          '%s.%s configures the ROI crop of Faster R-CNN, which R-FCN does '
+          'not make (its position-sensitive crop is sized by '
+          'rfcn_box_predictor.crop_height and crop_width); remove it.'
+          % (_FRCNN, field))
+
+
 def _check_second_stage(config):
   predictor = config.second_stage_box_predictor.WhichOneof(
       'box_predictor_oneof')
   if predictor == 'rfcn_box_predictor':
-    raise UserInputError('%s.second_stage_box_predictor.rfcn_box_predictor '
-                         '(R-FCN) is not supported yet.' % _FRCNN)
+    _check_rfcn_stages(config)
+    return
   if predictor != 'mask_rcnn_box_predictor':
     raise UserInputError(
         '%s.second_stage_box_predictor: %s is not supported; use '
-        'mask_rcnn_box_predictor.' % (_FRCNN, predictor or 'nothing set'))
+        'mask_rcnn_box_predictor or rfcn_box_predictor.'
+        % (_FRCNN, predictor or 'nothing set'))
   masks = (config.second_stage_box_predictor.mask_rcnn_box_predictor
            .predict_instance_masks)
   if masks != (config.number_of_stages == 3):
@@ -199,15 +224,27 @@ def _build_first_stage(config, is_training, use_static_shapes):
       clip_anchors_to_image=config.clip_anchors_to_image)
 
 
-def _build_second_stage(config, is_training, use_static_shapes):
-  """(RoiCropParams, SecondStageParams) of the box classifier."""
-  roi_crop = box_classifier.RoiCropParams(
+def _build_roi_crop(config):
+  """RoiCropParams, or None for R-FCN, whose predictor reads the proposals.
+
+  R-FCN's position-sensitive crop chooses its form itself, as in the
+  original: matrix products when every shape is static (so with
+  use_static_shapes), whatever use_matmul_crop_and_resize says.
+  """
+  if config.second_stage_box_predictor.HasField('rfcn_box_predictor'):
+    return None
+  return box_classifier.RoiCropParams(
       crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
                           if config.use_matmul_crop_and_resize else
                           spatial_transform_ops.native_crop_and_resize),
       initial_crop_size=config.initial_crop_size,
       maxpool_kernel_size=config.maxpool_kernel_size,
       maxpool_stride=config.maxpool_stride)
+
+
+def _build_second_stage(config, is_training, use_static_shapes):
+  """(RoiCropParams or None, SecondStageParams) of the box classifier."""
+  roi_crop = _build_roi_crop(config)
   nms_fn, score_conversion_fn = post_processing_builder.build(
       config.second_stage_post_processing)
   localization_weight = config.second_stage_localization_loss_weight

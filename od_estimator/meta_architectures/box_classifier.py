@@ -5,6 +5,10 @@ resized (bilinear, `initial_crop_size` square) and max-pooled; the second
 stage of the feature extractor turns the crops into box classifier features
 and a fully connected predictor (`SecondStageBoxPredictor`) gives, per
 proposal, refined box codes per class and class logits with background.
+R-FCN (no RoiCropParams) crops nothing: the second stage of the feature
+extractor runs once on the whole first-stage feature maps and its predictor
+reads every proposal out of them (position-sensitive score maps); losses,
+sampling and detections are the same.
 In training a balanced sample of the proposals, matched against the
 groundtruth, is classified; the losses are averaged per image.
 
@@ -109,7 +113,9 @@ class BoxClassifier:
 
     Args:
       params: SecondStageParams.
-      roi_crop: RoiCropParams.
+      roi_crop: RoiCropParams; None when the box predictor reads the
+        proposals out of whole-image features itself (R-FCN: its predict
+        takes proposal_boxes).
       num_classes: number of classes without background.
       box_coder: the BoxCoder of refined box codes (relative to proposals).
       is_training: whether the training graph is built.
@@ -149,11 +155,42 @@ class BoxClassifier:
         flattened, [roi_crop.maxpool_kernel_size] * 2,
         stride=roi_crop.maxpool_stride)
 
-  def predict(self, box_classifier_features):
+  def classify(self, features_to_crop, proposal_boxes_normalized,
+               extract_fn):
+    """Box classifier features and predictions of every proposal.
+
+    Args:
+      features_to_crop: [batch, height, width, depth] float32 first-stage
+        feature maps.
+      proposal_boxes_normalized: [batch, num_proposals, 4] float32.
+      extract_fn: the second stage of the feature extractor, features ->
+        box classifier features.
+
+    Returns:
+      box_classifier_features: [batch * num_proposals, h, w, d'] float32
+        (from the ROI crops), or [batch, height', width', d'] (whole
+        images, without RoiCropParams).
+      refined_box_encodings, class_predictions_with_background: as
+        predict() returns them.
+    """
+    if self._roi_crop is None:
+      features = extract_fn(features_to_crop)
+      return (features,) + self.predict(
+          features, proposal_boxes=proposal_boxes_normalized)
+    features = extract_fn(self.crop(features_to_crop,
+                                    proposal_boxes_normalized))
+    return (features,) + self.predict(features, prediction_stage=2)
+
+  def predict(self, box_classifier_features, **predictor_inputs):
     """Runs the second-stage box predictor.
 
     Args:
-      box_classifier_features: [total_proposals, h, w, depth] float32.
+      box_classifier_features: [total_proposals, h, w, depth] float32, or
+        [batch, height, width, depth] for a predictor that reads the
+        proposals itself.
+      **predictor_inputs: the predictor's own arguments: prediction_stage=2
+        (MaskRCNNBoxPredictor) or proposal_boxes [batch, num_proposals, 4]
+        normalized (RfcnBoxPredictor).
 
     Returns:
       refined_box_encodings: [total_proposals, q, code_size] float32 with
@@ -163,7 +200,7 @@ class BoxClassifier:
     """
     predictions = self._params.box_predictor.predict(
         [box_classifier_features], num_predictions_per_location=[1],
-        scope=BOX_PREDICTOR_SCOPE, prediction_stage=2)
+        scope=BOX_PREDICTOR_SCOPE, **predictor_inputs)
     refined_box_encodings = tf.squeeze(
         _single_map(predictions[box_predictor.BOX_ENCODINGS]), axis=1,
         name='all_refined_box_encodings')

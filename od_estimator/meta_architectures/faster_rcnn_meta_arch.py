@@ -6,7 +6,10 @@ usable alone:
   feature extractor, first stage  (FirstStageFeatureExtractor/...)
   RegionProposalNetwork           (Conv/..., FirstStageBoxPredictor/...)
   BoxClassifier: ROI crop, second-stage features (SecondStageFeatureExtractor/
-                 ...) and the box predictor (SecondStageBoxPredictor/...)
+                 ...) and the box predictor (SecondStageBoxPredictor/...);
+                 R-FCN's crops nothing: second-stage features of the whole
+                 images, read per proposal by its position-sensitive
+                 predictor
   MaskBranch                      (the second-stage predictor's mask head)
 
 With number_of_stages 1 the model is the RPN alone and its proposals are the
@@ -29,6 +32,7 @@ to each true image (true_image_shapes), as in the original. Variable names
 match the original's TF1 checkpoints.
 """
 import dataclasses
+import functools
 
 import tensorflow as tf
 
@@ -329,11 +333,11 @@ class FasterRCNNMetaArch(model.DetectionModel):
         proposal_boxes, image_shapes)
 
     def second_stage():
-      cropped = self._box_classifier.crop(
-          prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized)
-      features = self._feature_extractor.extract_box_classifier_features(
-          cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
-      return (features,) + self._box_classifier.predict(features)
+      return self._box_classifier.classify(
+          prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized,
+          functools.partial(
+              self._feature_extractor.extract_box_classifier_features,
+              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE))
 
     (box_classifier_features, refined_box_encodings,
      class_predictions) = self._in_batch_norm_mode(second_stage)

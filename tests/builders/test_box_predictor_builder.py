@@ -17,6 +17,7 @@ from od_estimator.core import box_predictor
 from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor as cbp
 from od_estimator.predictors import mask_rcnn_box_predictor
+from od_estimator.predictors import rfcn_box_predictor
 from od_estimator.protos import box_predictor_pb2
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.config import config_util
@@ -339,7 +340,6 @@ def test_weight_shared_depthwise():
 
 
 @pytest.mark.parametrize('text,match', [
-    ('rfcn_box_predictor { }', 'rfcn_box_predictor'),
     ('', 'box_predictor_oneof'),
     ('weight_shared_convolutional_box_predictor { '
      'apply_conv_hyperparams_to_heads: true }',
@@ -554,3 +554,114 @@ def test_fc_hyperparams_reach_the_fully_connected_layers():
   np.testing.assert_allclose(outputs[CLASSES], np.full([3, 1, 3], -8.0))
   # slim's l2: 0.5 * sum(w ** 2) / 2 for the [8, 8] and [8, 3] weights.
   np.testing.assert_allclose(sorted(losses), [0.5 * 24 / 2, 0.5 * 64 / 2])
+
+
+# --- R-FCN: second-stage rfcn_box_predictor -------------------------------
+
+# rfcn_resnet101_coco.config's second_stage_box_predictor (its conv
+# hyperparams are those of the RPN).
+RFCN_RESNET101_COCO = """
+  rfcn_box_predictor {
+    conv_hyperparams { %s }
+    crop_height: 18
+    crop_width: 18
+    num_spatial_bins_height: 3
+    num_spatial_bins_width: 3
+  }
+""" % RPN_HYPERPARAMS
+
+
+def _rfcn_second_stage(text, features_shape, num_proposals, num_classes=90):
+  """Builds R-FCN's stage 2 under the meta-architecture's scope."""
+  with tf.Graph().as_default():
+    predictor = _build(text, num_classes=num_classes)
+    outputs = predictor.predict(
+        [tf.zeros(features_shape)], [1], scope='SecondStageBoxPredictor',
+        proposal_boxes=tf.zeros([features_shape[0], num_proposals, 4]))
+    variables = {v.op.name: v.shape.as_list()
+                 for v in tf.compat.v1.global_variables()}
+    shapes = {key: [t.shape.as_list() for t in value]
+              for key, value in outputs.items()}
+  return predictor, variables, shapes
+
+
+def test_rfcn_resnet101_second_stage_checkpoint_names():
+  # ResNet-101's block4 gives 2048 channels; default depth 1024; 3 x 3 bins
+  # of 90 classes x 4 box codes and of 91 logits.
+  predictor, variables, shapes = _rfcn_second_stage(RFCN_RESNET101_COCO,
+                                                    [2, 4, 5, 2048], 7)
+  assert isinstance(predictor, rfcn_box_predictor.RfcnBoxPredictor)
+  assert variables == {
+      'SecondStageBoxPredictor/reduce_depth/weights': [1, 1, 2048, 1024],
+      'SecondStageBoxPredictor/reduce_depth/biases': [1024],
+      'SecondStageBoxPredictor/refined_locations/weights': [1, 1, 1024, 3240],
+      'SecondStageBoxPredictor/refined_locations/biases': [3240],
+      'SecondStageBoxPredictor/class_predictions/weights': [1, 1, 1024, 819],
+      'SecondStageBoxPredictor/class_predictions/biases': [819]}
+  assert shapes == {BOXES: [[14, 1, 90, 4]], CLASSES: [[14, 1, 91]]}
+
+
+def test_rfcn_options_are_honoured():
+  text = """
+    rfcn_box_predictor {
+      conv_hyperparams {
+        op: CONV
+        initializer { truncated_normal_initializer { stddev: 0.01 } }
+        batch_norm { scale: true }
+      }
+      depth: 8
+      box_code_size: 5
+      crop_height: 4
+      crop_width: 6
+      num_spatial_bins_height: 2
+      num_spatial_bins_width: 3
+    }"""
+  _, variables, shapes = _rfcn_second_stage(text, [1, 3, 3, 16], 2,
+                                            num_classes=3)
+  prefix = 'SecondStageBoxPredictor/'
+  assert variables[prefix + 'reduce_depth/weights'] == [1, 1, 16, 8]
+  assert variables[prefix + 'reduce_depth/BatchNorm/gamma'] == [8]
+  assert variables[prefix + 'refined_locations/weights'] == [1, 1, 8, 90]
+  assert variables[prefix + 'class_predictions/BatchNorm/beta'] == [24]
+  assert not any(name.endswith('biases') for name in variables)
+  assert shapes == {BOXES: [[2, 1, 3, 5]], CLASSES: [[2, 1, 4]]}
+
+
+@pytest.mark.parametrize('change,match', [
+    (('crop_height: 18', 'crop_height: 16'),
+     r'crop_height \(16\) must be a multiple of num_spatial_bins_height'),
+    (('crop_width: 18', 'crop_width: 10'),
+     r'crop_width \(10\) must be a multiple of num_spatial_bins_width'),
+    (('num_spatial_bins_width: 3', 'num_spatial_bins_width: 0'),
+     'num_spatial_bins_width must be >= 1'),
+    (('crop_height: 18', 'depth: 0'), 'rfcn_box_predictor.depth must be >= 1'),
+    (('op: CONV', 'op: FC'), 'conv_hyperparams must set op: CONV'),
+])
+def test_rfcn_bad_options_raise_user_input_error(change, match):
+  with pytest.raises(UserInputError, match=match):
+    _build(RFCN_RESNET101_COCO.replace(*change))
+
+
+def test_rfcn_needs_conv_hyperparams():
+  with pytest.raises(UserInputError,
+                     match='rfcn_box_predictor.conv_hyperparams is required'):
+    _build('rfcn_box_predictor { }')
+
+
+def _is_rfcn(path):
+  return os.path.basename(path).startswith('rfcn')
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_rfcn))
+def test_upstream_rfcn_predictors(path):
+  model = config_util.get_configs_from_pipeline_file(
+      path)['model'].faster_rcnn
+  _, variables, shapes = _rfcn_second_stage(
+      text_format.MessageToString(model.second_stage_box_predictor),
+      [1, 3, 3, 8], 4, num_classes=model.num_classes)
+  slots = model.num_classes + 1
+  assert variables['SecondStageBoxPredictor/class_predictions/weights'] == [
+      1, 1, 1024, 9 * slots]
+  assert shapes == {BOXES: [[4, 1, model.num_classes, 4]],
+                    CLASSES: [[4, 1, slots]]}
+

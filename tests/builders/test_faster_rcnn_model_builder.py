@@ -83,18 +83,27 @@ def test_registered_in_model_builder():
   assert 'faster_rcnn' in model_builder.supported_meta_architectures()
 
 
+def _training_graph(config, image_shape):
+  """(model, predictions, losses) of one image with one groundtruth box.
+
+  Builds in the default graph.
+  """
+  model = model_builder.build(config, is_training=True)
+  preprocessed, true_image_shapes = model.preprocess(
+      tf.random.uniform([1] + image_shape + [3], 0, 255))
+  model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])],
+                            [tf.constant([[0.0, 1.0, 0.0]])])
+  prediction_dict = model.predict(preprocessed, true_image_shapes)
+  return (model, prediction_dict,
+          model.loss(prediction_dict, true_image_shapes))
+
+
 def test_two_stage_model_trains_on_the_fake_extractor():
   with tf.Graph().as_default():
-    model = model_builder.build(_config(), is_training=True)
+    model, prediction_dict, loss_dict = _training_graph(_config(), [40, 40])
     assert isinstance(model, faster_rcnn_meta_arch.FasterRCNNMetaArch)
     assert model.num_classes == 3
     assert model.max_num_proposals == 4
-    images = tf.random.uniform([1, 40, 40, 3], 0, 255)
-    preprocessed, true_image_shapes = model.preprocess(images)
-    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])],
-                              [tf.constant([[0.0, 1.0, 0.0]])])
-    prediction_dict = model.predict(preprocessed, true_image_shapes)
-    loss_dict = model.loss(prediction_dict, true_image_shapes)
     assert prediction_dict['class_predictions_with_background'].shape == (
         4, 4)
     assert prediction_dict['refined_box_encodings'].shape == (4, 3, 4)
@@ -200,10 +209,6 @@ def test_refuses_three_stages_and_other_second_stage_predictors():
                      'predict_instance_masks false'):
     _build(stages=3)
   config = _config()
-  config.faster_rcnn.second_stage_box_predictor.rfcn_box_predictor.SetInParent()
-  with pytest.raises(UserInputError, match='rfcn_box_predictor'):
-    model_builder.build(config, True)
-  config = _config()
   (config.faster_rcnn.second_stage_box_predictor.mask_rcnn_box_predictor
    .predict_instance_masks) = True
   with pytest.raises(UserInputError, match='predict_instance_masks'):
@@ -229,3 +234,75 @@ def test_refuses_unknown_and_later_extractors(extractor_type, message):
   config.faster_rcnn.feature_extractor.type = extractor_type
   with pytest.raises(UserInputError, match=message):
     model_builder.build(config, True)
+
+
+_RFCN_PREDICTOR = """
+  rfcn_box_predictor {
+    conv_hyperparams {
+      op: CONV
+      initializer { truncated_normal_initializer { stddev: 0.01 } }
+    }
+    depth: 5
+    crop_height: 4
+    crop_width: 4
+    num_spatial_bins_height: 2
+    num_spatial_bins_width: 2
+  }"""
+
+
+def _rfcn_config(stages=2):
+  """The fake-extractor config with R-FCN's second stage (no ROI crop)."""
+  config = _config(stages=stages)
+  faster_rcnn = config.faster_rcnn
+  for field in ('initial_crop_size', 'maxpool_kernel_size', 'maxpool_stride'):
+    faster_rcnn.ClearField(field)
+  faster_rcnn.ClearField('second_stage_box_predictor')
+  text_format.Parse(_RFCN_PREDICTOR, faster_rcnn.second_stage_box_predictor)
+  return config
+
+
+def test_rfcn_model_trains_on_the_fake_extractor():
+  with tf.Graph().as_default():
+    _, prediction_dict, loss_dict = _training_graph(_rfcn_config(),
+                                                    [64, 48])
+    names = {v.op.name: v.shape.as_list()
+             for v in tf.compat.v1.global_variables()}
+    with tf.compat.v1.Session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      losses, features = sess.run(
+          (loss_dict, prediction_dict['box_classifier_features']))
+  # The second stage of the extractor ran once on the 2x2 feature map
+  # (32x32 resized images, stride 16) and the predictor read 4 proposals.
+  assert features.shape == (1, 2, 2, 6)
+  assert prediction_dict['refined_box_encodings'].shape == (4, 3, 4)
+  assert prediction_dict['class_predictions_with_background'].shape == (4, 4)
+  assert sorted(losses) == [
+      'Loss/BoxClassifierLoss/classification_loss',
+      'Loss/BoxClassifierLoss/localization_loss',
+      'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
+  assert all(value >= 0 for value in losses.values())
+  assert {name: shape for name, shape in names.items()
+          if name.startswith('SecondStage')} == {
+              'SecondStageFeatureExtractor/layer2/weights': [1, 1, 8, 6],
+              'SecondStageFeatureExtractor/layer2/biases': [6],
+              'SecondStageBoxPredictor/reduce_depth/weights': [1, 1, 6, 5],
+              'SecondStageBoxPredictor/reduce_depth/biases': [5],
+              'SecondStageBoxPredictor/refined_locations/weights': [
+                  1, 1, 5, 4 * 3 * 4],
+              'SecondStageBoxPredictor/refined_locations/biases': [48],
+              'SecondStageBoxPredictor/class_predictions/weights': [
+                  1, 1, 5, 4 * 4],
+              'SecondStageBoxPredictor/class_predictions/biases': [16]}
+
+
+def test_rfcn_refuses_a_third_stage_and_roi_crop_fields():
+  with pytest.raises(UserInputError, match='number_of_stages 3'):
+    with tf.Graph().as_default():
+      model_builder.build(_rfcn_config(stages=3), True)
+  for field in ('initial_crop_size', 'maxpool_kernel_size', 'maxpool_stride'):
+    config = _rfcn_config()
+    setattr(config.faster_rcnn, field, 2)
+    with pytest.raises(UserInputError, match='faster_rcnn.%s' % field):
+      with tf.Graph().as_default():
+        model_builder.build(config, True)
+

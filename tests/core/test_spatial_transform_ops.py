@@ -4,35 +4,7 @@ import pytest
 import tensorflow as tf
 
 from od_estimator.core import spatial_transform_ops as ops
-
-
-def _numpy_crop_and_resize(image, boxes, crop_size, extrapolation_value=0.0):
-  """Reference: tf.image.crop_and_resize's bilinear sampling, loop by loop."""
-  batch, height, width, depth = image.shape
-  crop_height, crop_width = crop_size
-  out = np.zeros([batch, boxes.shape[1], crop_height, crop_width, depth])
-
-  def positions(start, end, crop_length, length):
-    if crop_length == 1:
-      return [0.5 * (start + end) * (length - 1)]
-    spacing = (end - start) * (length - 1) / (crop_length - 1)
-    return [start * (length - 1) + k * spacing for k in range(crop_length)]
-
-  for b in range(batch):
-    for n, (ymin, xmin, ymax, xmax) in enumerate(boxes[b]):
-      for i, y in enumerate(positions(ymin, ymax, crop_height, height)):
-        for j, x in enumerate(positions(xmin, xmax, crop_width, width)):
-          if not (0 <= y <= height - 1 and 0 <= x <= width - 1):
-            out[b, n, i, j] = extrapolation_value
-            continue
-          top, left = int(np.floor(y)), int(np.floor(x))
-          bottom, right = int(np.ceil(y)), int(np.ceil(x))
-          dy, dx = y - top, x - left
-          upper = image[b, top, left] * (1 - dx) + image[b, top, right] * dx
-          lower = (image[b, bottom, left] * (1 - dx) +
-                   image[b, bottom, right] * dx)
-          out[b, n, i, j] = upper * (1 - dy) + lower * dy
-  return out
+from tests.core import crop_and_resize_reference as reference
 
 
 def _inputs(seed=0, batch=2, height=9, width=11, depth=3, num_boxes=7):
@@ -58,7 +30,7 @@ def test_native_matches_numpy(execute, crop_size, dynamic):
   crops = execute(lambda i, b: ops.native_crop_and_resize(i, b, crop_size),
                   [image, boxes], dynamic=dynamic)
   np.testing.assert_allclose(
-      crops, _numpy_crop_and_resize(image, boxes, crop_size), atol=1e-5)
+      crops, reference.crop_and_resize(image, boxes, crop_size), atol=1e-5)
 
 
 @pytest.mark.parametrize('crop_size', CROP_SIZES)
@@ -87,7 +59,7 @@ def test_matmul_both_contraction_orders(execute):
     crops = execute(lambda i, b: ops.matmul_crop_and_resize(i, b, [6, 3]),
                     [image, boxes])
     np.testing.assert_allclose(
-        crops, _numpy_crop_and_resize(image, boxes, [6, 3]), atol=1e-5)
+        crops, reference.crop_and_resize(image, boxes, [6, 3]), atol=1e-5)
 
 
 def test_matmul_integer_image_and_dynamic_box_count(execute):
@@ -103,8 +75,8 @@ def test_matmul_integer_image_and_dynamic_box_count(execute):
   crops = execute(graph, [int_image, boxes])
   assert crops.dtype == np.float32
   np.testing.assert_allclose(
-      crops, _numpy_crop_and_resize(int_image.astype(np.float64), boxes,
-                                    [2, 3]), atol=1e-3)
+      crops, reference.crop_and_resize(int_image.astype(np.float64), boxes,
+                                       [2, 3]), atol=1e-3)
 
 
 def test_static_shapes():
@@ -124,7 +96,7 @@ def test_matmul_compiles_with_xla():
       jit_compile=True)
   crops = compiled(tf.constant(image), tf.constant(boxes)).numpy()
   np.testing.assert_allclose(
-      crops, _numpy_crop_and_resize(image, boxes, [7, 7], -1.0), atol=1e-5)
+      crops, reference.crop_and_resize(image, boxes, [7, 7], -1.0), atol=1e-5)
 
 
 def test_matmul_gradient_matches_native():

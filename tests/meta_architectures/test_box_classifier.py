@@ -4,11 +4,15 @@ A random 2x2 first-stage feature map of a 32x32 image; proposals in
 absolute pixels; the fake second-stage predictor mean-pools each crop
 (faster_rcnn_parts). Groundtruth classes carry the background column 0.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from od_estimator.core import box_list
+from od_estimator.meta_architectures import box_classifier
+from od_estimator.predictors import rfcn_box_predictor
 from tests.meta_architectures import faster_rcnn_parts as parts
 
 BATCH = 2
@@ -156,3 +160,35 @@ def test_sampled_proposals_are_padded_to_the_batch_size(execute):
   assert num_sampled.tolist() == [parts.SECOND_STAGE_BATCH, 1]
   assert boxes[1, 0].tolist() in np.array(GT_BOXES[1]).tolist()
   np.testing.assert_array_equal(boxes[1, 1:], np.zeros([2, 4]))
+
+
+@pytest.mark.parametrize('with_roi_crop', [True, False])
+def test_classify_crops_or_reads_proposals_from_whole_maps(execute,
+                                                           with_roi_crop):
+  def graph(features, proposals):
+    classifier, _ = parts.second_stage_parts(is_training=False)
+    if not with_roi_crop:
+      # R-FCN: no ROI crop; the predictor reads the proposals itself.
+      predictor = rfcn_box_predictor.RfcnBoxPredictor(
+          False, NUM_CLASSES, parts.conv_hyperparams, num_spatial_bins=[2, 2],
+          depth=4, crop_size=[2, 2], box_code_size=4)
+      classifier = box_classifier.BoxClassifier(
+          dataclasses.replace(classifier.params, box_predictor=predictor),
+          None, NUM_CLASSES, classifier.params.target_assigner.box_coder,
+          False)
+    extracted, refined, logits = classifier.classify(
+        features, proposals / parts.IMAGE_SIZE, lambda maps: maps + 1.0)
+    return {'extracted': extracted, 'refined': refined, 'logits': logits}
+
+  features = _random([BATCH, 2, 2, DEPTH], 2)
+  out = execute(graph, [features, _random_proposals(3)])
+  rows = BATCH * NUM_PROPOSALS
+  if with_roi_crop:
+    # The second stage ran on each proposal's pooled 2x2 crop.
+    assert out['extracted'].shape == (rows, 2, 2, DEPTH)
+  else:
+    # Once, on the whole feature maps.
+    np.testing.assert_allclose(out['extracted'], features + 1.0)
+  assert out['refined'].shape == (rows, NUM_CLASSES, 4)
+  assert out['logits'].shape == (rows, NUM_CLASSES + 1)
+
