@@ -120,13 +120,17 @@ def test_full_large_network_has_the_original_variables():
       {'cell_%d' % n for n in range(18)})
 
 
-def test_final_endpoint_stops_there_without_heads():
-  with tf.Graph().as_default():
+def test_inference_stops_at_final_endpoint_without_heads_or_noise():
+  with tf.Graph().as_default() as graph:
     with slim.arg_scope(nasnet.nasnet_large_arg_scope()):
       net, end_points = nasnet.nasnet(
           tf.zeros([2, 64, 64, 3]), config=TINY, num_classes=5,
-          final_endpoint='Cell_0')
+          is_training=False, final_endpoint='Cell_0')
     names = _variables()
+    # No drop path, batch norm in inference mode.
+    assert not [op for op in graph.get_operations()
+                if op.type == 'RandomUniform']
+    assert not graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
   assert net is end_points['Cell_0']
   # 64 -> 31 (conv0, VALID) -> 16 -> 8 (stem cells); 6 states of 8.
   assert net.shape.as_list() == [2, 8, 8, 48]
