@@ -21,6 +21,7 @@ averages of its variables, read by restore_from_classification_checkpoint_fn.
 import tensorflow as tf
 import tf_slim as slim
 
+from od_estimator import errors
 from od_estimator.models import faster_rcnn_feature_extractor
 from od_estimator.nets import nasnet
 
@@ -72,10 +73,17 @@ class FasterRCNNNASFeatureExtractor(
 
     Raises:
       ValueError: if the input is not 4-D.
+      UserInputError: if its height or width is not static.
     """
     if preprocessed_inputs.shape.rank != 4:
       raise ValueError('preprocessed_inputs must be 4-D, got shape %s' %
                        preprocessed_inputs.shape)
+    if None in preprocessed_inputs.shape.as_list()[1:3]:
+      raise errors.UserInputError(
+          'model.faster_rcnn.image_resizer: faster_rcnn_nas needs a '
+          'fixed_shape_resizer (NASNet cells need static image sizes, as in '
+          'the original); got images of shape %s.' %
+          preprocessed_inputs.shape)
     with slim.arg_scope(nasnet.nasnet_large_arg_scope()):
       with slim.arg_scope([slim.conv2d, slim.batch_norm,
                            slim.separable_conv2d],

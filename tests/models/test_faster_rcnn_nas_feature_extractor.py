@@ -45,6 +45,13 @@ def test_only_stride_16_is_built():
         is_training=True, first_stage_features_stride=8)
 
 
+def test_images_of_unknown_size_are_refused_naming_the_resizer():
+  with tf.Graph().as_default():
+    images = tf.compat.v1.placeholder(tf.float32, [1, None, None, 3])
+    with pytest.raises(errors.UserInputError, match='fixed_shape_resizer'):
+      _extractor().extract_proposal_features(images, scope=backbones.FIRST)
+
+
 def test_shapes(small):
   # 64 -> 31 (conv0) -> 16 -> 8 (stem) -> 4 (reduction_cell_0): stride 16;
   # cells 2 and 3 have 6 states of 16 filters, concatenated.
