@@ -21,6 +21,7 @@ from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
 from od_estimator.config import config_util
 from od_estimator.utils import graph_building
+from tests import nasnet_large
 from tests import upstream_folder
 
 REDUCED_SIZE = 64
@@ -151,10 +152,12 @@ def test_faster_rcnn_graph_has_the_original_variables(path):
   if config.feature_extractor.type == 'faster_rcnn_nas':
     # Six states of 672 filters (cell_17), as NASNet-A large's final layer.
     assert class_weights[0] == 4032
-    assert shapes['FirstStageFeatureExtractor/cell_11/1x1/weights'] == [
-        1, 1, 2016, 336]
-    assert shapes['SecondStageFeatureExtractor/reduction_cell_1/1x1/'
-                  'weights'] == [1, 1, 2016, 672]
+    for name, shape in nasnet_large.CELL_VARIABLES.items():
+      stage = ('SecondStageFeatureExtractor' if name.startswith(
+          ('reduction_cell_1/', 'cell_12/', 'cell_13/', 'cell_14/',
+           'cell_15/', 'cell_16/', 'cell_17/')) else
+               'FirstStageFeatureExtractor')
+      assert shapes.get('%s/%s' % (stage, name)) == shape, name
   assert any(name.startswith('FirstStageFeatureExtractor/')
              for name in shapes)
   assert any(name.startswith('SecondStageFeatureExtractor/')
