@@ -6,9 +6,9 @@ its graph at a reduced input size
 (graph construction only: the big backbones are slow to build), the
 training graph with its losses and the inference graph with its detections
 on alternate backbones, and its variables are checked against the
-original's names and shapes. NASNet and Context R-CNN, which come later,
-are refused naming what is missing; Mask R-CNN has
-tests/test_upstream_mask_rcnn_configs.py, R-FCN
+original's names and shapes (NASNet's graph is the slowest to build).
+Context R-CNN, which comes later, is refused naming what is missing; Mask
+R-CNN has tests/test_upstream_mask_rcnn_configs.py, R-FCN
 tests/test_upstream_rfcn_configs.py.
 """
 import functools
@@ -22,13 +22,13 @@ from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
 from od_estimator.config import config_util
 from od_estimator.utils import graph_building
+from tests import nasnet_large
 from tests import upstream_folder
 
 REDUCED_SIZE = 64
 _MAX_CLASSES_FOR_INFERENCE = 100
 # Config file name prefix -> what the refusal names.
 _LATER = {
-    'faster_rcnn_nas': 'NASNet',
     'context_rcnn_': 'context_config',
 }
 
@@ -166,6 +166,15 @@ def test_faster_rcnn_graph_has_the_original_variables(path):
   assert box_weights[0] == class_weights[0]
   if config.feature_extractor.type.startswith('faster_rcnn_resnet'):
     assert class_weights[0] == 2048
+  if config.feature_extractor.type == 'faster_rcnn_nas':
+    # Six states of 672 filters (cell_17), as NASNet-A large's final layer.
+    assert class_weights[0] == 4032
+    for name, shape in nasnet_large.CELL_VARIABLES.items():
+      stage = ('SecondStageFeatureExtractor' if name.startswith(
+          ('reduction_cell_1/', 'cell_12/', 'cell_13/', 'cell_14/',
+           'cell_15/', 'cell_16/', 'cell_17/')) else
+               'FirstStageFeatureExtractor')
+      assert shapes.get('%s/%s' % (stage, name)) == shape, name
   assert any(name.startswith('FirstStageFeatureExtractor/')
              for name in shapes)
   assert any(name.startswith('SecondStageFeatureExtractor/')

@@ -46,7 +46,6 @@ _FE = _FRCNN + '.feature_extractor'
 _BOX_CODER_SCALES = (10.0, 10.0, 5.0, 5.0)
 # Extractor types of the original that this version does not build yet.
 _LATER_EXTRACTORS = {
-    'faster_rcnn_nas': 'NASNet (faster_rcnn_nas) comes later',
     'faster_rcnn_pnas': 'PNASNet (faster_rcnn_pnas) comes later',
 }
 # Set fields this version cannot honour -> why.

@@ -7,6 +7,7 @@ own with defaults.
 """
 from od_estimator.models import faster_rcnn_inception_resnet_v2_feature_extractor
 from od_estimator.models import faster_rcnn_inception_v2_feature_extractor
+from od_estimator.models import faster_rcnn_nas_feature_extractor
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor
 
 FASTER_RCNN_FEATURE_EXTRACTORS = {
@@ -16,6 +17,8 @@ FASTER_RCNN_FEATURE_EXTRACTORS = {
     'faster_rcnn_inception_v2':
         faster_rcnn_inception_v2_feature_extractor
         .FasterRCNNInceptionV2FeatureExtractor,
+    'faster_rcnn_nas':
+        faster_rcnn_nas_feature_extractor.FasterRCNNNASFeatureExtractor,
     'faster_rcnn_resnet50':
         faster_rcnn_resnet_v1_feature_extractor
         .FasterRCNNResnet50FeatureExtractor,

@@ -228,7 +228,8 @@ def test_refuses_other_anchor_generators_and_extractor_options():
 
 
 @pytest.mark.parametrize('extractor_type,message', [
-    ('faster_rcnn_nas', 'NASNet'), ('faster_rcnn_made_up', 'available types')])
+    ('faster_rcnn_pnas', 'PNASNet'),
+    ('faster_rcnn_made_up', 'available types')])
 def test_refuses_unknown_and_later_extractors(extractor_type, message):
   config = _config()
   config.faster_rcnn.feature_extractor.type = extractor_type
