@@ -27,11 +27,17 @@ records read are counted; when a file ends, that count (record lengths plus
 16 framing bytes each) must equal the file's size taken at build time.
 Otherwise iteration fails with an InvalidArgumentError naming the file and
 how far it could be read. Records before the damage are still produced.
+
+The dataset returned is a tf.compat.v1.data.Dataset, as the original's under
+TF1: scripts written for it call `dataset.make_one_shot_iterator()` or
+`dataset.make_initializable_iterator()` in graph mode, and the datasets
+derived from it (take, map, ...) keep those methods.
 """
 import concurrent.futures
 import math
 
 import tensorflow as tf
+from tensorflow.python.data.ops import dataset_ops
 
 from od_estimator import errors
 from od_estimator.builders import decoder_builder
@@ -368,7 +374,8 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
       original (meant for sequence examples).
 
   Returns:
-    A tf.data.Dataset of tensor dicts (batched when batch_size is given).
+    A tf.compat.v1.data.Dataset (see the module doc) of tensor dicts
+    (batched when batch_size is given).
     Decoding uses batch_size * num_parallel_batches parallel calls when
     num_parallel_batches is set (num_parallel_map_calls when not batching),
     otherwise tf.data.AUTOTUNE; num_prefetch_batches < 0 means AUTOTUNE.
@@ -410,4 +417,7 @@ def build(input_reader_config, batch_size=None, transform_input_data_fn=None,
   prefetch = input_reader_config.num_prefetch_batches
   if prefetch:
     dataset = dataset.prefetch(tf.data.AUTOTUNE if prefetch < 0 else prefetch)
-  return dataset
+  # The adapter tf.compat.v1.data.make_one_shot_iterator wraps datasets in:
+  # no op is added to the pipeline. TF 2.15 has no public constructor of a
+  # v1 dataset from a v2 one.
+  return dataset_ops.DatasetV1Adapter(dataset)

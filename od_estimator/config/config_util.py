@@ -4,7 +4,9 @@ A "configs" dict holds the parts of a TrainEvalPipelineConfig under the
 original's keys: `model`, `train_config`, `train_input_config`, `eval_config`,
 `eval_input_configs` (a list; `eval_input_config` is its first element), and
 `graph_rewriter_config` when present. Functions here never modify the dict or
-protos they are given: overrides return a new dict.
+protos they are given, except the original's two editors
+merge_external_params_with_configs and update_input_reader_config, which
+update them in place as the original's do.
 """
 import os
 
@@ -173,6 +175,24 @@ def _copy(message):
   duplicate = type(message)()
   duplicate.CopyFrom(message)
   return duplicate
+
+
+def _copy_into(configs, source):
+  """Sets each proto of `configs` to its value in `source`, in place.
+
+  `source` is a copy of `configs` (see copy_configs), which may have gained
+  keys; those are added.
+  """
+  for key, value in source.items():
+    if key not in configs:
+      configs[key] = value
+    elif isinstance(value, list):
+      for target, message in zip(configs[key], value):
+        target.CopyFrom(message)
+    else:
+      configs[key].CopyFrom(value)
+  if configs.get('eval_input_configs'):
+    configs['eval_input_config'] = configs['eval_input_configs'][0]
 
 
 def copy_configs(configs):
@@ -473,12 +493,12 @@ def _apply_strategy_override(configs, key, value):
 
 def merge_external_params_with_configs(configs, hparams=None,
                                        kwargs_dict=None):
-  """Returns a copy of `configs` with the given overrides applied.
+  """Applies the given overrides to `configs` in place and returns it.
 
-  The original updates `configs` in place and returns it; this one never
-  modifies its arguments (our configs are never mutated), so use the
-  returned dict: `configs = merge_external_params_with_configs(configs, ...)`
-  works with both.
+  As the original: the protos in `configs` are updated (a script that
+  ignores the returned dict gets the overrides too). The overrides are
+  applied on a copy first, so when one is refused `configs` is left as it
+  was.
 
   Keys are, as in the original:
   * strategy keys (see supported_override_keys()), e.g. learning_rate,
@@ -491,13 +511,13 @@ def merge_external_params_with_configs(configs, hparams=None,
   Empty values ("" or None) are skipped.
 
   Args:
-    configs: a configs dict (see module doc); not modified.
+    configs: a configs dict (see module doc); updated.
     hparams: an object with .values() returning a dict (like HParams), or a
       dict; its entries win over kwargs_dict's.
     kwargs_dict: a dict of further overrides.
 
   Returns:
-    A new configs dict.
+    `configs`.
 
   Raises:
     UserInputError: for an unknown key, naming the keys that are accepted,
@@ -508,17 +528,17 @@ def merge_external_params_with_configs(configs, hparams=None,
   if hparams:
     overrides.update(hparams if isinstance(hparams, dict) else
                      hparams.values())
-  configs = copy_configs(configs)
+  merged = copy_configs(configs)
   for key, value in overrides.items():
     if value == '' or value is None:  # pylint: disable=g-explicit-bool-comparison
       continue
     logging.info('Overriding config %s: %s', key, value)
     if key in _STRATEGY_UPDATERS:
-      _apply_strategy_override(configs, key, value)
-    elif input_config_overrides.apply_input_override(configs, key, value):
+      _apply_strategy_override(merged, key, value)
+    elif input_config_overrides.apply_input_override(merged, key, value):
       continue
     elif _is_generic_key(key):
-      config_overrides.set_path(configs, key, value)
+      config_overrides.set_path(merged, key, value)
     elif key in ('load_pretrained', 'allow_partial_fine_tune'):
       # Hparams of create_model_fn, not config fields (the original's
       # model_main always adds load_pretrained).
@@ -530,8 +550,7 @@ def merge_external_params_with_configs(configs, hparams=None,
           'eval_input_configs[INDEX]; or eval_input_configs:NAME:FIELD.' % (
               key, ', '.join(supported_override_keys()),
               ', '.join(_GENERIC_PREFIXES)))
-  if 'eval_input_configs' in configs and configs['eval_input_configs']:
-    configs['eval_input_config'] = configs['eval_input_configs'][0]
+  _copy_into(configs, merged)
   return configs
 
 

@@ -227,3 +227,19 @@ def test_make_initializable_iterator_registers_initializer(data):
     with tf.compat.v1.Session() as sess:
       sess.run(tf.compat.v1.tables_initializer())
       assert sess.run(element[F.source_id]) == b'0'
+
+
+def test_tf1_iterator_methods_on_the_built_dataset(data):
+  # As the original's tests and TF1 scripts: methods of the dataset itself,
+  # also on datasets derived from it.
+  with tf.Graph().as_default():
+    dataset = dataset_builder.build(_config([_train_glob(data)], _ORDERED),
+                                    batch_size=1)
+    iterator = dataset.make_initializable_iterator()
+    first = iterator.get_next()
+    second = dataset.skip(1).take(1).make_one_shot_iterator().get_next()
+    with tf.compat.v1.Session() as sess:
+      sess.run(iterator.initializer)
+      first, second = sess.run((first, second))
+  assert first[F.image].shape == (1, 16, 16, 3)
+  assert [first[F.source_id], second[F.source_id]] == [[b'0'], [b'3']]

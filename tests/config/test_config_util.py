@@ -143,10 +143,22 @@ def _merge(configs=None, **overrides):
       configs or _configs(), kwargs_dict=overrides)
 
 
-def test_merge_does_not_modify_its_input():
+def test_merge_updates_its_input_in_place_and_returns_it():
+  # A script that ignores the returned dict gets the override too.
   configs = _configs()
-  merged = _merge(configs, batch_size=32)
-  assert merged['train_config'].batch_size == 32
+  train_config = configs['train_config']
+  config_util.merge_external_params_with_configs(
+      configs, kwargs_dict={'train_config.batch_size': 10, 'train_steps': 7})
+  assert configs['train_config'] is train_config
+  assert (train_config.batch_size, train_config.num_steps) == (10, 7)
+  assert _merge(configs, batch_size=32) is configs
+  assert train_config.batch_size == 32
+
+
+def test_merge_refused_leaves_its_input_as_it_was():
+  configs = _configs()
+  with pytest.raises(errors.UserInputError, match='no_such_field'):
+    _merge(configs, batch_size=32, **{'model.ssd.no_such_field': 1})
   assert configs['train_config'].batch_size == 8
 
 

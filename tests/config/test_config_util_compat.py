@@ -59,10 +59,15 @@ def test_get_configs_from_multiple_files(tmp_path):
       model_config_path=paths['model_config_path'])
   assert list(only_model) == ['model']
   # A partial configs dict takes overrides too.
-  merged = config_util.merge_external_params_with_configs(
+  model_config = only_model['model']
+  config_util.merge_external_params_with_configs(
       only_model, kwargs_dict={'num_classes': 2})
-  assert merged['model'].ssd.num_classes == 2
-  assert only_model['model'].ssd.num_classes == 7
+  assert only_model['model'] is model_config
+  assert model_config.ssd.num_classes == 2
+  # A key an override adds (graph_rewriter_config) is added to the dict.
+  config_util.merge_external_params_with_configs(
+      only_model, kwargs_dict={'graph_rewriter_config.quantization.delay': 3})
+  assert only_model['graph_rewriter_config'].quantization.delay == 3
 
 
 def test_multiple_files_errors_name_the_file_and_line(tmp_path):
@@ -115,14 +120,15 @@ def test_update_input_reader_config_in_place():
   assert seen == ['x']
 
 
-def test_merge_returns_merged_configs_and_leaves_its_argument():
+def test_merge_updates_the_input_configs_in_place():
   configs = _configs()
-  merged = config_util.merge_external_params_with_configs(
+  eval_a = configs['eval_input_configs'][0]
+  config_util.merge_external_params_with_configs(
       configs, kwargs_dict={'eval_input_configs:eval_a:shuffle': False,
                             'train_input_path': 'other.record'})
-  assert not merged['eval_input_configs'][0].shuffle
-  assert configs['eval_input_configs'][0].shuffle
-  assert list(merged['train_input_config'].tf_record_input_reader
+  assert not eval_a.shuffle and configs['eval_input_config'] is eval_a
+  assert configs['eval_input_configs'][1].shuffle
+  assert list(configs['train_input_config'].tf_record_input_reader
               .input_path) == ['other.record']
 
 

@@ -47,5 +47,5 @@ def test_merge_with_configs_applies_the_overrides():
           'train_config { batch_size: 2 } model { ssd { num_classes: 3 } }'))
   merged = config_util.merge_external_params_with_configs(
       configs, model_hparams.create_hparams('train_config.batch_size=8'))
-  assert merged['train_config'].batch_size == 8
-  assert configs['train_config'].batch_size == 2
+  assert merged is configs
+  assert configs['train_config'].batch_size == 8
