@@ -5,6 +5,7 @@ what the model or the metrics need, are refused naming the field.
 """
 from od_estimator.config import config_util
 from od_estimator.metrics import metric_sets
+from od_estimator.protos import input_reader_pb2
 
 _PREDICT_MASKS_FIELD = ('model.faster_rcnn.second_stage_box_predictor.'
                         'mask_rcnn_box_predictor.predict_instance_masks')
@@ -61,7 +62,8 @@ def check_input_options(input_config, field, train_config=None,
       evaluation.
 
   Raises:
-    config_util.ConfigError: naming the field, for load_context_features
+    config_util.ConfigError: naming the field, for input_type
+      TF_SEQUENCE_EXAMPLE and load_context_features
       (Context R-CNN), for train_config.use_multiclass_scores without
       load_multiclass_scores (the one-hot labels would be trained on), and
       for a reader without load_instance_masks feeding a mask model or a
@@ -69,6 +71,13 @@ def check_input_options(input_config, field, train_config=None,
   """
   _check_instance_masks_loaded(input_config, field, model_config,
                                metrics_sets)
+  if input_config.input_type == input_reader_pb2.TF_SEQUENCE_EXAMPLE:
+    # The decoder reads them; the input functions do not pick frames yet.
+    raise config_util.ConfigError(
+        'the train and eval input functions read tf.Examples only; '
+        'TF_SEQUENCE_EXAMPLE records (Context R-CNN) are not supported by '
+        'them yet', field=field + '.input_type',
+        hint='write tf.Examples (input_type: TF_EXAMPLE)')
   if input_config.load_context_features:
     raise config_util.ConfigError(
         'context features are read only by Context R-CNN, which is not '

@@ -10,6 +10,7 @@ from google.protobuf import text_format
 from od_estimator.builders import decoder_builder
 from od_estimator.core import standard_fields as fields
 from od_estimator.data_decoders import tf_example_decoder
+from od_estimator.data_decoders import tf_sequence_example_decoder
 from od_estimator.protos import input_reader_pb2
 from od_estimator.utils import dataset_util as du
 
@@ -93,8 +94,39 @@ def test_unset_input_reader_is_rejected():
     decoder_builder.build(input_reader_pb2.InputReader())
 
 
-def test_sequence_examples_are_rejected():
-  with pytest.raises(ValueError, match='input_type TF_SEQUENCE_EXAMPLE'):
+def test_sequence_examples_build_the_sequence_decoder(tmp_path):
+  label_map = tmp_path / 'label_map.pbtxt'
+  label_map.write_text("item { id: 3 name: 'dog' }")
+  decoder = decoder_builder.build(_config(
+      'input_type: TF_SEQUENCE_EXAMPLE load_context_features: true '
+      'label_map_path: "%s" tf_record_input_reader { input_path: "x" }' %
+      label_map))
+  assert isinstance(decoder,
+                    tf_sequence_example_decoder.TfSequenceExampleDecoder)
+  ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+  frame = tf.train.FeatureList(feature=[tf.train.Feature(
+      bytes_list=tf.train.BytesList(value=[b'dog']))])
+  serialized = tf.train.SequenceExample(
+      context=tf.train.Features(feature={
+          'image/height': ints([2]), 'image/width': ints([3]),
+          'image/context_features': tf.train.Feature(
+              float_list=tf.train.FloatList(value=[1., 2., 3., 4.])),
+          'image/context_feature_length': ints([2])}),
+      feature_lists=tf.train.FeatureLists(feature_list={
+          'image/encoded': frame, 'image/source_id': frame,
+          'region/label/string': frame,
+          'region/is_annotated': tf.train.FeatureList(feature=[ints([1])]),
+          **{'region/bbox/' + name: tf.train.FeatureList(
+              feature=[tf.train.Feature(float_list=tf.train.FloatList(
+                  value=[0.5]))]) for name in ('ymin', 'xmin', 'ymax', 'xmax')
+            }})).SerializeToString()
+  out = decoder.decode(tf.constant(serialized))
+  np.testing.assert_array_equal(out[F.context_features], [[1, 2], [3, 4]])
+  np.testing.assert_array_equal(out[F.groundtruth_classes], [[3]])
+
+
+def test_sequence_examples_need_a_label_map():
+  with pytest.raises(ValueError, match='label_map_path'):
     decoder_builder.build(_config(
         'input_type: TF_SEQUENCE_EXAMPLE '
         'tf_record_input_reader { input_path: "x" }'))

@@ -7,6 +7,7 @@ from google.protobuf import text_format
 from od_estimator.input_pipeline import inputs
 from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_tf_record
+from od_estimator.protos import input_reader_pb2
 from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_util
 
@@ -218,3 +219,12 @@ def test_context_features_are_refused_naming_the_reader(data, which):
                      match=r'%s_input_reader\.load_context_features.*'
                      'Context R-CNN.*not supported yet' % which):
     build()
+
+
+@pytest.mark.parametrize('field', ['train_input_reader', 'eval_input_reader'])
+def test_sequence_examples_are_refused_naming_the_reader(data, field):
+  config = _configs(data)['train_input_config']
+  config.input_type = input_reader_pb2.TF_SEQUENCE_EXAMPLE
+  with pytest.raises(config_util.ConfigError,
+                     match=r'%s\.input_type.*TF_SEQUENCE_EXAMPLE' % field):
+    inputs.check_input_options(config, field)
