@@ -467,3 +467,16 @@ def test_each_problem_of_a_report_is_one_line():
       'positive (hint: set depth)',
       'note: one note',
       'a.config: 1 problem(s); fix them before training.']
+
+
+def test_sequence_example_input_with_a_missing_label_map_is_one_problem(
+    data_dir, capsys):
+  missing = str(data_dir / 'no_such_map.pbtxt')
+  text = _good_config(data_dir).replace(
+      'train_input_reader {', 'train_input_reader {\n  input_type: '
+      'TF_SEQUENCE_EXAMPLE', 1).replace(
+          str(data_dir / 'data' / 'shapes_label_map.pbtxt'), missing)
+  code, out, _ = _run(data_dir, text, capsys, name='sequence.config')
+  assert code == 1
+  assert 'label map %s not found' % missing in out
+  assert 'label_map_path is not set' not in out

@@ -28,6 +28,7 @@ from od_estimator.builders import preprocessor_builder
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import label_map_util
+from od_estimator.protos import input_reader_pb2
 
 FINE_TUNE_CHECKPOINT_TYPES = ('', 'classification', 'detection')
 _PLACEHOLDER = 'PATH_TO_BE_CONFIGURED'
@@ -342,12 +343,21 @@ def _check_train_builds(train_config, report):
 
 
 def _check_decoder_builds(input_config, field, report):
-  """Builds an input's tf.Example decoder (the label map is checked apart)."""
-  without_label_map = type(input_config)()
-  without_label_map.CopyFrom(input_config)
-  without_label_map.ClearField('label_map_path')
-  _check_builds(field, lambda: decoder_builder.build(without_label_map),
-                report)
+  """Builds an input's decoder (its label map file is checked apart).
+
+  A tf.Example decoder is built without the label map. A tf.SequenceExample
+  decoder needs one, so it is built only when the label map is readable
+  here: a missing or remote one is _check_label_map's to report.
+  """
+  config = type(input_config)()
+  config.CopyFrom(input_config)
+  if config.input_type != input_reader_pb2.TF_SEQUENCE_EXAMPLE:
+    config.ClearField('label_map_path')
+  elif config.label_map_path and (_is_remote(config.label_map_path) or
+                                  not tf.io.gfile.exists(
+                                      config.label_map_path)):
+    return
+  _check_builds(field, lambda: decoder_builder.build(config), report)
 
 
 def _check_eval_config(eval_config, report):
