@@ -292,6 +292,8 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
                                      _IN.groundtruth_instance_masks)
   optional_groundtruth_image_fields = ()
   optional_detection_fields = (_DET.detection_masks,)
+  # As the original's: detections are read without their boxes.
+  required_detection_fields = (_DET.detection_scores, _DET.detection_classes)
   evaluates_masks = True
   prefix = MASK_PREFIX
 
@@ -317,19 +319,20 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
       image_id: hashable image id.
       groundtruth_dict: groundtruth_boxes [N, 4] absolute,
         groundtruth_classes [N] 1-based, groundtruth_instance_masks
-        [N, H, W] uint8 0/1 at the original image size, optional
+        [N, H, W] at the original image size (any dtype: a pixel above 0
+        is the mask, as the original's), optional
         groundtruth_is_crowd [N].
 
     Raises:
-      ValueError: without masks, or for masks not of 0 and 1.
+      ValueError: without masks.
     """
     if image_id in self._images:
       logging.warning('Ignoring groundtruth for image %s: already added.',
                       image_id)
       return
     name = _IN.groundtruth_instance_masks
-    masks = overlaps.binary_masks(name, groundtruth_dict.get(name),
-                                  'CocoMaskEvaluator', check_values=False)
+    masks = overlaps.nonzero_masks(name, groundtruth_dict.get(name),
+                                   'CocoMaskEvaluator')
     kept = self._known(_classes(groundtruth_dict[_IN.groundtruth_classes]))
     # Read (and checked) before the image is added.
     crops = coco_masks.MaskCrops(
@@ -346,17 +349,18 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     Args:
       image_id: an id given to add_single_ground_truth_image_info.
       detections_dict: detection_scores [M], detection_classes [M] 1-based,
-        detection_masks [M, H, W] uint8 0/1, the groundtruth masks' size.
+        detection_masks [M, H, W], the groundtruth masks' size (any
+        dtype: a pixel above 0 is the mask).
 
     Raises:
       ValueError: if the image has no groundtruth yet, or for masks of
-        another size or not of 0 and 1.
+        another size.
     """
     if not self._first_detections_of(image_id):
       return
-    masks = overlaps.binary_masks(
+    masks = overlaps.nonzero_masks(
         _DET.detection_masks, detections_dict.get(_DET.detection_masks),
-        'CocoMaskEvaluator', check_values=False)
+        'CocoMaskEvaluator')
     groundtruth = self._groundtruth[self._images[image_id] - 1]
     if masks.shape[1:3] != groundtruth['masks'].shape:
       raise ValueError(

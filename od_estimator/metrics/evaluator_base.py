@@ -13,14 +13,17 @@ from od_estimator.core import standard_fields as fields
 _IN = fields.InputDataFields
 _DET = fields.DetectionResultFields
 
-# Batched eval dict entries every evaluator needs, in py_func input order.
+# Batched eval dict entries every evaluator needs, in py_func input order
+# (then the evaluator's required_detection_fields).
 _REQUIRED_FIELDS = (
     _IN.key, _IN.groundtruth_boxes, _IN.groundtruth_classes,
-    _IN.num_groundtruth_boxes, _DET.detection_boxes, _DET.detection_scores,
-    _DET.detection_classes, _DET.num_detections)
-# Optional per-image counts, and the padded rows they count when absent.
-_COUNTED_ROWS = ((_IN.num_groundtruth_boxes, _IN.groundtruth_boxes),
-                 (_DET.num_detections, _DET.detection_boxes))
+    _IN.num_groundtruth_boxes, _DET.num_detections)
+# Optional per-image counts: the names the original's evaluators read them
+# under, and the padded rows they count when absent.
+_COUNTED_ROWS = (
+    (_IN.num_groundtruth_boxes, 'num_groundtruth_boxes_per_image',
+     _IN.groundtruth_boxes),
+    (_DET.num_detections, 'num_det_boxes_per_image', _DET.detection_scores))
 # Masks of the original image frame, padded to the batch's largest image:
 # each image's are cut to its original_image_spatial_shape.
 MASK_FIELDS = (_IN.groundtruth_instance_masks, _DET.detection_masks)
@@ -40,6 +43,9 @@ class DetectionEvaluator:
   optional_groundtruth_image_fields = ()
   # Per-detection [B, M, ...] fields forwarded, cut to num_detections.
   optional_detection_fields = ()
+  # Per-detection [B, M, ...] fields the evaluator reads.
+  required_detection_fields = (_DET.detection_boxes, _DET.detection_scores,
+                               _DET.detection_classes)
   # Mask evaluators: the eval dict must hold MASK_FIELDS.
   evaluates_masks = False
 
@@ -72,9 +78,12 @@ class DetectionEvaluator:
         1-based, num_groundtruth_boxes [B], detection_boxes [B, M, 4]
         absolute, detection_scores [B, M], detection_classes [B, M]
         1-based, num_detections [B], plus any optional groundtruth fields
-        the evaluator declares. As the original: num_groundtruth_boxes and
-        num_detections are optional (every row counts), and one image's
-        dict (scalar key, no batch dimension) is accepted.
+        the evaluator declares. As the original: the per-image counts are
+        optional (every row counts) and also read under the original's
+        names 'num_groundtruth_boxes_per_image' and
+        'num_det_boxes_per_image'; an optional is_annotated [B] bool skips
+        the images it marks False; one image's dict (scalar key, no batch
+        dimension) is accepted.
 
     Returns:
       A py_func op with no outputs.
@@ -87,14 +96,18 @@ class DetectionEvaluator:
                     if eval_dict.get(name) is not None]
     detection_fields = [name for name in self.optional_detection_fields
                         if eval_dict.get(name) is not None]
-    names = (list(_REQUIRED_FIELDS) + box_fields + image_fields +
-             detection_fields)
+    names = (list(_REQUIRED_FIELDS) + list(self.required_detection_fields) +
+             box_fields + image_fields + detection_fields)
     if set(names) & set(MASK_FIELDS):
       names.append(_IN.original_image_spatial_shape)
+    if _IN.is_annotated in eval_dict:
+      names.append(_IN.is_annotated)
 
     def update(*values):
       batch = dict(zip(names, values))
       for i, image_id in enumerate(batch[_IN.key]):
+        if _IN.is_annotated in batch and not batch[_IN.is_annotated][i]:
+          continue
         n = int(batch[_IN.num_groundtruth_boxes][i])
         m = int(batch[_DET.num_detections][i])
         groundtruth = {
@@ -105,9 +118,8 @@ class DetectionEvaluator:
         for name in image_fields:
           groundtruth[name] = batch[name][i]
         self.add_single_ground_truth_image_info(image_id, groundtruth)
-        detections = {name: batch[name][i][:m] for name in (
-            _DET.detection_boxes, _DET.detection_scores,
-            _DET.detection_classes)}
+        detections = {name: batch[name][i][:m]
+                      for name in self.required_detection_fields}
         for name in detection_fields:
           detections[name] = _image_part(batch, name, i, m)
         self.add_single_detected_image_info(image_id, detections)
@@ -165,8 +177,13 @@ def _batched_with_counts(eval_dict):
   if tf.convert_to_tensor(eval_dict[_IN.key]).shape.rank == 0:
     eval_dict = {name: tf.expand_dims(value, 0)
                  for name, value in eval_dict.items()}
-  for count, rows in _COUNTED_ROWS:
-    if count not in eval_dict:
+  for count, original_name, rows in _COUNTED_ROWS:
+    given = eval_dict.pop(original_name, None)
+    if count in eval_dict:
+      continue
+    if given is not None:
+      eval_dict[count] = given
+    else:
       shape = tf.shape(eval_dict[rows])
       eval_dict[count] = tf.fill(shape[:1], shape[1])
   return eval_dict

@@ -108,6 +108,26 @@ def binary_masks(name, masks, evaluator='the evaluator', check_values=True):
   return masks.view(np.uint8) if masks.dtype == np.bool_ else masks
 
 
+def nonzero_masks(name, masks, evaluator='the evaluator'):
+  """`masks` as uint8 0/1, any positive value counting as the mask.
+
+  As the original's COCO mask evaluator, which binarizes masks of any
+  dtype (masks > 0) before encoding them. Masks already of 0 and 1 are
+  returned without a copy.
+
+  Raises:
+    ValueError: when masks is None.
+  """
+  if masks is None:
+    raise ValueError('%s needs %s.' % (evaluator, name))
+  masks = np.asarray(masks)
+  if masks.dtype == np.bool_:
+    return masks.view(np.uint8)
+  if masks.dtype == np.uint8 and (not masks.size or masks.max() <= 1):
+    return masks
+  return (masks > 0).view(np.uint8)
+
+
 def not_binary(name, masks):
   """The ValueError for masks that are not uint8 / bool of 0 and 1."""
   return ValueError('%s must be uint8 (or bool) masks of 0 and 1; got %s '

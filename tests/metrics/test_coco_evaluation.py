@@ -318,3 +318,76 @@ def test_batched_metric_ops_without_counts_use_every_row():
       metrics = sess.run({k: v[0] for k, v in ops.items()})
   # Cat: 2 of 2 found; dog: 1 of 2 found -> recall (1 + 0.5) / 2.
   assert metrics['DetectionBoxes_Recall/AR@100'] == pytest.approx(0.75)
+
+
+def _padded_batch_ops(evaluator, **optional):
+  """Metric ops of the original's padded batch: image1 and image2 carry a
+  padding row (class -1) after their one box; image3 has two boxes."""
+  eval_dict = {
+      _IN.key: tf.constant(['image1', 'image2', 'image3']),
+      _IN.groundtruth_boxes: tf.constant(
+          [[[100., 100., 200., 200.], [-1., -1., -1., -1.]],
+           [[50., 50., 100., 100.], [-1., -1., -1., -1.]],
+           [[25., 25., 50., 50.], [10., 10., 15., 15.]]]),
+      _IN.groundtruth_classes: tf.constant([[1., -1.], [3., -1.], [2., 2.]]),
+      _DET.detection_boxes: tf.constant(
+          [[[100., 100., 200., 200.], [0., 0., 0., 0.]],
+           [[50., 50., 100., 100.], [0., 0., 0., 0.]],
+           [[25., 25., 50., 50.], [10., 10., 15., 15.]]]),
+      _DET.detection_scores: tf.constant([[.8, 0.], [.7, 0.], [.95, .9]]),
+      _DET.detection_classes: tf.constant([[1., -1.], [3., -1.], [2., 2.]]),
+  }
+  eval_dict.update({name: tf.constant(value)
+                    for name, value in optional.items()})
+  return evaluator.get_estimator_eval_metric_ops(eval_dict)
+
+
+def _run(ops):
+  with tf.compat.v1.Session() as sess:
+    sess.run(ops['DetectionBoxes_Precision/mAP'][1])
+    return sess.run({name: value for name, (value, _) in ops.items()})
+
+
+def test_padded_batches_with_the_originals_count_names():
+  # The original's box evaluator reads the per-image counts as
+  # 'num_groundtruth_boxes_per_image' and 'num_det_boxes_per_image'; its
+  # test's labels: class 3 is not in the label map.
+  categories = [{'id': 0, 'name': 'person'}, {'id': 1, 'name': 'cat'},
+                {'id': 2, 'name': 'dog'}]
+  with tf.Graph().as_default():
+    metrics = _run(_padded_batch_ops(
+        coco_evaluation.CocoDetectionEvaluator(categories),
+        num_groundtruth_boxes_per_image=np.array([1, 1, 2], np.int32),
+        num_det_boxes_per_image=np.array([1, 1, 2], np.int32)))
+  # The original's numbers: the padding rows are neither groundtruth nor
+  # detections; with one detection per image, dog's AR@1 is 1/2, cat's 1.
+  expected = {'Precision/mAP': 1.0, 'Precision/mAP@.50IOU': 1.0,
+              'Precision/mAP@.75IOU': 1.0, 'Precision/mAP (large)': 1.0,
+              'Precision/mAP (medium)': -1.0, 'Precision/mAP (small)': 1.0,
+              'Recall/AR@1': 0.75, 'Recall/AR@10': 1.0, 'Recall/AR@100': 1.0,
+              'Recall/AR@100 (large)': 1.0, 'Recall/AR@100 (medium)': -1.0,
+              'Recall/AR@100 (small)': 1.0}
+  assert metrics == pytest.approx(
+      {'DetectionBoxes_' + name: value for name, value in expected.items()})
+  # The counts are read: one detection of image3 leaves a dog unfound.
+  with tf.Graph().as_default():
+    metrics = _run(_padded_batch_ops(
+        coco_evaluation.CocoDetectionEvaluator(categories),
+        num_groundtruth_boxes_per_image=np.array([1, 1, 2], np.int32),
+        num_det_boxes_per_image=np.array([1, 1, 1], np.int32)))
+  assert metrics['DetectionBoxes_Recall/AR@100'] == pytest.approx(0.75)
+
+
+def test_images_not_annotated_are_skipped_as_the_original():
+  categories = [{'id': 1, 'name': 'cat'}, {'id': 2, 'name': 'dog'}]
+  with tf.Graph().as_default():
+    metrics = _run(_padded_batch_ops(
+        coco_evaluation.CocoDetectionEvaluator(categories),
+        num_groundtruth_boxes=np.array([1, 1, 2], np.int32),
+        num_detections=np.array([1, 1, 1], np.int32),
+        is_annotated=np.array([True, True, False])))
+  # Without image3 (whose second dog is missed) every box is found.
+  assert metrics['DetectionBoxes_Recall/AR@100'] == pytest.approx(1.0)
+  # Only the cat is evaluated: no dog groundtruth is left.
+  assert metrics['DetectionBoxes_Precision/mAP (large)'] == pytest.approx(
+      1.0)

@@ -158,18 +158,27 @@ def test_perfect_masks_score_one():
   assert evaluator.evaluate()['DetectionMasks_Precision/mAP'] == 1.0
 
 
+def test_any_positive_pixel_is_the_mask_as_the_original():
+  # The original binarizes masks of any dtype (masks > 0).
+  images = _random_set(seed=3, num_images=3)
+  expected = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  _fill(expected, images)
+  scaled = [dict(image, masks=image['masks'] * np.uint8(255),
+                 det_masks=image['det_masks'].astype(np.float32) * 0.7)
+            for image in images]
+  evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  _fill(evaluator, scaled)
+  assert evaluator.evaluate() == expected.evaluate()
+  assert evaluator.groundtruth_dict() == expected.groundtruth_dict()
+  assert evaluator.detections_list() == expected.detections_list()
+
+
 def test_bad_masks_are_refused():
   evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
   boxes = np.array([[0, 0, 4, 4]], np.float64)
-  with pytest.raises(ValueError, match='groundtruth_instance_masks must be '
-                     'uint8'):
+  with pytest.raises(ValueError, match='needs groundtruth_instance_masks'):
     evaluator.add_single_ground_truth_image_info('a', {
-        _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
-        _IN.groundtruth_instance_masks: np.full([1, 8, 8], 2, np.uint8)})
-  with pytest.raises(ValueError, match='must be uint8'):
-    evaluator.add_single_ground_truth_image_info('a', {
-        _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
-        _IN.groundtruth_instance_masks: np.ones([1, 8, 8], np.float32)})
+        _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1]})
   evaluator.add_single_ground_truth_image_info('a', {
       _IN.groundtruth_boxes: boxes, _IN.groundtruth_classes: [1],
       _IN.groundtruth_instance_masks: np.ones([1, 8, 8], np.uint8)})
@@ -177,10 +186,6 @@ def test_bad_masks_are_refused():
     evaluator.add_single_detected_image_info('a', {
         _DET.detection_scores: [1.0], _DET.detection_classes: [1],
         _DET.detection_masks: np.ones([1, 8, 9], np.uint8)})
-  with pytest.raises(ValueError, match='detection_masks must be uint8'):
-    evaluator.add_single_detected_image_info('a', {
-        _DET.detection_scores: [1.0], _DET.detection_classes: [1],
-        _DET.detection_masks: np.full([1, 8, 8], 3, np.uint8)})
   # The refused masks left nothing behind: good ones are still taken.
   evaluator.add_single_detected_image_info('a', {
       _DET.detection_scores: [1.0], _DET.detection_classes: [1],
@@ -252,6 +257,31 @@ def test_metric_ops_of_padded_batches_equal_the_evaluator():
       values = sess.run({name: value for name, (value, _) in ops.items()})
   for name, value in expected.items():
     assert values[name] == pytest.approx(value, abs=1e-6), name
+
+
+def test_metric_ops_without_detection_boxes_or_counts_as_the_original():
+  # The original's mask evaluator reads neither detection_boxes nor the
+  # per-image counts (every row counts without them).
+  images = _random_set(seed=4, num_images=2)
+  for image in images:
+    image['det_masks'] = image['det_masks'][:3]
+    image['scores'], image['det_labels'] = (image['scores'][:3],
+                                            image['det_labels'][:3])
+  expected = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  _fill(expected, images[:1])
+  eval_dict = _eval_dict(images[:1], max_boxes=len(images[0]['labels']),
+                         max_detections=3)
+  for name in (_DET.detection_boxes, _IN.num_groundtruth_boxes,
+               _DET.num_detections):
+    del eval_dict[name]
+  evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  with tf.Graph().as_default():
+    ops = evaluator.get_estimator_eval_metric_ops(
+        {name: tf.constant(value) for name, value in eval_dict.items()})
+    with tf.compat.v1.Session() as sess:
+      sess.run(ops['DetectionMasks_Precision/mAP'][1])
+      values = sess.run({name: value for name, (value, _) in ops.items()})
+  assert values == pytest.approx(expected.evaluate())
 
 
 def test_a_model_without_masks_is_refused_naming_what_to_do():
