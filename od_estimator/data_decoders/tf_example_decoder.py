@@ -20,8 +20,10 @@ neither should it die on harmless rounding. So:
     inverted boxes (ymin > ymax or xmin > xmax) fail the same way: there is
     no safe repair. Zero-size boxes (ymin == ymax) are accepted.
   * Instance masks (when loaded) stored in another encoding than the
-    configured mask_type, of another size than the image, or not one per
-    box fail the same way, saying what to fix.
+    configured mask_type, or numerical ones not height * width values per
+    box, fail the same way, saying what to fix. PNG masks decode as the
+    original's, at their own size; transform_input_data refuses the ones
+    of another size than the image or not one per box, naming the record.
   * Coordinates outside [0, 1] are clipped into it, and a warning naming the
     record and showing its boxes is printed to stderr (from the graph, so
     it shows even where TF_CPP_MIN_LOG_LEVEL hides TensorFlow's warnings).
@@ -277,11 +279,13 @@ class TfExampleDecoder:
       })['image/object/mask']
 
   def _instance_masks(self, masks, height, width, num_boxes, record):
-    """[N, H, W] 0/1 float32 masks, checked against the image and boxes.
+    """[N, H, W] 0/1 float32 masks (any pixel above 0 is the mask).
 
-    A mask of another size than the image, or a mask count other than the
-    box count (e.g. records converted without masks), fails naming the
-    record, instead of misaligned targets or a shape error deep in training.
+    PNG masks decode as the original's: each at its own size, as many as
+    the record holds (transform_input_data then refuses masks that do not
+    fit the image and boxes, naming the record). Numerical masks are
+    height * width values per box; other counts fail naming the record,
+    instead of a bare reshape error.
     """
     if self._mask_type == PNG_MASKS:
       pngs = _dense(masks, '')
@@ -289,32 +293,21 @@ class TfExampleDecoder:
       def decode_png(png):
         mask = tf.io.decode_image(png, channels=1,
                                   expand_animations=False)[:, :, 0]
-        check = tf.debugging.Assert(
-            tf.reduce_all(tf.equal(tf.shape(mask), [height, width])),
-            ['image/object/mask PNG size differs from the image size in '
-             'record', record, 'mask (height, width):', tf.shape(mask),
-             'image:', height, width])
-        with tf.control_dependencies([check]):
-          return tf.cast(tf.greater(mask, 0), tf.float32)
+        return tf.cast(tf.greater(mask, 0), tf.float32)
 
-      masks = tf.cond(
+      return tf.cond(
           tf.size(pngs) > 0,
           lambda: tf.map_fn(decode_png, pngs, fn_output_signature=tf.float32),
           lambda: tf.zeros([0, height, width], tf.float32))
-      fits = tf.equal(tf.shape(masks)[0], num_boxes)
-      num_masks = tf.shape(masks)[0]
-    else:
-      values = tf.cast(tf.greater(_dense(masks, 0.0), 0.0), tf.float32)
-      fits = tf.equal(tf.size(values), num_boxes * height * width)
-      num_masks = tf.strings.as_string(
-          tf.size(values) / (height * width), precision=2)
-    check = tf.debugging.Assert(fits, [
-        'image/object/mask holds a different number of masks than there are '
-        'boxes (or is not height * width values per box) in record', record,
-        'masks:', num_masks, 'boxes:', num_boxes])
+    values = tf.cast(tf.greater(_dense(masks, 0.0), 0.0), tf.float32)
+    check = tf.debugging.Assert(
+        tf.equal(tf.size(values), num_boxes * height * width), [
+            'image/object/mask holds a different number of masks than there '
+            'are boxes (or is not height * width values per box) in record',
+            record, 'masks:', tf.strings.as_string(
+                tf.size(values) / (height * width), precision=2),
+            'boxes:', num_boxes])
     with tf.control_dependencies([check]):
-      if self._mask_type == PNG_MASKS:
-        return tf.identity(masks)
       return tf.reshape(values, [-1, height, width])
 
   def _keypoints(self, parsed):

@@ -94,6 +94,40 @@ def refuse_inverted_boxes(tensor_dict):
   return _checked_boxes(tensor_dict, [check])
 
 
+def refuse_misfit_masks(tensor_dict):
+  """Fails the input pipeline on instance masks that do not fit the record.
+
+  The decoder gives PNG masks as the original's does, at their own size and
+  as many as the record holds; for training and evaluation each box needs
+  one mask of the image's size. Records converted without masks, or with
+  masks of another image, would otherwise misalign targets or fail deep in
+  training.
+
+  Args:
+    tensor_dict: decoder output with image, groundtruth_boxes and
+      groundtruth_instance_masks [N, H, W].
+
+  Returns:
+    tensor_dict, its boxes depending on the checks (InvalidArgumentError at
+    run time naming the record, in the decoder's format).
+  """
+  masks = tensor_dict[_IN.groundtruth_instance_masks]
+  num_masks, num_boxes = (tf.shape(masks)[0],
+                          tf.shape(tensor_dict[_IN.groundtruth_boxes])[0])
+  mask_size = tf.shape(masks)[1:3]
+  image_size = tf.shape(tensor_dict[_IN.image])[:2]
+  record = _record(tensor_dict)
+  check_count = tf.debugging.Assert(tf.equal(num_masks, num_boxes), [
+      'image/object/mask holds a different number of masks than there are '
+      'boxes in record', record, 'masks:', num_masks, 'boxes:', num_boxes])
+  check_size = tf.debugging.Assert(
+      tf.logical_or(tf.equal(num_masks, 0),
+                    tf.reduce_all(tf.equal(mask_size, image_size))),
+      ['image/object/mask size differs from the image size in record',
+       record, 'mask (height, width):', mask_size, 'image:', image_size])
+  return _checked_boxes(tensor_dict, [check_count, check_size])
+
+
 # The record keys of the per-object lists whose lengths must match the
 # boxes' (after fill_missing_per_box_fields gave absent ones a default).
 PER_OBJECT_KEYS = (

@@ -60,7 +60,8 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
   """Turns one decoded example into model-ready tensors.
 
   In order: multiclass scores to [N, num_classes]; refuse per-object lists
-  of another length than the boxes and class ids out of 1..num_classes;
+  of another length than the boxes, masks not one per box of the image's
+  size, and class ids out of 1..num_classes;
   drop boxes with NaN coordinates or unknown classes, refuse inverted ones; k-hot labeled/image
   classes; keep the resized original image if asked; merge additional
   channels into the image; augment; model preprocess; express boxes in the
@@ -89,8 +90,9 @@ def transform_input_data(tensor_dict, model_preprocess_fn, image_resizer_fn,
 
   Raises:
     tf.errors.InvalidArgumentError: at run time, for a box with ymax < ymin
-      or xmax < xmin, a class id of 0 or above num_classes, or per-object
-      lists of different lengths (see input_groundtruth.refuse_bad_objects).
+      or xmax < xmin, a class id of 0 or above num_classes, per-object
+      lists of different lengths (see input_groundtruth.refuse_bad_objects)
+      or masks that do not fit (input_groundtruth.refuse_misfit_masks).
   """
   out = _checked_groundtruth(dict(tensor_dict), num_classes,
                              image_classes_field_map_empty_to_ones)
@@ -119,6 +121,8 @@ def _checked_groundtruth(out, num_classes,
       out[_IN.groundtruth_weights] = tf.ones_like(
           out[_IN.groundtruth_boxes][:, 0])
     out = groundtruth.fill_missing_per_box_fields(out)
+    if _IN.groundtruth_instance_masks in out:
+      out = groundtruth.refuse_misfit_masks(out)
     if _IN.groundtruth_classes in out:
       out = groundtruth.refuse_bad_objects(out, num_classes)
     out = groundtruth.refuse_inverted_boxes(

@@ -195,31 +195,41 @@ def test_mask_encoding_other_than_mask_type_names_the_fix(
             instance_mask_type=configured)
 
 
-@pytest.mark.parametrize('mask_type,masks,problem', [
-    # Records converted without masks, read by a mask config.
-    (tf_example_decoder.PNG_MASKS, None, 'different number of masks'),
-    (tf_example_decoder.NUMERICAL_MASKS, None, 'different number of masks'),
-    (tf_example_decoder.PNG_MASKS, [np.ones((4, 6), np.uint8)],
-     'different number of masks'),
-    (tf_example_decoder.PNG_MASKS, [np.ones((4, 5), np.uint8)] * 2,
-     'PNG size differs from the image size'),
-    # 1.5 masks' worth of values.
-    (tf_example_decoder.NUMERICAL_MASKS, np.ones(36, np.float32),
-     'not height \\* width values per box'),
+def test_png_masks_decode_as_the_originals(execute):
+  # The original's PNG mask cases: masks at their own size (10 x 10 in a
+  # 4 x 6 image), as many as stored, with no boxes; none without masks.
+  # (transform_input_data refuses masks that do not fit: tests/
+  # input_pipeline/test_inputs_masks.py.)
+  rng = np.random.RandomState(0)
+  masks = rng.randint(0, 2, size=(2, 10, 10)).astype(np.uint8)
+  features = {
+      'image/encoded': du.bytes_feature(_encode(_image())),
+      'image/format': du.bytes_feature('png'),
+      'image/object/mask': du.bytes_list_feature(
+          [_encode(mask) for mask in masks])}
+  out = _decode(execute, _example(**features), load_instance_masks=True,
+                instance_mask_type=tf_example_decoder.PNG_MASKS)
+  np.testing.assert_array_equal(out[F.groundtruth_instance_masks],
+                                masks.astype(np.float32))
+  features['image/object/mask'] = du.bytes_list_feature([])
+  out = _decode(execute, _example(**features), load_instance_masks=True,
+                instance_mask_type=tf_example_decoder.PNG_MASKS)
+  assert out[F.groundtruth_instance_masks].shape == (0, 4, 6)
+
+
+@pytest.mark.parametrize('masks', [
+    None,  # Records converted without masks, read by a mask config.
+    np.ones(36, np.float32),  # 1.5 masks' worth of values.
 ])
-def test_masks_that_do_not_fit_name_the_record(execute, mask_type, masks,
-                                                 problem):
+def test_numerical_masks_that_do_not_fit_name_the_record(execute, masks):
   features = _full_features(_image())
-  if masks is not None and mask_type == tf_example_decoder.PNG_MASKS:
-    features['image/object/mask'] = du.bytes_list_feature(
-        [_encode(m) for m in masks])
-  elif masks is not None:
+  if masks is not None:
     features['image/object/mask'] = du.float_list_feature(masks)
   with pytest.raises(tf.errors.InvalidArgumentError,
-                     match=problem + '.* in record.*source_id=17, '
-                     'filename=a.png'):
+                     match='not height \\* width values per box.* in '
+                     'record.*source_id=17, filename=a.png'):
     _decode(execute, _example(**features), load_instance_masks=True,
-            instance_mask_type=mask_type)
+            instance_mask_type=tf_example_decoder.NUMERICAL_MASKS)
 
 
 def test_numerical_instance_masks(execute):

@@ -152,3 +152,54 @@ def test_numerical_masks_give_the_same_labels(data):
     assert png[_IN.groundtruth_instance_masks].any()
     for key in (_IN.groundtruth_instance_masks, _IN.groundtruth_boxes):
       np.testing.assert_array_equal(png[key], numerical[key])
+
+
+def _identity_resizer(image, masks=None):
+  shape = tf.shape(image)
+  return [image, masks, shape] if masks is not None else [image, shape]
+
+
+@pytest.mark.parametrize('masks,problem', [
+    # Records converted without masks, read by a mask config.
+    (np.zeros([0, 4, 6]), 'different number of masks than there are boxes'),
+    (np.ones([1, 4, 6]), 'different number of masks than there are boxes'),
+    (np.ones([2, 4, 5]), 'size differs from the image size'),
+])
+def test_masks_that_do_not_fit_name_the_record(execute, masks, problem):
+  # The decoder gives PNG masks as the original's (any size and count);
+  # training and evaluation need one mask of the image's size per box.
+  def graph_fn():
+    return inputs.transform_input_data(
+        {_IN.image: tf.zeros([4, 6, 3], tf.uint8),
+         _IN.source_id: tf.constant('17'),
+         _IN.filename: tf.constant('a.png'),
+         _IN.groundtruth_boxes: tf.constant([[0., 0., .5, .5],
+                                             [.5, .5, 1., 1.]]),
+         _IN.groundtruth_classes: tf.constant([1, 2]),
+         _IN.groundtruth_instance_masks: tf.constant(masks, tf.float32)},
+        model_preprocess_fn=lambda x: (x, tf.constant([[4, 6, 3]])),
+        image_resizer_fn=_identity_resizer, num_classes=3
+    )[_IN.groundtruth_instance_masks]
+
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match=problem + r'.* in record\] \[source_id=17, '
+                     'filename=a.png'):
+    execute(graph_fn)
+
+
+def test_masks_that_fit_pass(execute):
+  masks = np.zeros([2, 4, 6], np.float32)
+  masks[0, :2, :3] = 1
+
+  def graph_fn():
+    return inputs.transform_input_data(
+        {_IN.image: tf.zeros([4, 6, 3], tf.uint8),
+         _IN.groundtruth_boxes: tf.constant([[0., 0., .5, .5],
+                                             [.5, .5, 1., 1.]]),
+         _IN.groundtruth_classes: tf.constant([1, 2]),
+         _IN.groundtruth_instance_masks: tf.constant(masks)},
+        model_preprocess_fn=lambda x: (x, tf.constant([[4, 6, 3]])),
+        image_resizer_fn=_identity_resizer, num_classes=3
+    )[_IN.groundtruth_instance_masks]
+
+  np.testing.assert_array_equal(execute(graph_fn), masks)
