@@ -581,8 +581,8 @@ def refine_boxes_multi_class(pool_boxes, num_classes, nms_iou_thresh,
 def visualize_boxes_in_image(image, boxlist, normalized=False, scope=None):
   """Draws the boxes on a [height, width, channels] image.
 
-  Boxes are in absolute pixel coordinates unless `normalized`. Returns a
-  [1, height, width, channels] image.
+  Boxes are in absolute pixel coordinates unless `normalized`. Returns the
+  [height, width, channels] image with the boxes (as the original's).
   """
   with tf.name_scope(scope or 'VisualizeBoxesInImage'):
     if not normalized:
@@ -590,4 +590,4 @@ def visualize_boxes_in_image(image, boxlist, normalized=False, scope=None):
       boxlist = scale(boxlist, 1.0 / shape[0], 1.0 / shape[1])
     return tf.image.draw_bounding_boxes(image[tf.newaxis],
                                         boxlist.get()[tf.newaxis],
-                                        colors=None)
+                                        colors=None)[0]

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
+from od_estimator.metrics import evaluator_base
 from od_estimator.utils import visualization_utils
 
 _IN = fields.InputDataFields
@@ -219,7 +220,10 @@ class SideBySideEvalImages:
         retained uint8 original_image [B, H, W, C], true_image_shape,
         original_image_spatial_shape, absolute boxes and 1-based classes;
         optionally detection_masks, detection_keypoints,
-        groundtruth_instance_masks, groundtruth_keypoints.
+        groundtruth_instance_masks, groundtruth_keypoints. As the
+        original's: num_detections and num_groundtruth_boxes are optional
+        (every row counts; detections are drawn by score anyway), and one
+        image's dict (result_dict_for_single_example) is accepted.
 
     Returns:
       The metric ops; empty when max_examples_to_draw is 0. An image not
@@ -227,6 +231,7 @@ class SideBySideEvalImages:
     """
     if not self._max_examples:
       return {}
+    eval_dict = _batched(eval_dict)
     names = [_IN.original_image, _IN.true_image_shape,
              _IN.original_image_spatial_shape, _DET.detection_boxes,
              _DET.detection_classes, _DET.detection_scores,
@@ -243,3 +248,18 @@ class SideBySideEvalImages:
                                      [tf.string] * self._max_examples)
     return {name: (summary, update_op)
             for name, summary in zip(self.names(), summaries)}
+
+
+def _batched(eval_dict):
+  """eval_dict with a batch dimension and both per-image counts.
+
+  One image's dict has [1, H, W, C] original_image and the other fields
+  without their batch dimension.
+  """
+  eval_dict = {name: value for name, value in eval_dict.items()
+               if value is not None}
+  if tf.convert_to_tensor(eval_dict[_DET.detection_classes]).shape.rank == 1:
+    eval_dict = {name: value if name == _IN.original_image
+                 else tf.expand_dims(value, 0)
+                 for name, value in eval_dict.items()}
+  return evaluator_base.with_counts(eval_dict)

@@ -177,13 +177,24 @@ def _batched_with_counts(eval_dict):
   if tf.convert_to_tensor(eval_dict[_IN.key]).shape.rank == 0:
     eval_dict = {name: tf.expand_dims(value, 0)
                  for name, value in eval_dict.items()}
+  return with_counts(eval_dict)
+
+
+def with_counts(eval_dict):
+  """A batched eval dict with num_groundtruth_boxes and num_detections.
+
+  As the original's evaluators: a count may come under the original's
+  name ('num_groundtruth_boxes_per_image', 'num_det_boxes_per_image');
+  without one, every row of the image counts.
+  """
+  eval_dict = dict(eval_dict)
   for count, original_name, rows in _COUNTED_ROWS:
     given = eval_dict.pop(original_name, None)
     if count in eval_dict:
       continue
     if given is not None:
       eval_dict[count] = given
-    else:
+    elif rows in eval_dict:
       shape = tf.shape(eval_dict[rows])
       eval_dict[count] = tf.fill(shape[:1], shape[1])
   return eval_dict

@@ -161,5 +161,18 @@ def test_concatenate_rejects_non_boxlists():
 def test_visualize_boxes_in_image(execute):
   image = execute(lambda: box_list_ops.visualize_boxes_in_image(
       tf.zeros([8, 8, 3]), _boxlist([[2, 2, 6, 6]])))
-  assert image.shape == (1, 8, 8, 3)
-  assert image[0, 2, 2:7].max() > 0 and image[0, 4, 4].max() == 0
+  assert image.shape == (8, 8, 3)
+  assert image[2, 2:7].max() > 0 and image[4, 4].max() == 0
+
+
+def test_visualize_boxes_in_image_as_the_originals_test(execute):
+  # The original's case: a 6 x 4 image, two boxes in pixels; where any
+  # channel is drawn.
+  def graph_fn():
+    drawn = box_list_ops.visualize_boxes_in_image(
+        tf.zeros((6, 4, 3)), _boxlist([[0, 0, 5, 3], [0, 0, 3, 2]]))
+    return tf.cast(tf.reduce_sum(drawn, 2) > 0, tf.float32)
+
+  np.testing.assert_array_equal(execute(graph_fn), [
+      [1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [1, 0, 1, 0], [1, 1, 1, 0],
+      [0, 0, 0, 0]])

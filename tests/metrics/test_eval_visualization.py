@@ -157,3 +157,43 @@ def test_padded_original_frame_masks_are_drawn_on_both_sides():
   for side in (image[:, :WIDTH], image[:, WIDTH:]):
     assert tuple(side[46, 36]) == (128, 128, 128)
     assert tuple(side[45, 3]) != (128, 128, 128)  # Tinted by the mask.
+
+
+def test_eval_dicts_without_counts_as_the_originals_test():
+  # The original's test feeds no num_detections or num_groundtruth_boxes:
+  # every row is drawn (detections by score), every batch image too.
+  with tf.Graph().as_default():
+    eval_dict = {
+        name: value for name, value in _eval_dict().items()
+        if name not in (_DET.num_detections, _IN.num_groundtruth_boxes)}
+    images = eval_visualization.SideBySideEvalImages(
+        CATEGORY_INDEX, max_examples_to_draw=4)
+    ops = images.get_estimator_eval_metric_ops(eval_dict)
+    update = next(iter(ops.values()))[1]
+    with tf.compat.v1.Session() as sess:
+      sess.run(update)
+      values = sess.run({name: value for name, (value, _) in ops.items()})
+  drawn = [_image(values['Detections_Left_Groundtruth_Right/%d' % i])
+           for i in range(BATCH)]
+  assert values['Detections_Left_Groundtruth_Right/3'] == b''
+  # Both groundtruth boxes on the right of each image (the dict with
+  # counts draws 2, 1, 0 of them).
+  for image in drawn:
+    np.testing.assert_array_equal(image, drawn[0])
+
+
+def test_one_images_dict_as_the_originals():
+  # result_dict_for_single_example: [1, H, W, C] original_image, the other
+  # fields without their batch dimension.
+  with tf.Graph().as_default():
+    eval_dict = {
+        name: value[0] if name != _IN.original_image else value[:1]
+        for name, value in _eval_dict().items()
+        if name not in (_DET.num_detections, _IN.num_groundtruth_boxes)}
+    images = eval_visualization.SideBySideEvalImages(
+        CATEGORY_INDEX, max_examples_to_draw=1)
+    ops = images.get_estimator_eval_metric_ops(eval_dict)
+    with tf.compat.v1.Session() as sess:
+      sess.run(next(iter(ops.values()))[1])
+      (value,) = sess.run([value for value, _ in ops.values()])
+  assert _image(value).shape == (HEIGHT, 2 * WIDTH, 3)

@@ -103,3 +103,50 @@ def test_visualize_single_frame_detections_takes_normalized_boxes():
       np.zeros([10, 20, 3], np.uint8), box * [10, 20, 10, 20], [1], [0.9],
       CATEGORY_INDEX, min_score_thresh=0.2)
   np.testing.assert_array_equal(drawn[:, :20], expected)
+
+
+def test_visualize_single_frame_detections_as_the_originals_test():
+  # The original's eval-metric-ops test: normalized random boxes, no
+  # num_detections or num_groundtruth_boxes, images of a new size each step.
+  # (The original then draws the first image of each batch; here a batch's
+  # images are drawn in turn, up to max_examples_to_draw.)
+  from od_estimator.core import standard_fields as fields  # pylint: disable=g-import-not-at-top
+  max_examples = 4
+  prefix = 'Detections_Left_Groundtruth_Right'
+  with tf.Graph().as_default():
+    visualization = visualization_utils.VisualizeSingleFrameDetections(
+        CATEGORY_INDEX, max_examples_to_draw=max_examples,
+        summary_name_prefix=prefix)
+    original_image = tf.compat.v1.placeholder(tf.uint8, [4, None, None, 3])
+    original_shape = tf.compat.v1.placeholder(tf.int32, [4, 2])
+    true_shape = tf.compat.v1.placeholder(tf.int32, [4, 3])
+    rng = np.random.RandomState(0)
+    metric_ops = visualization.get_estimator_eval_metric_ops({
+        fields.DetectionResultFields.detection_boxes: tf.constant(
+            rng.uniform(size=[4, 20, 4]), tf.float32),
+        fields.DetectionResultFields.detection_classes: tf.constant(
+            rng.randint(1, 3, size=[4, 20]), tf.int64),
+        fields.DetectionResultFields.detection_scores: tf.constant(
+            rng.uniform(size=[4, 20]), tf.float32),
+        fields.InputDataFields.original_image: original_image,
+        fields.InputDataFields.original_image_spatial_shape: original_shape,
+        fields.InputDataFields.true_image_shape: true_shape,
+        fields.InputDataFields.groundtruth_boxes: tf.constant(
+            rng.uniform(size=[4, 8, 4]), tf.float32),
+        fields.InputDataFields.groundtruth_classes: tf.constant(
+            rng.randint(1, 3, size=[4, 8]), tf.int64)})
+    update_op = next(iter(metric_ops.values()))[1]
+    value_ops = {key: value for key, (value, _) in metric_ops.items()}
+
+    def feed(i):
+      return {original_image: rng.randint(0, 256, size=(4, 6 + i, 7 + i, 3),
+                                          dtype=np.uint8),
+              original_shape: [[6 + i, 7 + i]] * 4,
+              true_shape: [[6 + i, 7 + i, 3]] * 4}
+
+    with tf.compat.v1.Session() as session:
+      for i in range(max_examples):
+        session.run(update_op, feed(i))
+      values = session.run(value_ops)
+  assert sorted(values) == ['%s/%d' % (prefix, i) for i in range(max_examples)]
+  assert all(values.values())
