@@ -52,6 +52,8 @@ class MaskRCNNBoxHead(heads.FullyConnectedRoiHead):
     """
     super().__init__(is_training, fc_hyperparams_fn, use_dropout,
                      dropout_keep_prob)
+    self._num_classes = num_classes
+    self._share_box_across_classes = share_box_across_classes
     self._num_boxes = 1 if share_box_across_classes else num_classes
     self._box_code_size = box_code_size
 

@@ -67,8 +67,10 @@ class MaskRCNNMaskHead:
     self._conv_hyperparams_fn = conv_hyperparams_fn
     self._mask_height = mask_height
     self._mask_width = mask_width
-    self._num_conv_layers = mask_prediction_num_conv_layers
-    self._conv_depth = mask_prediction_conv_depth
+    # The original's attribute names: its builder tests read them.
+    self._mask_prediction_num_conv_layers = mask_prediction_num_conv_layers
+    self._mask_prediction_conv_depth = mask_prediction_conv_depth
+    self._masks_are_class_agnostic = masks_are_class_agnostic
     self._num_masks = 1 if masks_are_class_agnostic else num_classes
     self._convolve_then_upsample = convolve_then_upsample
 
@@ -115,14 +117,14 @@ class MaskRCNNMaskHead:
       raise ValueError('MaskRCNNMaskHead predicts once per ROI '
                        '(num_predictions_per_location=1), got %d'
                        % num_predictions_per_location)
-    depth = self._conv_depth or mask_conv_depth(
+    depth = self._mask_prediction_conv_depth or mask_conv_depth(
         features.shape.as_list()[3], self._num_classes)
     with slim.arg_scope(self._conv_hyperparams_fn()):
       if not self._convolve_then_upsample:
         features = tf.compat.v1.image.resize_bilinear(
             features, [self._mask_height, self._mask_width],
             align_corners=True)
-      for _ in range(self._num_conv_layers - 1):
+      for _ in range(self._mask_prediction_num_conv_layers - 1):
         features = slim.conv2d(features, num_outputs=depth,
                                kernel_size=[3, 3])
       if self._convolve_then_upsample:
