@@ -14,6 +14,7 @@ from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_sequence_tf_record
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.input_pipeline import inputs
+from od_estimator.protos import input_reader_pb2
 from od_estimator.protos import pipeline_pb2
 from tests.input_pipeline import test_inputs
 
@@ -209,3 +210,46 @@ def test_padding_context_features_needs_the_context_sizes():
     inputs.pad_input_data_to_static_shapes(
         {_IN.context_features: tf.zeros([3, 2])}, max_num_boxes=2,
         num_classes=1)
+
+
+def test_the_original_context_rcnn_config_passes_the_input_checks(
+    upstream_configs):
+  configs = config_util.get_configs_from_pipeline_file(
+      '%s/context_rcnn_resnet101_snapshot_serengeti.config' %
+      upstream_configs)
+  inputs.check_input_options(configs['train_input_config'],
+                             'train_input_reader', configs['train_config'],
+                             model_config=configs['model'])
+  inputs.check_input_options(configs['eval_input_configs'][0],
+                             'eval_input_reader',
+                             model_config=configs['model'],
+                             metrics_sets=configs['eval_config'].metrics_set)
+  assert config_util.get_max_num_context_features(configs['model']) == 2000
+  assert config_util.get_context_feature_length(configs['model']) == 2057
+
+
+def test_tf_examples_with_context_features_feed_context_rcnn(data, tmp_path):
+  # tf.Examples carry image/context_features too (the original's decoder
+  # reads them); one frame of the shapes set with three context rows.
+  rng = np.random.default_rng(0)
+  image, boxes, labels, masks = create_synthetic_tf_record.make_image(
+      rng, SIZE, SIZE, 2)
+  example = create_synthetic_tf_record.make_example(
+      image, boxes, labels, masks, 'ctx', include_masks=False)
+  rows = rng.normal(size=[3, LENGTH]).astype(np.float32)
+  feature = example.features.feature
+  feature['image/context_features'].float_list.value.extend(rows.ravel())
+  feature['image/context_feature_length'].int64_list.value.append(LENGTH)
+  path = str(tmp_path / 'context.record')
+  with tf.io.TFRecordWriter(path) as writer:
+    writer.write(example.SerializeToString())
+  configs = _configs(data)
+  reader = configs['train_input_config']
+  reader.input_type = input_reader_pb2.TF_EXAMPLE
+  reader.tf_record_input_reader.input_path[:] = [path]
+  features, labels, _ = test_inputs._run(_train(configs))
+  assert features[_IN.valid_context_size].tolist() == [3, 3]
+  np.testing.assert_allclose(features[_IN.context_features][0, :3], rows,
+                             rtol=1e-6)
+  assert not features[_IN.context_features][:, 3:].any()
+  assert labels[_IN.num_groundtruth_boxes].tolist() == [len(boxes)] * 2
