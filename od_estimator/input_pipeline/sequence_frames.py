@@ -19,7 +19,7 @@ _RANDOM_FRAME = -1
 
 
 def _num_frames(tensor_dict):
-  return tf.shape(tensor_dict[_IN.source_id])[0]
+  return tf.shape(tensor_dict[_IN.image])[0]
 
 
 def single_frame(tensor_dict, frame_index=_RANDOM_FRAME):
@@ -47,7 +47,7 @@ def single_frame(tensor_dict, frame_index=_RANDOM_FRAME):
       index < num_frames,
       ['InputReader.frame_index', frame_index, '(-1: a random frame) asks '
        'for frame', index, 'of a tf.SequenceExample with', num_frames,
-       'frames; source ids:', tensor_dict[_IN.source_id]])
+       'frames; source ids:', tensor_dict.get(_IN.source_id, '')])
   with tf.control_dependencies([check]):
     index = tf.identity(index)
   return {key: value[index] if key in fields.SEQUENCE_FIELDS else value
