@@ -147,7 +147,7 @@ BAD_CASES = {
         _break('max_number_of_boxes: 8', 'max_number_of_boxes: 8 '
                'load_context_features: true'),
         ['train_input_reader.load_context_features', 'Context R-CNN',
-         'not supported yet']),
+         'would ignore them']),
     'context_features_eval': (
         _break('num_readers: 1', 'num_readers: 1 load_context_features: true'),
         ['eval_input_reader[0].load_context_features', 'Context R-CNN']),
@@ -480,3 +480,17 @@ def test_sequence_example_input_with_a_missing_label_map_is_one_problem(
   assert code == 1
   assert 'label map %s not found' % missing in out
   assert 'label_map_path is not set' not in out
+
+
+def test_sequence_example_input_is_supported(data_dir, capsys):
+  # Both readers of the demo config read tf.SequenceExamples: validate no
+  # longer reports the input type (the input functions pick the frames).
+  text = _good_config(data_dir).replace(
+      'train_input_reader {', 'train_input_reader {\n  input_type: '
+      'TF_SEQUENCE_EXAMPLE', 1).replace(
+          'eval_input_reader {', 'eval_input_reader {\n  input_type: '
+          'TF_SEQUENCE_EXAMPLE', 1)
+  assert text.count('TF_SEQUENCE_EXAMPLE') == 2
+  code, out, path = _run(data_dir, text, capsys, name='sequences.config')
+  assert code == 0, out
+  assert out.strip().endswith('%s: OK' % path)

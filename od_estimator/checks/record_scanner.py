@@ -11,7 +11,8 @@ line.
 --scan_records`) for what the input pipeline would refuse: unreadable
 records, records that are not tf.Examples, images that do not decode,
 inconsistent or inverted boxes, per-object lists of other lengths than the
-boxes, and class ids outside 1..num_classes.
+boxes, and class ids outside 1..num_classes; the records of
+TF_SEQUENCE_EXAMPLE readers frame by frame (see sequence_records).
 """
 import contextlib
 import io
@@ -22,9 +23,12 @@ import re
 from PIL import Image
 import tensorflow as tf
 
+from od_estimator.checks import sequence_records
 from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.input_pipeline.input_groundtruth import UNKNOWN_CLASS
 from od_estimator.config import config_util
+from od_estimator.protos import input_reader_pb2
+from od_estimator.utils import label_map_util
 
 # The tf_example_decoder's data assertions end their first part with this,
 # followed by `[source_id=..., filename=...]`.
@@ -109,7 +113,8 @@ def describe(error, pipeline_config_path):
   else:
     problem = ('image/encoded is not a decodable JPEG/PNG/GIF/BMP image in '
                'record')
-    found = _find(paths, lambda example: not _decodes(example))
+    found = _find_serialized(paths,
+                             lambda serialized: not _record_decodes(serialized))
     record = _record_name(found[2]) if found else None
   where = ' (record %d of %s)' % (found[1], found[0]) if found else ''
   if not record:
@@ -169,7 +174,8 @@ def _found_problem(found, configs):
     return None
   problem = record_problem(
       serialized, config_util.get_number_of_classes(configs['model']),
-      _label_ids(reader.label_map_path))
+      _label_ids(reader.label_map_path, _is_sequence(reader)),
+      _is_sequence(reader))
   return problem and problem + ' in record'
 
 
@@ -250,7 +256,12 @@ def _source_id(example):
 
 
 def _record_name(serialized):
-  example = _parse(serialized) if isinstance(serialized, bytes) else None
+  if not isinstance(serialized, bytes):
+    return None
+  sequence = sequence_records.parse(serialized)
+  if sequence is not None:
+    return sequence_records.name(sequence)
+  example = _parse(serialized)
   if example is None:
     return None
   return 'source_id=%s, filename=%s' % (
@@ -258,14 +269,27 @@ def _record_name(serialized):
       _bytes(example, 'image/filename').decode('utf-8', 'replace'))
 
 
-def _decodes(example):
+def _image_decodes(encoded):
   try:
-    with Image.open(io.BytesIO(_bytes(example, 'image/encoded'))) as image:
+    with Image.open(io.BytesIO(encoded)) as image:
       image.load()
       return image.format in _IMAGE_FORMATS
   except (OSError, SyntaxError, ValueError):
     # What PIL raises for unknown, truncated or corrupt image data.
     return False
+
+
+def _decodes(example):
+  return _image_decodes(_bytes(example, 'image/encoded'))
+
+
+def _record_decodes(serialized):
+  """Whether a tf.Example's image, or every frame of a sequence, decodes."""
+  sequence = sequence_records.parse(serialized)
+  if sequence is not None:
+    return sequence_records.frames_decode(sequence, _image_decodes)
+  example = _parse(serialized)
+  return example is not None and _decodes(example)
 
 
 class ScanResult:
@@ -298,32 +322,43 @@ def scan(configs, limit=20):
   num_classes = config_util.get_number_of_classes(configs['model'])
   scanned = set()
   for reader in _readers(configs):
-    label_ids = _label_ids(reader.label_map_path)
+    label_ids = _label_ids(reader.label_map_path, _is_sequence(reader))
     for path in _reader_files(reader):
       if (path, reader.label_map_path) in scanned:
         continue
       scanned.add((path, reader.label_map_path))
-      if not _scan_file(path, num_classes, label_ids, result, limit):
+      if not _scan_file(path, num_classes, label_ids, result, limit,
+                        _is_sequence(reader)):
         result.stopped = True
         return result
   return result
 
 
-def _label_ids(label_map_path):
-  """{class text: id} the decoder maps image/object/class/text with."""
+def _label_ids(label_map_path, sequence=False):
+  """{class text: id} the decoder maps class texts with.
+
+  The tf.Example decoder matches item names and display names, the
+  sequence decoder names only (both as the original's).
+  """
   if not label_map_path:
     return None
+  if sequence:
+    return label_map_util.get_label_map_dict(label_map_path)
   return dict(zip(*tf_example_decoder.label_map_lookup(label_map_path)))
 
 
-def _scan_file(path, num_classes, label_ids, result, limit):
+def _is_sequence(reader):
+  return reader.input_type == input_reader_pb2.TF_SEQUENCE_EXAMPLE
+
+
+def _scan_file(path, num_classes, label_ids, result, limit, sequence=False):
   """Adds the problems of one file to result; False once limit is reached."""
   read = 0
   try:
     for index, serialized in enumerate(_records(path)):
       result.records += 1
       read = index + 1
-      problem = record_problem(serialized, num_classes, label_ids)
+      problem = record_problem(serialized, num_classes, label_ids, sequence)
       if problem:
         result.problems.append('record %d of %s%s: %s' % (
             index, path, _named(serialized), problem))
@@ -341,17 +376,22 @@ def _named(serialized):
   return ' (%s)' % name if name else ''
 
 
-def record_problem(serialized, num_classes, label_ids=None):
+def record_problem(serialized, num_classes, label_ids=None, sequence=False):
   """What the input pipeline would refuse in one record, or None.
 
   Args:
     serialized: the record's bytes.
     num_classes: the model's classes (ids 1..num_classes).
     label_ids: {class text: id} of the reader's label map, or None.
+    sequence: the record is read as a tf.SequenceExample (input_type
+      TF_SEQUENCE_EXAMPLE; see sequence_records).
 
   Returns:
     A short description of the first problem found, or None.
   """
+  if sequence:
+    return sequence_records.problem(serialized, num_classes, label_ids,
+                                    _image_decodes)
   example = _parse(serialized)
   if example is None:
     return 'not a tf.train.Example'

@@ -5,8 +5,9 @@ their homes and are re-exported here under the original's names
 (reframe_box_masks_to_image_masks and the crops from
 core/spatial_transform_ops, the padding and upsampling helpers from
 models/feature_map_generators, the groundtruth filters from
-groundtruth_filters); the others, defined below, exist for the original's
-users only. The same arguments give the same numbers as the original.
+groundtruth_filters, the sequence-example frame helpers from
+input_pipeline/sequence_frames); the others, defined below, exist for the
+original's users only. The same arguments give the same numbers as the original.
 """
 import tensorflow as tf
 
@@ -24,6 +25,12 @@ from od_estimator.core.spatial_transform_ops import (
 from od_estimator.models.feature_map_generators import (
     fixed_padding, nearest_neighbor_upsampling, pad_to_multiple)
 # pylint: enable=unused-import
+from od_estimator.input_pipeline import sequence_frames
+
+# The original's names of the sequence-example frame helpers (they return
+# a new dict where the original's update the given one).
+tile_context_tensors = sequence_frames.tile_sequence_tensors
+decode_image = sequence_frames.decode_frame_image
 
 
 def expanded_shape(orig_shape, start_dim, num_dims):

@@ -113,6 +113,8 @@ class TfSequenceExampleDecoder:
         tf.sparse.map_values(tf.ones_like,
                              sequence['region/bbox/xmin']), axis=1),
                         tf.int32)
+    # Static ranks, which reduce_sum and tf.cond below do not infer.
+    num_boxes.set_shape([None])
     num_frames = tf.shape(sequence['image/encoded'])[0]
     # Pads every frame to the densest frame, even with no box at all.
     max_boxes = tf.reduce_max(tf.concat([num_boxes, [0]], 0))
@@ -131,6 +133,7 @@ class TfSequenceExampleDecoder:
         tf.float32)
     weights = tf.cond(tf.size(sequence['region/label/confidence'].values) >
                       0, lambda: weights, lambda: default_weights)
+    weights.set_shape([None, None])
     if self._fully_annotated:
       is_annotated = tf.ones([num_frames], tf.bool)
     else:

@@ -93,7 +93,7 @@ def _png(array):
   return buffer.getvalue()
 
 
-def _jpeg(array):
+def encode_jpeg(array):
   buffer = io.BytesIO()
   Image.fromarray(array).save(buffer, format='JPEG', quality=95)
   return buffer.getvalue()
@@ -102,7 +102,7 @@ def _jpeg(array):
 def make_example(image, boxes, labels, masks, source_id, include_masks=True):
   """Builds a tf.train.Example with the original's keys (masks as PNGs)."""
   height, width = image.shape[:2]
-  encoded = _jpeg(image)
+  encoded = encode_jpeg(image)
   areas = masks.reshape(len(masks), -1).sum(axis=1).astype(np.float32)
   f = dataset_util
   feature = {
@@ -215,10 +215,7 @@ def _parser():
 
 @tool_flags.reporting_input_errors
 def main(argv=None):
-  args = vars(_parser().parse_args(argv))
-  for name in ('logtostderr', 'alsologtostderr'):
-    del args[name]  # Messages go to stderr anyway.
-  written = create_dataset(**args)
+  written = create_dataset(**tool_flags.tool_arguments(_parser(), argv))
   print('wrote %d train shard(s), %d val shard(s), %d sample image(s) and %s'
         % (len(written['train']), len(written['val']), len(written['images']),
            written['label_map']))

@@ -40,14 +40,25 @@ def add_bool_flag(parser, name, help_text, default=False):
                       help=argparse.SUPPRESS)
 
 
+_LOGGING_FLAGS = ('logtostderr', 'alsologtostderr')
+
+
 def add_logging_flags(parser):
   """Accepts absl's logging flags; messages go to stderr in any case."""
-  for name in ('logtostderr', 'alsologtostderr'):
+  for name in _LOGGING_FLAGS:
     parser.add_argument('--' + name, type=parse_bool, nargs='?', const=True,
                         default=True, help=argparse.SUPPRESS)
     parser.add_argument('--no' + name, dest=name, action='store_false',
                         help=argparse.SUPPRESS)
   return parser
+
+
+def tool_arguments(parser, argv):
+  """The parsed flags as a dict, without the logging flags (see above)."""
+  args = vars(parser.parse_args(argv))
+  for name in _LOGGING_FLAGS:
+    del args[name]
+  return args
 
 
 def read_bytes(path, what='file'):

@@ -1,16 +1,20 @@
 """Input functions for the Estimator: TFRecords in, (features, labels) out.
 
-Per example: decode → (train only) augment → model.preprocess (resize and
-normalize) → classes one-hot without background → pad every tensor to a
-static shape (`max_number_of_boxes` boxes, with `num_groundtruth_boxes`) →
-batch. Features and labels use the original's keys, so model_fn code and
-TPU shapes are the same as with the original.
+Per example: decode → (tf.SequenceExamples: one frame in training, every
+frame in evaluation, see sequence_frames) → (train only) augment →
+model.preprocess (resize and normalize) → classes one-hot without
+background → pad every tensor to a static shape (`max_number_of_boxes`
+boxes, with `num_groundtruth_boxes`; Context R-CNN's context features to
+`max_num_context_features`, with `valid_context_size`) → batch. Features
+and labels use the original's keys, so model_fn code and TPU shapes are the
+same as with the original.
 """
 import functools
 
 import tensorflow as tf
 from tensorflow_estimator.python.estimator.export import export as export_lib
 
+from od_estimator.input_pipeline import context_features
 from od_estimator.input_pipeline import input_groundtruth as groundtruth
 from od_estimator.builders import dataset_builder
 from od_estimator.builders import image_resizer_builder
@@ -26,6 +30,7 @@ from od_estimator.input_pipeline.input_groundtruth import (
     merge_boxes_with_multiple_labels, PER_BOX_FIELDS)
 from od_estimator.input_pipeline.input_checks import check_input_options
 from od_estimator.input_pipeline.input_checks import predicts_instance_masks
+from od_estimator.input_pipeline.sequence_frames import get_reduce_to_frame_fn
 # pylint: enable=unused-import
 from od_estimator.protos import eval_pb2
 from od_estimator.protos import image_resizer_pb2
@@ -181,6 +186,9 @@ def _preprocessed(out, model_preprocess_fn, image_resizer_fn, use_bfloat16):
         out[_IN.groundtruth_keypoint_visibilities], tf.float32)
   if use_bfloat16:
     preprocessed = tf.cast(preprocessed, tf.bfloat16)
+    if _IN.context_features in out:
+      out[_IN.context_features] = tf.cast(out[_IN.context_features],
+                                          tf.bfloat16)
   out[_IN.image] = tf.squeeze(preprocessed, 0)
   out[_IN.true_image_shape] = tf.squeeze(true_image_shape, 0)
   if _IN.groundtruth_instance_masks in out:
@@ -238,7 +246,9 @@ def _check_additional_channels_merged(tensor_dict):
 
 
 def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
-                                    spatial_image_shape=None):
+                                    spatial_image_shape=None,
+                                    max_num_context_features=None,
+                                    context_feature_length=None):
   """Pads (or clips) every tensor so the batch has fully defined shapes.
 
   Args:
@@ -247,12 +257,19 @@ def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
     num_classes: classes without background.
     spatial_image_shape: [height, width] of the preprocessed image when the
       resizer fixes it; None or [-1, -1] keeps it dynamic.
+    max_num_context_features: rows of context_features (Context R-CNN's
+      context_config), when the example has them.
+    context_feature_length: their length (context_config); a record of
+      another length fails at run time naming both.
 
   Returns:
-    The padded dict; num_groundtruth_boxes is capped at max_num_boxes.
+    The padded dict; num_groundtruth_boxes is capped at max_num_boxes. With
+    context_features [max_num_context_features, context_feature_length] it
+    has valid_context_size, their real rows (see context_features).
 
   Raises:
-    ValueError: for a field with no known padded shape, or when
+    ValueError: for a field with no known padded shape, for
+      context_features without the two context sizes, or when
       image_additional_channels are given but the image (or, with as many
       channels as the image, original_image) does not carry them yet.
   """
@@ -261,6 +278,9 @@ def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
   else:
     height, width = spatial_image_shape
   _check_additional_channels_merged(tensor_dict)
+  if _IN.context_features in tensor_dict:
+    tensor_dict = context_features.with_valid_context_size(
+        tensor_dict, max_num_context_features, context_feature_length)
 
   def channels(field):
     return tensor_dict[field].shape.as_list()[-1]
@@ -283,6 +303,10 @@ def pad_input_data_to_static_shapes(tensor_dict, max_num_boxes, num_classes,
       _IN.groundtruth_verified_neg_classes: [num_classes],
       _IN.groundtruth_not_exhaustive_classes: [num_classes],
       _IN.context_feature_length: [],
+      _IN.context_features: [max_num_context_features,
+                             context_feature_length],
+      _IN.valid_context_size: [],
+      _IN.is_annotated: [],
   }
   for field in (_IN.groundtruth_weights, _IN.groundtruth_is_crowd,
                 _IN.groundtruth_area, _IN.groundtruth_difficult,
@@ -361,7 +385,8 @@ def _features_dict(tensor_dict, include_source_id=False):
   }
   if include_source_id:
     features[_IN.source_id] = source_id
-  for field in (_IN.original_image, _IN.image_additional_channels):
+  for field in (_IN.original_image, _IN.image_additional_channels,
+                _IN.context_features, _IN.valid_context_size):
     if field in tensor_dict:
       features[field] = tensor_dict[field]
   return features
@@ -396,7 +421,11 @@ def _transform_and_pad_fn(model_config, input_config, model_preprocess_fn,
         transformed, max_num_boxes=input_config.max_number_of_boxes,
         num_classes=num_classes,
         spatial_image_shape=config_util.get_spatial_image_size(
-            image_resizer_config))
+            image_resizer_config),
+        max_num_context_features=config_util.get_max_num_context_features(
+            model_config),
+        context_feature_length=config_util.get_context_feature_length(
+            model_config))
     return (_features_dict(padded, include_source_id), _labels_dict(padded))
   return transform_and_pad
 
@@ -435,7 +464,11 @@ def train_input(train_config, train_input_config, model_config, model=None,
 
   Returns:
     A dataset whose every tensor has a fully defined shape when the image
-    resizer fixes the image size.
+    resizer fixes the image size. With load_context_features the features
+    hold context_features [batch, max_num_context_features,
+    context_feature_length] float32 and valid_context_size [batch] int32.
+    TF_SEQUENCE_EXAMPLE input gives one frame of each sequence
+    (frame_index, random when -1), as the original.
   """
   _check_types(train_config=train_config, input_config=train_input_config,
                model_config=model_config)
@@ -457,12 +490,16 @@ def train_input(train_config, train_input_config, model_config, model=None,
   batch_size = (params or {}).get('batch_size', train_config.batch_size)
   return _float_masks(dataset_builder.build(
       train_input_config, batch_size=batch_size,
-      transform_input_data_fn=transform_and_pad, input_context=input_context))
+      transform_input_data_fn=transform_and_pad, input_context=input_context,
+      reduce_to_frame_fn=get_reduce_to_frame_fn(train_input_config, True)))
 
 
 def eval_input(eval_config, eval_input_config, model_config, model=None,
                params=None, input_context=None):
-  """Returns the evaluation dataset (no augmentation); see train_input."""
+  """Returns the evaluation dataset (no augmentation); see train_input.
+
+  TF_SEQUENCE_EXAMPLE input gives every frame of each sequence, in order.
+  """
   _check_types(eval_config=eval_config, input_config=eval_input_config,
                model_config=model_config)
   check_input_options(eval_input_config, 'eval_input_reader',
@@ -484,7 +521,8 @@ def eval_input(eval_config, eval_input_config, model_config, model=None,
   batch_size = (params or {}).get('batch_size', eval_config.batch_size)
   return _float_masks(dataset_builder.build(
       eval_input_config, batch_size=batch_size,
-      transform_input_data_fn=transform_and_pad, input_context=input_context))
+      transform_input_data_fn=transform_and_pad, input_context=input_context,
+      reduce_to_frame_fn=get_reduce_to_frame_fn(eval_input_config, False)))
 
 
 def worker_input_context(run_config):

@@ -122,3 +122,18 @@ def test_decodes_context_features_reshaped_by_their_length(label_map):
 def test_refuses_no_label_map():
   with pytest.raises(ValueError, match='label_map_path'):
     seqdec.TfSequenceExampleDecoder(None)
+
+
+def test_graph_mode_outputs_have_static_ranks(label_map):
+  # The input functions slice frames and pad by rank; tf.data needs it.
+  with tf.Graph().as_default():
+    out = seqdec.TfSequenceExampleDecoder(
+        label_map, load_context_features=True).decode(
+            tf.compat.v1.placeholder(tf.string, []))
+  ranks = {key: value.shape.rank for key, value in out.items()}
+  assert ranks == {
+      F.image: 1, F.source_id: 1, F.num_groundtruth_boxes: 1,
+      F.groundtruth_boxes: 3, F.groundtruth_classes: 2,
+      F.groundtruth_weights: 2, F.is_annotated: 1,
+      F.original_image_spatial_shape: 1, F.context_features: 2,
+      F.context_feature_length: 0}

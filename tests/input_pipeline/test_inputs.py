@@ -1,4 +1,6 @@
 """inputs: real TFRecords through the train/eval input functions."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -8,6 +10,7 @@ from od_estimator.input_pipeline import inputs
 from od_estimator.core import standard_fields as fields
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.protos import input_reader_pb2
+from od_estimator.protos import model_pb2
 from od_estimator.protos import pipeline_pb2
 from od_estimator.config import config_util
 
@@ -203,7 +206,10 @@ def test_multiclass_scores_without_loading_them_is_refused(data):
 
 
 @pytest.mark.parametrize('which', ['train', 'eval'])
-def test_context_features_are_refused_naming_the_reader(data, which):
+def test_context_features_for_a_model_without_context_are_refused(data,
+                                                                  which):
+  # The SSD would ignore them (test_inputs_sequence reads them for a
+  # Context R-CNN).
   configs = _configs(data)
   if which == 'train':
     configs['train_input_config'].load_context_features = True
@@ -217,14 +223,44 @@ def test_context_features_are_refused_naming_the_reader(data, which):
         configs['model'], model=FakeModel())
   with pytest.raises(config_util.ConfigError,
                      match=r'%s_input_reader\.load_context_features.*'
-                     'Context R-CNN.*not supported yet' % which):
+                     'Context R-CNN.*would ignore them' % which):
     build()
 
 
+def test_a_context_rcnn_reader_without_context_features_is_refused(data):
+  config = _configs(data)['train_input_config']
+  model = text_format.Parse(
+      'faster_rcnn { num_classes: 3 context_config { } }',
+      model_pb2.DetectionModel())
+  with pytest.raises(config_util.ConfigError,
+                     match=r'train_input_reader\.load_context_features.*'
+                     'context_config makes the model a Context R-CNN'):
+    inputs.check_input_options(config, 'train_input_reader',
+                               model_config=model)
+  config.load_context_features = True
+  inputs.check_input_options(config, 'train_input_reader',
+                             model_config=model)
+
+
 @pytest.mark.parametrize('field', ['train_input_reader', 'eval_input_reader'])
-def test_sequence_examples_are_refused_naming_the_reader(data, field):
+def test_sequence_examples_pass_the_input_checks(data, field):
   config = _configs(data)['train_input_config']
   config.input_type = input_reader_pb2.TF_SEQUENCE_EXAMPLE
+  inputs.check_input_options(config, field)
+
+
+@pytest.mark.parametrize('field, index, problem', [
+    ('train_input_reader', -2, 'frame_index -2 is not a frame'),
+    ('eval_input_reader', 1, 'evaluation reads every frame'),
+    ('eval_input_reader[1]', 0, 'evaluation reads every frame')])
+def test_frame_indices_that_pick_no_frame_are_refused(data, field, index,
+                                                      problem):
+  config = _configs(data)['train_input_config']
+  config.input_type = input_reader_pb2.TF_SEQUENCE_EXAMPLE
+  config.frame_index = index
   with pytest.raises(config_util.ConfigError,
-                     match=r'%s\.input_type.*TF_SEQUENCE_EXAMPLE' % field):
+                     match=r'%s\.frame_index.*%s' % (re.escape(field),
+                                                     problem)):
     inputs.check_input_options(config, field)
+  config.frame_index = -1
+  inputs.check_input_options(config, field)

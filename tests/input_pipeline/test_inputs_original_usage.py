@@ -186,3 +186,24 @@ def test_predict_input_carries_the_additional_channels():
       values = sess.run(images, {example: serialized})
   # SSD's preprocess maps [0, 255] to [-1, 1], every channel alike.
   np.testing.assert_allclose(values[0, 0, 0], [1, 1, 1, -1, 1], atol=1e-6)
+
+
+def test_pad_gives_context_features_static_shapes_and_their_count():
+  # The original's test: 8 rows of length 10 padded to 20 rows.
+  with tf.Graph().as_default():
+    rows = tf.compat.v1.placeholder(tf.float32, [None, None])
+    padded = inputs.pad_input_data_to_static_shapes(
+        {_IN.context_features: rows,
+         _IN.context_feature_length: tf.constant(10, tf.int64),
+         _IN.is_annotated: tf.constant(True)},
+        max_num_boxes=3, num_classes=3, spatial_image_shape=[5, 6],
+        max_num_context_features=20, context_feature_length=10)
+    assert padded[_IN.context_features].shape.as_list() == [20, 10]
+    assert padded[_IN.valid_context_size].shape.as_list() == []
+    assert padded[_IN.is_annotated].shape.as_list() == []
+    with tf.compat.v1.Session() as sess:
+      values = sess.run(padded, {rows: np.ones([8, 10])})
+  assert values[_IN.valid_context_size] == 8
+  np.testing.assert_array_equal(values[_IN.context_features][:8], 1.0)
+  np.testing.assert_array_equal(values[_IN.context_features][8:], 0.0)
+  assert values[_IN.context_feature_length] == 10

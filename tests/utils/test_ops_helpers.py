@@ -1,8 +1,10 @@
 """utils/ops: the original's other helpers, checked against numpy."""
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from od_estimator.compat import ops
+from od_estimator.core import standard_fields as fields
 from od_estimator.core import spatial_transform_ops
 
 
@@ -117,3 +119,14 @@ def test_groundtruth_filters_keep_every_per_box_field():
   np.testing.assert_array_equal(scores, [1.0, 0.5])
   with pytest.raises(ValueError, match='shape of valid_indices'):
     ops.retain_groundtruth(tensors, np.zeros([2, 2], np.int64))
+
+
+def test_sequence_frame_helpers_have_the_original_names():
+  # As the original's: context tensors get a frame axis; images decode.
+  image = tf.io.encode_png(tf.zeros([2, 3, 3], tf.uint8))
+  tensors = {fields.InputDataFields.image: tf.stack([image, image]),
+             fields.InputDataFields.context_features: tf.ones([4, 2])}
+  tiled = ops.tile_context_tensors(tensors)
+  assert tiled[fields.InputDataFields.context_features].shape == (2, 4, 2)
+  frame = ops.decode_image({fields.InputDataFields.image: image})
+  assert frame[fields.InputDataFields.image].shape == (2, 3, 3)
