@@ -55,22 +55,51 @@ class ContextParams:
   context_feature_length: int
 
 
-def project_features(features, depth, is_training, normalize, scope):
+def compute_valid_mask(num_valid_elements, num_elements):
+  """[batch, num_elements] bool, True for the first num_valid_elements.
+
+  Args:
+    num_valid_elements: [batch] int32.
+    num_elements: int or int32 scalar.
+  """
+  return tf.sequence_mask(num_valid_elements, num_elements)
+
+
+def filter_weight_value(weights, values, valid_mask):
+  """Takes the padded context rows out of the attention.
+
+  Args:
+    weights: [batch, input_size, context_size] float32 attention logits.
+    values: [batch, context_size, depth] float32.
+    valid_mask: [batch, context_size] bool.
+
+  Returns:
+    weights with _NEGATIVE_PADDING_VALUE added to the padded rows' logits,
+    values with the padded rows zeroed.
+  """
+  valid = tf.cast(valid_mask, weights.dtype)
+  weights += (1.0 - valid[:, tf.newaxis, :]) * _NEGATIVE_PADDING_VALUE
+  return weights, values * valid[:, :, tf.newaxis]
+
+
+def project_features(features, projection_dimension, is_training, normalize,
+                     scope=None):
   """Fully connected, batch norm and ReLU6 on every row.
 
   Args:
-    features: [batch, rows, in_depth] float32, in_depth static.
-    depth: output depth.
+    features: [batch, rows, depth] float32, depth static.
+    projection_dimension: output depth.
     is_training: batch norm in training mode.
     normalize: L2-normalize the output rows.
-    scope: the layer's variable scope.
+    scope: the layer's variable scope, reused when it exists; None: slim's
+      next default name (fully_connected, fully_connected_1, ...).
 
   Returns:
-    [batch, rows, depth] float32.
+    [batch, rows, projection_dimension] float32.
   """
   batch_size = shape_utils.combined_static_and_dynamic_shape(features)[0]
   projected = slim.fully_connected(
-      tf.reshape(features, [-1, features.shape[-1]]), depth,
+      tf.reshape(features, [-1, features.shape[-1]]), projection_dimension,
       activation_fn=tf.nn.relu6, normalizer_fn=slim.batch_norm,
       normalizer_params={'is_training': is_training,
                          'decay': _BATCH_NORM_DECAY,
@@ -80,15 +109,15 @@ def project_features(features, depth, is_training, normalize, scope):
                          # inputs, fails on TF 2.15; the other computes the
                          # same with the same variables.
                          'fused': False},
-      reuse=tf.compat.v1.AUTO_REUSE, scope=scope)
-  projected = tf.reshape(projected, [batch_size, -1, depth])
+      reuse=tf.compat.v1.AUTO_REUSE if scope else None, scope=scope)
+  projected = tf.reshape(projected, [batch_size, -1, projection_dimension])
   if normalize:
     projected = tf.math.l2_normalize(projected, axis=-1)
   return projected
 
 
-def attention_block(input_features, context_features, valid_mask,
-                    bottleneck_dimension, output_dimension, temperature,
+def attention_block(input_features, context_features, bottleneck_dimension,
+                    output_dimension, attention_temperature, valid_mask,
                     is_training):
   """Softmax attention of input rows into the valid context rows.
 
@@ -96,10 +125,11 @@ def attention_block(input_features, context_features, valid_mask,
     input_features: [batch, rows, depth] float32 (queries' input).
     context_features: [batch, context_size, context_depth] float32 (keys'
       and values' input).
-    valid_mask: [batch, context_size] bool, False for padding rows.
     bottleneck_dimension: depth of queries, keys and values.
     output_dimension: depth of the output.
-    temperature: softmax temperature.
+    attention_temperature: softmax temperature: weights are
+      softmax(logits / attention_temperature).
+    valid_mask: [batch, context_size] bool, False for padding rows.
     is_training: batch norm in training mode.
 
   Returns:
@@ -113,25 +143,50 @@ def attention_block(input_features, context_features, valid_mask,
                             is_training, True, KEY_SCOPE)
     values = project_features(context_features, bottleneck_dimension,
                               is_training, True, VALUE_SCOPE)
-  valid = tf.cast(valid_mask, tf.float32)
-  logits = tf.matmul(queries, keys, transpose_b=True)
-  logits += (1.0 - valid[:, tf.newaxis, :]) * _NEGATIVE_PADDING_VALUE
-  weights = tf.nn.softmax(logits / temperature)
-  attended = tf.matmul(weights, values * valid[:, :, tf.newaxis])
-  return project_features(attended, output_dimension, is_training, False,
-                          OUTPUT_SCOPE)
+  weights, values = filter_weight_value(
+      tf.matmul(queries, keys, transpose_b=True), values, valid_mask)
+  weights = tf.nn.softmax(weights / attention_temperature)
+  return project_features(tf.matmul(weights, values), output_dimension,
+                          is_training, False, OUTPUT_SCOPE)
 
 
-def box_context_attention(box_features, context_features, valid_context_size,
-                          params, is_training):
+def compute_box_context_attention(box_features, context_features,
+                                  valid_context_size, bottleneck_dimension,
+                                  attention_temperature, is_training):
   """Attention features of each proposal's crop, to add to the crop.
 
   Args:
     box_features: [batch, num_proposals, height, width, channels] float32
       ROI crops (channels static).
+    context_features: [batch, context_size, context_depth] float32, zero
+      padded (context_depth static).
+    valid_context_size: [batch] int32 number of real context rows.
+    bottleneck_dimension: depth of queries, keys and values.
+    attention_temperature: softmax temperature.
+    is_training: batch norm in training mode.
+
+  Returns:
+    [batch, num_proposals, 1, 1, channels] float32.
+  """
+  valid_mask = compute_valid_mask(
+      valid_context_size,
+      shape_utils.combined_static_and_dynamic_shape(context_features)[1])
+  attention = attention_block(
+      tf.reduce_mean(box_features, axis=[2, 3]), context_features,
+      bottleneck_dimension, box_features.shape[-1], attention_temperature,
+      valid_mask, is_training)
+  return attention[:, :, tf.newaxis, tf.newaxis, :]
+
+
+def box_context_attention(box_features, context_features, valid_context_size,
+                          params, is_training):
+  """compute_box_context_attention with ContextParams.
+
+  Args:
+    box_features: as compute_box_context_attention takes them.
     context_features: [batch, max_num_context_features,
       context_feature_length] float32, zero padded.
-    valid_context_size: [batch] int32 number of real context rows.
+    valid_context_size: [batch] int32.
     params: ContextParams.
     is_training: batch norm in training mode.
 
@@ -139,17 +194,12 @@ def box_context_attention(box_features, context_features, valid_context_size,
     [batch, num_proposals, 1, 1, channels] float32.
 
   Raises:
-    tf.errors.InvalidArgumentError (when run): context features whose depth
-      is not params.context_feature_length.
+    ValueError (when built) or tf.errors.InvalidArgumentError (when run):
+      context features whose depth is not params.context_feature_length.
   """
   context_features = tf.ensure_shape(
-      tf.cast(context_features, tf.float32),
+      tf.cast(context_features, box_features.dtype),
       [None, None, params.context_feature_length])
-  valid_mask = tf.sequence_mask(
-      valid_context_size,
-      shape_utils.combined_static_and_dynamic_shape(context_features)[1])
-  attention = attention_block(
-      tf.reduce_mean(box_features, axis=[2, 3]), context_features, valid_mask,
-      params.bottleneck_dimension, box_features.shape[-1],
-      params.temperature, is_training)
-  return attention[:, :, tf.newaxis, tf.newaxis, :]
+  return compute_box_context_attention(
+      box_features, context_features, valid_context_size,
+      params.bottleneck_dimension, params.temperature, is_training)
