@@ -397,3 +397,25 @@ def test_output_final_box_features_reaches_the_model():
 def test_output_final_box_features_needs_a_plain_second_stage(stages, extra):
   with pytest.raises(UserInputError, match='output_final_box_features'):
     _build(stages=stages, extra='output_final_box_features: true ' + extra)
+
+
+def test_context_rcnn_keeps_static_shapes_for_tpu():
+  extra = _context() + (' use_static_shapes: true '
+                        'use_static_balanced_label_sampler: true '
+                        'use_matmul_crop_and_resize: true '
+                        'use_matmul_gather_in_matcher: true')
+  with tf.Graph().as_default() as graph:
+    model = model_builder.build(_config(extra=extra), True)
+    preprocessed, true_image_shapes = model.preprocess(tf.zeros([2, 32, 32,
+                                                                 3]))
+    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])] * 2,
+                              [tf.constant([[0.0, 1.0, 0.0]])] * 2)
+    model.predict(preprocessed, true_image_shapes, **model.get_side_inputs({
+        fields.InputDataFields.context_features: tf.zeros([2, 5, 6]),
+        fields.InputDataFields.valid_context_size: tf.constant([1, 2])}))
+    attention_outputs = [
+        output for op in graph.get_operations()
+        if op.name.startswith(('AttentionBlock/', 'fully_connected/'))
+        for output in op.outputs]
+  assert attention_outputs
+  assert all(output.shape.is_fully_defined() for output in attention_outputs)
