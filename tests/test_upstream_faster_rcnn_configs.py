@@ -7,9 +7,9 @@ its graph at a reduced input size
 training graph with its losses and the inference graph with its detections
 on alternate backbones, and its variables are checked against the
 original's names and shapes (NASNet's graph is the slowest to build).
-Context R-CNN, which comes later, is refused naming what is missing; Mask
-R-CNN has tests/test_upstream_mask_rcnn_configs.py, R-FCN
-tests/test_upstream_rfcn_configs.py.
+Mask R-CNN has tests/test_upstream_mask_rcnn_configs.py, R-FCN
+tests/test_upstream_rfcn_configs.py, Context R-CNN
+tests/test_upstream_context_rcnn_configs.py.
 """
 import functools
 import os
@@ -18,7 +18,6 @@ import pytest
 import tensorflow as tf
 
 from od_estimator.builders import model_builder
-from od_estimator.errors import UserInputError
 from od_estimator.protos import model_pb2
 from od_estimator.config import config_util
 from od_estimator.utils import graph_building
@@ -27,10 +26,6 @@ from tests import upstream_folder
 
 REDUCED_SIZE = 64
 _MAX_CLASSES_FOR_INFERENCE = 100
-# Config file name prefix -> what the refusal names.
-_LATER = {
-    'context_rcnn_': 'context_config',
-}
 
 
 @functools.lru_cache(maxsize=None)
@@ -49,21 +44,10 @@ def _is_two_stage(path):
   return _model_config(path).WhichOneof('model') == 'faster_rcnn'
 
 
-def _refusal(path):
-  name = os.path.basename(path)
-  return next((message for prefix, message in _LATER.items()
-               if name.startswith(prefix)), None)
-
-
-def _builds(path):
-  return _is_two_stage(path) and _refusal(path) is None
-
-
 def _is_plain(path):
-  """Faster R-CNN without masks (Mask R-CNN: test_upstream_mask_rcnn_...,
-  R-FCN: test_upstream_rfcn_configs)."""
-  return _builds(path) and not os.path.basename(path).startswith(
-      ('mask_rcnn_', 'rfcn_'))
+  """Faster R-CNN without masks, R-FCN or context (their own modules)."""
+  return _is_two_stage(path) and not os.path.basename(path).startswith(
+      ('mask_rcnn_', 'rfcn_', 'context_rcnn_'))
 
 
 PLAIN_CONFIGS = [path for path in upstream_folder.paths() if _is_plain(path)]
@@ -95,7 +79,7 @@ def test_the_upstream_folder_has_faster_rcnn_configs(upstream_configs):
   assert len(GRAPH_CONFIGS) >= 6, GRAPH_CONFIGS
 
 
-@pytest.mark.parametrize('path', upstream_folder.params(keep=_builds))
+@pytest.mark.parametrize('path', upstream_folder.params(keep=_is_two_stage))
 @pytest.mark.parametrize('is_training', [True, False])
 def test_faster_rcnn_config_builds_its_model(path, is_training):
   with tf.Graph().as_default(), graph_building.identity_equality():
@@ -108,8 +92,14 @@ LOSS_KEYS = ['Loss/BoxClassifierLoss/classification_loss',
              'Loss/RPNLoss/localization_loss', 'Loss/RPNLoss/objectness_loss']
 
 
-def build_reduced_graph(path, is_training):
+def build_reduced_graph(path, is_training, side_input_features=None):
   """Builds the config's model graph on one REDUCED_SIZE image.
+
+  Args:
+    path: the config.
+    is_training: build the training graph (losses) or inference graph.
+    side_input_features: fn() -> features dict the model's side inputs
+      come from (get_side_inputs), built in the graph.
 
   Returns:
     (predictions, outputs, {variable name: shape}): outputs are the losses
@@ -124,7 +114,9 @@ def build_reduced_graph(path, is_training):
           [tf.one_hot([0], model_config.faster_rcnn.num_classes)])
     preprocessed, true_shapes = model.preprocess(
         tf.zeros([1, REDUCED_SIZE, REDUCED_SIZE, 3]))
-    predictions = model.predict(preprocessed, true_shapes)
+    side_inputs = model.get_side_inputs(
+        side_input_features() if side_input_features else {})
+    predictions = model.predict(preprocessed, true_shapes, **side_inputs)
     if is_training:
       outputs = model.loss(predictions, true_shapes)
     else:
@@ -132,6 +124,19 @@ def build_reduced_graph(path, is_training):
     shapes = {variable.op.name: variable.shape.as_list()
               for variable in tf.compat.v1.global_variables()}
   return predictions, outputs, shapes
+
+
+def checked_num_proposals(config, outputs, is_training):
+  """Checks build_reduced_graph's outputs: the losses or detections.
+
+  Returns:
+    The proposals per image the second stage saw.
+  """
+  if is_training:
+    assert sorted(outputs) == LOSS_KEYS
+    return config.second_stage_batch_size
+  assert outputs['detection_boxes'].shape.as_list()[-1] == 4
+  return config.first_stage_max_proposals
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(
@@ -179,11 +184,3 @@ def test_faster_rcnn_graph_has_the_original_variables(path):
              for name in shapes)
   assert any(name.startswith('SecondStageFeatureExtractor/')
              for name in shapes)
-
-
-@pytest.mark.parametrize('path', upstream_folder.params(
-    keep=lambda path: _is_two_stage(path) and _refusal(path) is not None))
-def test_later_two_stage_configs_are_refused_naming_why(path):
-  with pytest.raises(UserInputError, match=_refusal(path)):
-    with tf.Graph().as_default():
-      model_builder.build(_shrunk(path), is_training=True)

@@ -53,12 +53,8 @@ def test_rfcn_graph_has_the_original_variables(path):
   config = frcnn_configs._model_config(path).faster_rcnn
   predictions, outputs, shapes = frcnn_configs.build_reduced_graph(
       path, is_training)
-  if is_training:
-    assert sorted(outputs) == frcnn_configs.LOSS_KEYS
-    num_proposals = config.second_stage_batch_size
-  else:
-    assert outputs['detection_boxes'].shape.as_list()[-1] == 4
-    num_proposals = config.first_stage_max_proposals
+  num_proposals = frcnn_configs.checked_num_proposals(config, outputs,
+                                                     is_training)
   # Whole-image second-stage features (stride 16), not per-proposal crops.
   assert predictions['box_classifier_features'].shape.as_list() == [
       1, REDUCED_SIZE // 16, REDUCED_SIZE // 16, 2048]

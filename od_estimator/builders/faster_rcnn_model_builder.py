@@ -14,6 +14,11 @@ groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
 RPN's losses are smooth L1 and softmax, its predictor a 1x1 convolutional
 box predictor with one class (objectness).
 
+Context R-CNN is a context_config: the box classifier then adds to each ROI
+crop its attention into the image's context features (context_rcnn_lib),
+as the original's first Context R-CNN (its sample configs and zoo
+checkpoint); the attention variants of its later versions are refused by
+name. output_final_box_features adds detection_features to the detections.
 R-FCN is a second_stage_box_predictor of type rfcn_box_predictor: the box
 classifier then has no ROI crop (box_classifier.BoxClassifier). Mask R-CNN
 is number_of_stages 3 with predict_instance_masks in the
@@ -35,14 +40,17 @@ from od_estimator.core import post_processing
 from od_estimator.core import spatial_transform_ops
 from od_estimator.errors import UserInputError
 from od_estimator.meta_architectures import box_classifier
+from od_estimator.meta_architectures import context_rcnn_lib
 from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.protos import faster_rcnn_pb2
 from od_estimator.protos import target_assigner_pb2
 
 _FRCNN = 'model.faster_rcnn'
 _FE = _FRCNN + '.feature_extractor'
+_CONTEXT = _FRCNN + '.context_config'
 _BOX_CODER_SCALES = (10.0, 10.0, 5.0, 5.0)
 # Extractor types of the original that this version does not build yet.
 _LATER_EXTRACTORS = {
@@ -50,8 +58,6 @@ _LATER_EXTRACTORS = {
 }
 # Set fields this version cannot honour -> why.
 _UNSUPPORTED_FIELDS = {
-    'context_config': 'Context R-CNN comes later',
-    'output_final_box_features': 'box feature outputs are not built',
     'output_final_box_rpn_features': 'box feature outputs are not built',
     'return_raw_detections_during_predict':
         'raw detections come from postprocess (raw_detection_boxes/scores)',
@@ -69,8 +75,7 @@ def _check_config(config):
         '(Faster R-CNN) or 3 (Mask R-CNN).' % (_FRCNN,
                                                config.number_of_stages))
   for field, why in _UNSUPPORTED_FIELDS.items():
-    if config.HasField(field) and (
-        field == 'context_config' or getattr(config, field)):
+    if config.HasField(field) and getattr(config, field):
       raise UserInputError('%s.%s is not supported: %s.' % (_FRCNN, field,
                                                              why))
   extractor = config.feature_extractor
@@ -93,8 +98,65 @@ def _check_config(config):
     raise UserInputError('%s.first_stage_nms_iou_threshold must be in [0, 1], '
                          'got %g.' % (_FRCNN,
                                       config.first_stage_nms_iou_threshold))
+  if config.HasField('context_config'):
+    _check_context(config)
+  if config.output_final_box_features and (
+      config.number_of_stages != 2 or config.HasField('context_config') or
+      config.second_stage_box_predictor.HasField('rfcn_box_predictor')):
+    raise UserInputError(
+        '%s.output_final_box_features is supported for a two-stage Faster '
+        'R-CNN with a mask_rcnn_box_predictor and no context_config (the '
+        'detections\' features are cropped and extracted again).' % _FRCNN)
   if config.number_of_stages > 1:
     _check_second_stage(config)
+
+
+# context_config fields of the original's later attention variants -> the
+# value that means the first Context R-CNN's single attention block.
+_CONTEXT_VARIANT_FIELDS = {
+    'use_self_attention': False,
+    'use_long_term_attention': True,
+    'self_attention_in_sequence': False,
+    'num_attention_heads': 1,
+    'num_attention_layers': 1,
+}
+_CONTEXT_POSITIVE_FIELDS = ('max_num_context_features',
+                            'context_feature_length',
+                            'attention_bottleneck_dimension',
+                            'attention_temperature')
+
+
+def _check_context(config):
+  """Raises UserInputError for a Context R-CNN that cannot be honoured."""
+  if (config.number_of_stages != 2 or
+      config.second_stage_box_predictor.HasField('rfcn_box_predictor')):
+    raise UserInputError(
+        '%s: Context R-CNN is a two-stage Faster R-CNN with a '
+        'mask_rcnn_box_predictor; with number_of_stages %d and %s it is not '
+        'supported.' % (_CONTEXT, config.number_of_stages,
+                        config.second_stage_box_predictor.WhichOneof(
+                            'box_predictor_oneof')))
+  context = config.context_config
+  for field in _CONTEXT_POSITIVE_FIELDS:
+    if getattr(context, field) <= 0:
+      raise UserInputError('%s.%s must be > 0, got %g.' % (
+          _CONTEXT, field, getattr(context, field)))
+  for field, supported in _CONTEXT_VARIANT_FIELDS.items():
+    if getattr(context, field) != supported:
+      raise UserInputError(
+          '%s.%s: %s is not supported; the attention is one block of one '
+          'head into the context features (%s: %s, as the sample configs '
+          'and the zoo checkpoint).' % (
+              _CONTEXT, field, str(getattr(context, field)).lower(), field,
+              str(supported).lower()))
+  if context.HasField('attention_position'):
+    raise UserInputError(
+        '%s.attention_position: %s is not supported; leave it unset: the '
+        'attention then applies to the ROI crops before the max pool, as in '
+        'the sample configs and the zoo checkpoint (the original\'s later '
+        'POST_RPN and POST_BOX_CLASSIFIER placements are not built).' % (
+            _CONTEXT, faster_rcnn_pb2.AttentionPosition.Name(
+                context.attention_position)))
 
 
 # Fields of the ROI crop, which R-FCN does not make (its crop size is
@@ -278,9 +340,16 @@ def _build_second_stage(config, is_training, use_static_shapes):
 def _second_stage_parts(config, roi_crop, second_stage, box_coder,
                         is_training, use_static_shapes):
   """(BoxClassifier, MaskBranch or None) of a two- or three-stage model."""
+  context = None
+  if config.HasField('context_config'):
+    context = context_rcnn_lib.ContextParams(
+        bottleneck_dimension=(
+            config.context_config.attention_bottleneck_dimension),
+        temperature=config.context_config.attention_temperature,
+        context_feature_length=config.context_config.context_feature_length)
   classifier = box_classifier.BoxClassifier(
       second_stage, roi_crop, config.num_classes, box_coder, is_training,
-      use_static_shapes)
+      use_static_shapes, context)
   if config.number_of_stages < 3:
     return classifier, None
   return classifier, mask_branch.MaskBranch(
@@ -321,7 +390,8 @@ def build(config, is_training, add_summaries=True):
       image_resizer_fn=image_resizer_builder.build(config.image_resizer),
       number_of_stages=config.number_of_stages,
       use_static_shapes=use_static_shapes,
-      inplace_batchnorm_update=config.inplace_batchnorm_update)
+      inplace_batchnorm_update=config.inplace_batchnorm_update,
+      output_final_box_features=config.output_final_box_features)
   rpn = region_proposal_network.RegionProposalNetwork(
       _build_first_stage(config, is_training, use_static_shapes),
       is_training, use_static_shapes, model_params.parallel_iterations)

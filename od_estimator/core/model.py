@@ -105,9 +105,27 @@ class DetectionModel(abc.ABC):
         (possibly padded) preprocessed tensor.
     """
 
+  def get_side_inputs(self, features):
+    """Tensors of the input features predict() takes besides the images.
+
+    Models that use context (Context R-CNN) take them by name; by default
+    a model takes none.
+
+    Args:
+      features: the input function's features dict.
+
+    Returns:
+      {name: tensor}, passed to predict() as keyword arguments.
+    """
+    del features
+    return {}
+
   @abc.abstractmethod
-  def predict(self, preprocessed_inputs, true_image_shapes):
-    """Runs the network; returns a dict of raw prediction tensors."""
+  def predict(self, preprocessed_inputs, true_image_shapes, **side_inputs):
+    """Runs the network; returns a dict of raw prediction tensors.
+
+    side_inputs are those get_side_inputs() returns.
+    """
 
   @abc.abstractmethod
   def postprocess(self, prediction_dict, true_image_shapes):

@@ -191,14 +191,16 @@ def _give_groundtruth(options, model, labels):
 def _predict(options, model, features):
   """model.predict on the batch, in bfloat16 on TPU when the config asks.
 
+  The model's side inputs (get_side_inputs) come from the features too.
   Predictions computed in bfloat16 are returned cast to float32.
   """
   images = features[_IN.image]
   true_image_shapes = features[_IN.true_image_shape]
+  side_inputs = model.get_side_inputs(features)
   if not (options.use_tpu and options.train_config.use_bfloat16):
-    return model.predict(images, true_image_shapes)
+    return model.predict(images, true_image_shapes, **side_inputs)
   with tf.compat.v1.tpu.bfloat16_scope():
-    prediction_dict = model.predict(images, true_image_shapes)
+    prediction_dict = model.predict(images, true_image_shapes, **side_inputs)
   return {key: tf.cast(value, tf.float32)
           if getattr(value, 'dtype', None) == tf.bfloat16 else value
           for key, value in prediction_dict.items()}

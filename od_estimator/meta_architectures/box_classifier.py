@@ -5,10 +5,12 @@ resized (bilinear, `initial_crop_size` square) and max-pooled; the second
 stage of the feature extractor turns the crops into box classifier features
 and a fully connected predictor (`SecondStageBoxPredictor`) gives, per
 proposal, refined box codes per class and class logits with background.
-R-FCN (no RoiCropParams) crops nothing: the second stage of the feature
-extractor runs once on the whole first-stage feature maps and its predictor
-reads every proposal out of them (position-sensitive score maps); losses,
-sampling and detections are the same.
+Context R-CNN (ContextParams) adds to each crop, before the max pool, its
+attention into the image's context features (context_rcnn_lib), given as
+side inputs. R-FCN (no RoiCropParams) crops nothing: the second stage of
+the feature extractor runs once on the whole first-stage feature maps and
+its predictor reads every proposal out of them (position-sensitive score
+maps); losses, sampling and detections are the same.
 In training a balanced sample of the proposals, matched against the
 groundtruth, is classified; the losses are averaged per image.
 
@@ -28,10 +30,14 @@ from od_estimator.core import box_predictor
 from od_estimator.core import losses
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner as target_assigner_lib
+from od_estimator.meta_architectures import context_rcnn_lib
 from od_estimator.meta_architectures import region_proposal_network as rpn
 from od_estimator.core import shape_utils
 
 BOX_PREDICTOR_SCOPE = 'SecondStageBoxPredictor'
+# The side inputs of Context R-CNN, as the input pipeline names them.
+CONTEXT_SIDE_INPUTS = (fields.InputDataFields.context_features,
+                       fields.InputDataFields.valid_context_size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +114,7 @@ class BoxClassifier:
   """Crops proposal features, classifies them, and samples, scores, decodes."""
 
   def __init__(self, params, roi_crop, num_classes, box_coder, is_training,
-               use_static_shapes=False):
+               use_static_shapes=False, context=None):
     """Creates the box classifier.
 
     Args:
@@ -120,7 +126,15 @@ class BoxClassifier:
       box_coder: the BoxCoder of refined box codes (relative to proposals).
       is_training: whether the training graph is built.
       use_static_shapes: keep every shape static (TPU).
+      context: context_rcnn_lib.ContextParams of Context R-CNN's attention
+        (needs roi_crop), or None.
+
+    Raises:
+      ValueError: for context without roi_crop.
     """
+    if context is not None and roi_crop is None:
+      raise ValueError('Context attention needs the ROI crop (RoiCropParams).')
+    self._context = context
     self._params = params
     self._roi_crop = roi_crop
     self._num_classes = num_classes
@@ -133,20 +147,55 @@ class BoxClassifier:
   def params(self):
     return self._params
 
-  def crop(self, features_to_crop, proposal_boxes_normalized):
+  @property
+  def crops(self):
+    """Whether proposals are cropped (RoiCropParams; not R-FCN)."""
+    return self._roi_crop is not None
+
+  @property
+  def side_input_names(self):
+    """Names of the side inputs classify() needs (Context R-CNN's)."""
+    return CONTEXT_SIDE_INPUTS if self._context is not None else ()
+
+  def _checked_side_inputs(self, side_inputs):
+    """side_inputs ({} for None); ValueError unless side_input_names."""
+    side_inputs = side_inputs or {}
+    if sorted(side_inputs) != sorted(self.side_input_names):
+      raise ValueError(
+          'The box classifier takes side inputs %s, got %s.%s' % (
+              list(self.side_input_names) or 'none', sorted(side_inputs),
+              ' Context R-CNN reads them from TF_SEQUENCE_EXAMPLE input with '
+              'load_context_features: true.' if self._context else ''))
+    return side_inputs
+
+  def crop(self, features_to_crop, proposal_boxes_normalized,
+           side_inputs=None):
     """Cuts and pools every proposal's features.
 
     Args:
       features_to_crop: [batch, height, width, depth] float32.
       proposal_boxes_normalized: [batch, num_proposals, 4] float32.
+      side_inputs: {name: tensor} with exactly side_input_names: for
+        Context R-CNN context_features [batch, max_num_context_features,
+        context_feature_length] float32 and valid_context_size [batch]
+        int32.
 
     Returns:
       [batch * num_proposals, crop, crop, depth] float32 (after pooling).
+
+    Raises:
+      ValueError: side inputs other than side_input_names.
     """
+    side_inputs = self._checked_side_inputs(side_inputs)
     roi_crop = self._roi_crop
     size = roi_crop.initial_crop_size
     cropped = roi_crop.crop_and_resize_fn(
         features_to_crop, proposal_boxes_normalized, [size, size])
+    if self._context is not None:
+      cropped += context_rcnn_lib.box_context_attention(
+          cropped, side_inputs[fields.InputDataFields.context_features],
+          side_inputs[fields.InputDataFields.valid_context_size],
+          self._context, self._is_training)
     shape = shape_utils.combined_static_and_dynamic_shape(cropped)
     flattened = tf.reshape(cropped, [shape[0] * shape[1]] + shape[2:])
     if not roi_crop.maxpool_kernel_size:
@@ -156,7 +205,7 @@ class BoxClassifier:
         stride=roi_crop.maxpool_stride)
 
   def classify(self, features_to_crop, proposal_boxes_normalized,
-               extract_fn):
+               extract_fn, side_inputs=None):
     """Box classifier features and predictions of every proposal.
 
     Args:
@@ -165,6 +214,7 @@ class BoxClassifier:
       proposal_boxes_normalized: [batch, num_proposals, 4] float32.
       extract_fn: the second stage of the feature extractor, features ->
         box classifier features.
+      side_inputs: as crop() takes them.
 
     Returns:
       box_classifier_features: [batch * num_proposals, h, w, d'] float32
@@ -174,11 +224,12 @@ class BoxClassifier:
         predict() returns them.
     """
     if self._roi_crop is None:
+      self._checked_side_inputs(side_inputs)
       features = extract_fn(features_to_crop)
       return (features,) + self.predict(
           features, proposal_boxes=proposal_boxes_normalized)
     features = extract_fn(self.crop(features_to_crop,
-                                    proposal_boxes_normalized))
+                                    proposal_boxes_normalized, side_inputs))
     return (features,) + self.predict(features, prediction_stage=2)
 
   def predict(self, box_classifier_features, **predictor_inputs):

@@ -7,6 +7,9 @@ usable alone:
   RegionProposalNetwork           (Conv/..., FirstStageBoxPredictor/...)
   BoxClassifier: ROI crop, second-stage features (SecondStageFeatureExtractor/
                  ...) and the box predictor (SecondStageBoxPredictor/...);
+                 Context R-CNN's adds to each crop its attention into the
+                 image's context features (AttentionBlock/..., side inputs
+                 of predict: get_side_inputs);
                  R-FCN's crops nothing: second-stage features of the whole
                  images, read per proposal by its position-sensitive
                  predictor
@@ -75,6 +78,9 @@ class ModelParams:
     inplace_batchnorm_update: update batch norm statistics with the forward
       pass instead of through UPDATE_OPS.
     parallel_iterations: tf.map_fn parallelism for dynamic batch sizes.
+    output_final_box_features: postprocess() also returns
+      detection_features, the box classifier features of the detections
+      (two stages with the ROI crop and no side inputs).
   """
   num_classes: int
   image_resizer_fn: object
@@ -82,6 +88,7 @@ class ModelParams:
   use_static_shapes: bool = False
   inplace_batchnorm_update: bool = False
   parallel_iterations: int = 16
+  output_final_box_features: bool = False
 
 
 def _image_batch_shape_2d(image_shape, batched_tensor):
@@ -127,6 +134,14 @@ class FasterRCNNMetaArch(model.DetectionModel):
       raise ValueError('number_of_stages %d needs the RPN%s.' % (
           stages, ['', ' and a box classifier',
                    ', a box classifier and a mask branch'][stages - 1]))
+    if model_params.output_final_box_features and (
+        stages != 2 or box_classifier.side_input_names or
+        not box_classifier.crops):
+      raise ValueError('output_final_box_features needs two stages and a box '
+                       'classifier that crops without side inputs.')
+    if mask_branch is not None and box_classifier.side_input_names:
+      raise ValueError('The mask branch crops without side inputs: a box '
+                       'classifier with side inputs has no mask branch.')
     if (is_training and box_classifier is not None and
         box_classifier.params.batch_size > rpn.params.max_proposals):
       raise ValueError('second_stage_batch_size (%d) must not exceed '
@@ -216,13 +231,47 @@ class FasterRCNNMetaArch(model.DetectionModel):
     return batch_norm_mode.build_in_batch_norm_mode(
         build_fn, self._is_training, self._params.inplace_batchnorm_update)
 
-  def predict(self, preprocessed_inputs, true_image_shapes):
+  @property
+  def side_input_names(self):
+    """Names of the features predict() takes as side inputs."""
+    if self._box_classifier is None:
+      return ()
+    return self._box_classifier.side_input_names
+
+  def get_side_inputs(self, features):
+    """predict()'s side inputs, out of the input function's features.
+
+    Context R-CNN's are context_features and valid_context_size; other
+    models take none.
+
+    Args:
+      features: the input function's features dict.
+
+    Returns:
+      {name: tensor} of side_input_names.
+
+    Raises:
+      ValueError: if a side input is not among the features.
+    """
+    missing = [name for name in self.side_input_names if name not in features]
+    if missing:
+      raise ValueError(
+          'Context R-CNN (model.faster_rcnn.context_config) needs the '
+          'features %s, which the input has not: read TF_SEQUENCE_EXAMPLE '
+          'input with load_context_features: true.' % ', '.join(missing))
+    return {name: features[name] for name in self.side_input_names}
+
+  def predict(self, preprocessed_inputs, true_image_shapes, **side_inputs):
     """Runs the first stage, and the second with number_of_stages 2.
 
     Args:
       preprocessed_inputs: [batch, height, width, channels] float32.
       true_image_shapes: [batch, 3] int32 (the second stage clips proposals
         to the preprocessed image, as the original).
+      **side_inputs: exactly side_input_names (get_side_inputs): for Context
+        R-CNN context_features [batch, max_num_context_features,
+        context_feature_length] float32 and valid_context_size [batch]
+        int32.
 
     Returns:
       A dict: rpn_box_predictor_features, rpn_features_to_crop [batch, h,
@@ -238,7 +287,13 @@ class FasterRCNNMetaArch(model.DetectionModel):
       the proposals in training, zeros for those without mask loss when
       the mask head's ROIs are independent; the detections at inference)
       and, at inference, postprocess()'s detections with detection_masks.
+
+    Raises:
+      ValueError: side inputs other than side_input_names.
     """
+    if sorted(side_inputs) != sorted(self.side_input_names):
+      raise ValueError('predict takes the side inputs %s, got %s.' % (
+          list(self.side_input_names) or 'none', sorted(side_inputs)))
     image_shape = tf.shape(preprocessed_inputs)
 
     def first_stage():
@@ -254,7 +309,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
     if self._box_classifier is not None:
       prediction_dict.update(self._predict_second_stage(
           prediction_dict, _image_batch_shape_2d(
-              image_shape, prediction_dict['rpn_box_encodings'])))
+              image_shape, prediction_dict['rpn_box_encodings']),
+          side_inputs))
     if self._mask_branch is not None:
       prediction_dict.update(self._predict_third_stage(prediction_dict,
                                                        true_image_shapes))
@@ -266,6 +322,31 @@ class FasterRCNNMetaArch(model.DetectionModel):
       return {'mask_predictions': self._in_batch_norm_mode(
           lambda: self._training_mask_logits(prediction_dict))}
     detections = self.postprocess(prediction_dict, true_image_shapes)
+    features = self._detection_box_classifier_features(
+        detections[fields.DetectionResultFields.detection_boxes],
+        prediction_dict, true_image_shapes)
+    mask_logits = self._in_batch_norm_mode(
+        lambda: self._mask_branch.predict(features))
+    detections['mask_predictions'] = mask_logits
+    detections[fields.DetectionResultFields.detection_masks] = (
+        self._mask_branch.detection_masks(
+            mask_logits,
+            detections[fields.DetectionResultFields.detection_classes]))
+    return detections
+
+  def _detection_box_classifier_features(self, detection_boxes,
+                                         prediction_dict, true_image_shapes):
+    """Box classifier features of the detections, cropped and extracted.
+
+    Args:
+      detection_boxes: [batch, max_detections, 4] float32 normalized to
+        each true image.
+      prediction_dict: predict()'s outputs.
+      true_image_shapes: [batch, 3] int32.
+
+    Returns:
+      [batch * max_detections, h, w, depth] float32.
+    """
     # Detections are normalized to the true image; features are cropped
     # from the whole preprocessed (possibly padded) image.
     image_shapes = _image_batch_shape_2d(prediction_dict['image_shape'],
@@ -273,24 +354,35 @@ class FasterRCNNMetaArch(model.DetectionModel):
     true_sizes = tf.cast(true_image_shapes[:, :2], tf.float32)
     scale = tf.tile(true_sizes / tf.cast(image_shapes[:, :2], tf.float32),
                     [1, 2])
-    boxes = tf.stop_gradient(
-        detections[fields.DetectionResultFields.detection_boxes] *
-        scale[:, tf.newaxis, :])
+    boxes = tf.stop_gradient(detection_boxes * scale[:, tf.newaxis, :])
 
-    def third_stage():
+    def extract():
       cropped = self._box_classifier.crop(
           prediction_dict['rpn_features_to_crop'], boxes)
-      features = self._feature_extractor.extract_box_classifier_features(
+      return self._feature_extractor.extract_box_classifier_features(
           cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
-      return self._mask_branch.predict(features)
 
-    mask_logits = self._in_batch_norm_mode(third_stage)
-    detections['mask_predictions'] = mask_logits
-    detections[fields.DetectionResultFields.detection_masks] = (
-        self._mask_branch.detection_masks(
-            mask_logits,
-            detections[fields.DetectionResultFields.detection_classes]))
-    return detections
+    return self._in_batch_norm_mode(extract)
+
+  def _detection_features(self, detections, prediction_dict,
+                          true_image_shapes):
+    """detection_features [batch, max_detections, h, w, depth] float32.
+
+    The box classifier features of each detection (output_final_box_
+    features), under the original's name scope, with its
+    pooled_detection_features node [batch, max_detections, depth] (their
+    spatial mean) for graphs that fetch it by name.
+    """
+    boxes = detections[fields.DetectionResultFields.detection_boxes]
+    with tf.name_scope('SecondStageDetectionFeaturesExtract'):
+      features = self._detection_box_classifier_features(
+          boxes, prediction_dict, true_image_shapes)
+      batch_shape = shape_utils.combined_static_and_dynamic_shape(boxes)[:2]
+      feature_shape = shape_utils.combined_static_and_dynamic_shape(features)
+      tf.identity(tf.reshape(tf.reduce_mean(features, axis=[1, 2]),
+                             batch_shape + feature_shape[-1:]),
+                  name='pooled_detection_features')
+      return tf.reshape(features, batch_shape + feature_shape[1:])
 
   def _training_mask_logits(self, prediction_dict):
     """Mask logits of the sampled proposals (built in batch norm mode).
@@ -313,7 +405,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
         groundtruth['weights'])
     return branch.predict_weighted_rows(features, weights)
 
-  def _predict_second_stage(self, prediction_dict, image_shapes):
+  def _predict_second_stage(self, prediction_dict, image_shapes,
+                            side_inputs):
     """Proposals (sampled in training), ROI features and box predictions."""
     proposals = self._rpn.proposals(
         prediction_dict['rpn_box_encodings'],
@@ -337,7 +430,7 @@ class FasterRCNNMetaArch(model.DetectionModel):
           prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized,
           functools.partial(
               self._feature_extractor.extract_box_classifier_features,
-              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE))
+              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE), side_inputs)
 
     (box_classifier_features, refined_box_encodings,
      class_predictions) = self._in_batch_norm_mode(second_stage)
@@ -367,7 +460,10 @@ class FasterRCNNMetaArch(model.DetectionModel):
     Returns:
       detection_boxes, detection_scores, detection_classes,
       detection_multiclass_scores, num_detections, raw_detection_boxes,
-      raw_detection_scores (see BoxClassifier.detections).
+      raw_detection_scores (see BoxClassifier.detections); with
+      output_final_box_features also detection_features [batch,
+      max_detections, h, w, depth], the box classifier features of each
+      detection.
     """
     result = fields.DetectionResultFields
     if result.detection_masks in prediction_dict:
@@ -395,11 +491,15 @@ class FasterRCNNMetaArch(model.DetectionModel):
             result.raw_detection_scores: proposals['raw_scores'],
         }
     with tf.name_scope('SecondStagePostprocessor'):
-      return self._box_classifier.detections(
+      detections = self._box_classifier.detections(
           prediction_dict['refined_box_encodings'],
           prediction_dict['class_predictions_with_background'],
           prediction_dict['proposal_boxes'],
           prediction_dict['num_proposals'], true_image_shapes)
+    if self._params.output_final_box_features:
+      detections[result.detection_features] = self._detection_features(
+          detections, prediction_dict, true_image_shapes)
+    return detections
 
   def _format_groundtruth(self, image_shapes):
     """Groundtruth as the stages' target assigners take it.

@@ -5,8 +5,10 @@ from google.protobuf import text_format
 
 from od_estimator.builders import faster_rcnn_model_builder
 from od_estimator.builders import model_builder
+from od_estimator.core import standard_fields as fields
 from od_estimator.errors import UserInputError
 from od_estimator.meta_architectures import box_classifier
+from od_estimator.meta_architectures import context_rcnn_lib
 from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
@@ -171,8 +173,7 @@ def test_static_shapes_in_training_or_when_asked_for_eval(is_training,
 
 
 @pytest.mark.parametrize('extra,field', [
-    ('context_config { max_num_context_features: 10 }', 'context_config'),
-    ('output_final_box_features: true', 'output_final_box_features'),
+    ('output_final_box_rpn_features: true', 'output_final_box_rpn_features'),
     ('return_raw_detections_during_predict: true',
      'return_raw_detections_during_predict'),
     ('first_stage_nms_iou_threshold: 1.5', 'first_stage_nms_iou_threshold'),
@@ -307,3 +308,114 @@ def test_rfcn_refuses_a_third_stage_and_roi_crop_fields():
       with tf.Graph().as_default():
         model_builder.build(config, True)
 
+
+
+
+def _context(**context_fields):
+  """A context_config of 5 context rows of 6 values, with context_fields."""
+  values = {'max_num_context_features': 5, 'context_feature_length': 6,
+            'attention_bottleneck_dimension': 3, 'attention_temperature': 0.2}
+  values.update(context_fields)
+  return 'context_config { %s }' % ' '.join(
+      '%s: %s' % item for item in values.items())
+
+
+def test_context_config_builds_context_rcnn():
+  with tf.Graph().as_default():
+    model = model_builder.build(_config(extra=_context()), True)
+    assert model.side_input_names == (fields.InputDataFields.context_features,
+                                      fields.InputDataFields.valid_context_size)
+    preprocessed, true_image_shapes = model.preprocess(
+        tf.random.uniform([1, 32, 32, 3], 0, 255))
+    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])],
+                              [tf.constant([[0.0, 1.0, 0.0]])])
+    prediction_dict = model.predict(
+        preprocessed, true_image_shapes, **model.get_side_inputs({
+            fields.InputDataFields.context_features: tf.zeros([1, 5, 6]),
+            fields.InputDataFields.valid_context_size: tf.constant([2])}))
+    assert len(model.loss(prediction_dict, true_image_shapes)) == 4
+    names = {v.op.name: v.shape.as_list()
+             for v in tf.compat.v1.global_variables()}
+  # The fake extractor's first-stage depth is 8.
+  assert names['AttentionBlock/fully_connected/weights'] == [8, 3]
+  assert names['AttentionBlock/fully_connected_1/weights'] == [6, 3]
+  assert names['AttentionBlock/fully_connected_2/weights'] == [6, 3]
+  assert names['fully_connected/weights'] == [3, 8]
+  assert model.box_classifier._context == context_rcnn_lib.ContextParams(
+      bottleneck_dimension=3, temperature=pytest.approx(0.2),
+      context_feature_length=6)
+
+
+def test_a_model_without_context_config_takes_no_side_inputs():
+  model = _build()
+  assert model.side_input_names == ()
+  assert model.get_side_inputs(
+      {fields.InputDataFields.context_features: tf.zeros([1, 5, 6])}) == {}
+
+
+def test_context_config_accepts_the_single_block_spelled_out():
+  assert _build(extra=_context(
+      num_attention_heads=1, num_attention_layers=1,
+      use_self_attention='false', use_long_term_attention='true',
+      self_attention_in_sequence='false')).side_input_names
+
+
+@pytest.mark.parametrize('field,value', [
+    ('attention_position', 'POST_BOX_CLASSIFIER'),
+    ('attention_position', 'POST_RPN'),
+    ('attention_position', 'ATTENTION_DEFAULT'),
+    ('use_self_attention', 'true'),
+    ('use_long_term_attention', 'false'),
+    ('self_attention_in_sequence', 'true'),
+    ('num_attention_heads', 2),
+    ('num_attention_layers', 2),
+    ('attention_temperature', 0),
+    ('attention_bottleneck_dimension', 0),
+    ('max_num_context_features', 0),
+    ('context_feature_length', -1),
+])
+def test_context_config_refuses_what_it_cannot_honour(field, value):
+  with pytest.raises(UserInputError,
+                     match='model.faster_rcnn.context_config.' + field):
+    _build(extra=_context(**{field: value}))
+
+
+@pytest.mark.parametrize('stages', [1, 3])
+def test_context_rcnn_has_two_stages(stages):
+  with pytest.raises(UserInputError, match='context_config.*number_of_stages'):
+    _build(stages=stages, extra=_context())
+
+
+def test_output_final_box_features_reaches_the_model():
+  assert not _build(is_training=False).params.output_final_box_features
+  assert _build(is_training=False, extra='output_final_box_features: true'
+               ).params.output_final_box_features
+
+
+@pytest.mark.parametrize('stages,extra', [
+    (1, ''), (2, _context())])
+def test_output_final_box_features_needs_a_plain_second_stage(stages, extra):
+  with pytest.raises(UserInputError, match='output_final_box_features'):
+    _build(stages=stages, extra='output_final_box_features: true ' + extra)
+
+
+def test_context_rcnn_keeps_static_shapes_for_tpu():
+  extra = _context() + (' use_static_shapes: true '
+                        'use_static_balanced_label_sampler: true '
+                        'use_matmul_crop_and_resize: true '
+                        'use_matmul_gather_in_matcher: true')
+  with tf.Graph().as_default() as graph:
+    model = model_builder.build(_config(extra=extra), True)
+    preprocessed, true_image_shapes = model.preprocess(tf.zeros([2, 32, 32,
+                                                                 3]))
+    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])] * 2,
+                              [tf.constant([[0.0, 1.0, 0.0]])] * 2)
+    model.predict(preprocessed, true_image_shapes, **model.get_side_inputs({
+        fields.InputDataFields.context_features: tf.zeros([2, 5, 6]),
+        fields.InputDataFields.valid_context_size: tf.constant([1, 2])}))
+    attention_outputs = [
+        output for op in graph.get_operations()
+        if op.name.startswith(('AttentionBlock/', 'fully_connected/'))
+        for output in op.outputs]
+  assert attention_outputs
+  assert all(output.shape.is_fully_defined() for output in attention_outputs)

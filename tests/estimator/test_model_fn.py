@@ -257,3 +257,33 @@ def test_moving_averages_are_restored_into_the_weights(tmp_path, mode,
     weights = _run(tf.compat.v1.trainable_variables(), scaffold, checkpoint)
   for value in weights:
     np.testing.assert_array_equal(value, np.full_like(value, 2.0))
+
+
+class _SideInputModel(_FakeModel):
+  """_FakeModel that takes a side input out of the features, as Context
+  R-CNN takes its context features."""
+
+  side_inputs_seen = []
+
+  def get_side_inputs(self, features):
+    return {'side_scale': features['side_scale']}
+
+  def predict(self, preprocessed_inputs, true_image_shapes, side_scale):
+    self.side_inputs_seen.append(side_scale)
+    return super().predict(preprocessed_inputs * side_scale,
+                           true_image_shapes)
+
+
+@pytest.mark.parametrize('mode', [_ModeKeys.TRAIN, _ModeKeys.EVAL,
+                                  _ModeKeys.PREDICT])
+def test_model_fn_gives_predict_the_models_side_inputs(mode):
+  _SideInputModel.side_inputs_seen.clear()
+  model_fn = model_lib.create_model_fn(
+      lambda is_training, add_summaries: _SideInputModel(_NUM_CLASSES),
+      _configs())
+  with tf.Graph().as_default():
+    features = dict(_features(), side_scale=tf.constant(0.5))
+    model_fn(features, None if mode == _ModeKeys.PREDICT else _labels(),
+             mode, None)
+    seen = _SideInputModel.side_inputs_seen
+    assert len(seen) == 1 and seen[0] is features['side_scale']

@@ -98,8 +98,11 @@ def rpn(is_training=True, use_static_shapes=False,
 
 def second_stage_parts(is_training=True, use_static_shapes=False,
                        hard_example_miner=None, with_masks=False,
-                       batch_size=SECOND_STAGE_BATCH):
-  """(BoxClassifier, MaskBranch or None) with the RPN's box coder."""
+                       batch_size=SECOND_STAGE_BATCH, context=None):
+  """(BoxClassifier, MaskBranch or None) with the RPN's box coder.
+
+  context: optional context_rcnn_lib.ContextParams (Context R-CNN).
+  """
   roi_crop = box_classifier.RoiCropParams(
       crop_and_resize_fn=(spatial_transform_ops.matmul_crop_and_resize
                           if use_static_shapes else
@@ -120,7 +123,7 @@ def second_stage_parts(is_training=True, use_static_shapes=False,
       batch_size=batch_size, hard_example_miner=hard_example_miner)
   classifier = box_classifier.BoxClassifier(
       params, roi_crop, NUM_CLASSES, params.target_assigner.box_coder,
-      is_training, use_static_shapes)
+      is_training, use_static_shapes, context)
   if not with_masks:
     return classifier, None
   return classifier, mask_branch.MaskBranch(

@@ -5,6 +5,7 @@ feature map), grid anchors are 16x16 squares of one scale and aspect ratio
 (base size 16, stride 16, offset 8): the four quadrants of the image. The
 second stage is a 1x1 conv and a mean-pooling fully connected predictor.
 """
+import dataclasses
 import functools
 
 import numpy as np
@@ -403,3 +404,34 @@ def test_mask_head_on_weighted_proposals_gives_the_same_loss_and_gradients():
   for name, gradient in fast['gradients'].items():
     np.testing.assert_allclose(gradient, full['gradients'][name], rtol=1e-6,
                                atol=1e-9, err_msg=name)
+
+
+def test_output_final_box_features_are_the_detections_features():
+  with tf.Graph().as_default():
+    plain = _build_model(is_training=False)
+    model = arch.FasterRCNNMetaArch(
+        False, plain.feature_extractor,
+        dataclasses.replace(plain.params, output_final_box_features=True),
+        plain.rpn, plain.box_classifier)
+    preprocessed, true_shapes = model.preprocess(tf.constant(_object_images()))
+    predictions = model.predict(preprocessed, true_shapes)
+    detections = model.postprocess(predictions, true_shapes)
+    features = detections['detection_features']
+    pooled = tf.compat.v1.get_default_graph().get_tensor_by_name(
+        'SecondStageDetectionFeaturesExtract/pooled_detection_features:0')
+    # The same layers on the detection boxes, cropped again by hand.
+    boxes = tf.compat.v1.placeholder(tf.float32, [BATCH, None, 4])
+    expected = model.feature_extractor.extract_box_classifier_features(
+        model.box_classifier.crop(predictions['rpn_features_to_crop'], boxes),
+        scope=arch.SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      values, pooled_values, box_values = session.run(
+          (features, pooled, detections['detection_boxes']))
+      expected_values = session.run(expected, {boxes: box_values})
+  # 5 detections; 4x4 crops max-pooled to 2x2; the fake's depth 6.
+  assert values.shape == (BATCH, 5, 2, 2, 6)
+  np.testing.assert_allclose(values.reshape(expected_values.shape),
+                             expected_values, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(pooled_values, values.mean(axis=(2, 3)),
+                             rtol=1e-5, atol=1e-6)
