@@ -85,13 +85,8 @@ demo_faster_rcnn demo_mask_rcnn: install
 	@echo "Exported model: $(FRCNN_DIR)/exported/saved_model"
 	@echo "Annotated image: $(FRCNN_DIR)/detections/shapes_0_detections.png"
 
-# The benchmarks' own extras (matplotlib for bench/scaling.py's plot).
-$(VENV)/.bench_installed: setup.py $(VENV)/.installed
-	$(PY) -m pip install -e '.[bench]'
-	touch $@
-
 # Every benchmark side by side in one run; writes bench/RESULTS.md.
-bench: install $(VENV)/.bench_installed
+bench: install
 	$(PY) bench/run_all.py
 
 clean:

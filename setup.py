@@ -72,14 +72,15 @@ setup(
         'Pillow',
         'pycocotools',
         'faster-coco-eval',
+        # Colour maps of the original's visualization_utils (its dependency
+        # too), and bench/scaling.py's plot.
+        'matplotlib>=3.8,<3.10',
         # TensorBoard 2.15 imports pkg_resources, which setuptools 81
         # removed: without this pin `tensorboard` fails to start.
         'setuptools>=64,<81',
     ],
     extras_require={
         'test': ['pytest', 'pytest-xdist', 'grpcio-tools>=1.62,<1.63'],
-        # make bench: bench/scaling.py draws its plot with it.
-        'bench': ['matplotlib>=3.8,<3.10'],
     },
     entry_points={
         'console_scripts': [

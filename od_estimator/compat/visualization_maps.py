@@ -2,18 +2,13 @@
 original's visualization_utils functions of the same names (which
 compat.visualization_utils gives).
 """
+import matplotlib
 import numpy as np
 from PIL import Image
 from PIL import ImageColor
 from PIL import ImageDraw
 
 from od_estimator.utils import visualization_utils
-
-# ColorBrewer's 9-class YlGn, light to dark: matplotlib's 'YlGn' runs
-# through these evenly, sampled in 256 steps.
-_YLGN = ('#ffffe5', '#f7fcb9', '#d9f0a3', '#addd8e', '#78c679', '#41ab5d',
-         '#238443', '#006837', '#004529')
-
 
 def draw_heatmaps_on_image(image, heatmaps):
   """Paints each [H, W] channel of `heatmaps` (0..1) on a PIL image in place.
@@ -78,25 +73,13 @@ def draw_part_mask_on_image_array(image, mask, alpha=0.4, num_parts=24):
 
 
 def _colormap(name):
-  """fn(values in [0, 1]) → [..., 3] RGB in [0, 1], matplotlib's cmap."""
+  """fn(values in [0, 1]) → [..., 3] RGB in [0, 1]: matplotlib's cmap."""
   try:
-    from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
-    return lambda values: pyplot.get_cmap(name)(values)[..., :3]
-  except ImportError:
-    pass
-  if name != 'YlGn':
-    raise ValueError('cmap %r needs matplotlib (not installed); without it '
-                     'only the default YlGn is available.' % name)
-  anchors = np.array([ImageColor.getrgb(c) for c in _YLGN]) / 255.0
-  steps = np.linspace(0, 1, 256)
-  positions = np.linspace(0, 1, len(anchors))
-  table = np.stack([np.interp(steps, positions, anchors[:, i])
-                    for i in range(3)], axis=1)
-
-  def apply(values):
-    index = np.clip((np.asarray(values) * 256).astype(np.int64), 0, 255)
-    return table[index]
-  return apply
+    colormap = matplotlib.colormaps[name]
+  except KeyError:
+    raise ValueError('cmap %r is not a matplotlib colormap; for example: %s'
+                     % (name, ', '.join(sorted(matplotlib.colormaps)[:8])))
+  return lambda values: colormap(values)[..., :3]
 
 
 def draw_float_channel_on_image_array(image, channel, mask, alpha=0.9,
@@ -108,7 +91,7 @@ def draw_float_channel_on_image_array(image, channel, mask, alpha=0.9,
     channel: float32 [H, W] values in [0, 1], colored with `cmap`.
     mask: uint8 [H, W]; drawn where mask > 0.
     alpha: opacity of the colors.
-    cmap: matplotlib colormap name ('YlGn' works without matplotlib).
+    cmap: a matplotlib colormap name.
   """
   _check_image_and(image, 'channel', channel, np.float32)
   _check_image_and(image, 'mask', mask, np.uint8)

@@ -72,6 +72,13 @@ def test_part_mask_and_float_channel():
   with pytest.raises(ValueError, match='channel'):
     visualization_utils.draw_float_channel_on_image_array(
         image, channel.astype(np.float64), mask)
+  # Any of matplotlib's colour maps, as the original's.
+  visualization_utils.draw_float_channel_on_image_array(
+      image, channel, mask, alpha=1.0, cmap='viridis')
+  assert tuple(image[0, 2]) == (253, 231, 36)  # viridis at 1: #fde725.
+  with pytest.raises(ValueError, match="'no_such_map' is not a matplotlib"):
+    visualization_utils.draw_float_channel_on_image_array(
+        image, channel, mask, cmap='no_such_map')
 
 
 def test_cdf_and_hist_summaries():
