@@ -218,8 +218,27 @@ MASK_RCNN_CONFIG = _with(FASTER_RCNN_CONFIG, {
         '\n  second_stage_mask_prediction_loss_weight: 4.0',
 }).replace('shapes_label_map.pbtxt"', 'shapes_label_map.pbtxt"\n'
            '  load_instance_masks: true mask_type: PNG_MASKS')
+# R-FCN: the Faster R-CNN above with the second stage of the original's
+# rfcn_resnet101_coco.config (block4 once on the whole feature map,
+# position-sensitive 3x3 bins over 18x18 crops; no ROI crop), on the same
+# ResNet-50 body, so items 1c and 1d differ by the second stage alone.
+RFCN_CONFIG = FASTER_RCNN_CONFIG.replace(
+    '  initial_crop_size: 14 maxpool_kernel_size: 2 maxpool_stride: 2\n',
+    '').replace("""mask_rcnn_box_predictor {
+    fc_hyperparams {
+      op: FC
+      initializer { variance_scaling_initializer {
+        factor: 1.0 uniform: true mode: FAN_AVG } } } }""",
+                """rfcn_box_predictor {
+    conv_hyperparams {
+      op: CONV
+      initializer { truncated_normal_initializer { stddev: 0.01 } } }
+    crop_height: 18 crop_width: 18
+    num_spatial_bins_height: 3 num_spatial_bins_width: 3 }""")
+assert 'rfcn_box_predictor' in RFCN_CONFIG and 'initial_crop' not in RFCN_CONFIG
 ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG,
-         'faster_rcnn': FASTER_RCNN_CONFIG, 'mask_rcnn': MASK_RCNN_CONFIG}
+         'faster_rcnn': FASTER_RCNN_CONFIG, 'mask_rcnn': MASK_RCNN_CONFIG,
+         'rfcn': RFCN_CONFIG}
 
 
 def add_model_args(parser, size=300, depth=1.0, batch=8):

@@ -90,6 +90,10 @@ def measure(args):
                            *small)
   r['train_frcnn'] = run('train_step.py', '--mode=estimator', *frcnn)
   r['ceiling_frcnn'] = run('train_step.py', '--mode=ceiling', *frcnn)
+  # R-FCN: item 1c's records, size, batch and body; its own second stage.
+  rfcn = [arg.replace('=faster_rcnn', '=rfcn') for arg in frcnn]
+  r['train_rfcn'] = run('train_step.py', '--mode=estimator', *rfcn)
+  r['ceiling_rfcn'] = run('train_step.py', '--mode=ceiling', *rfcn)
   r['input'] = run('input_pipeline.py', '--batch=8', '--repeats=2',
                    '--num_images=200')
   r['coco'] = run('coco_eval.py')
@@ -151,6 +155,7 @@ def write_results(r, seconds, command):
   train_ratio = _ratio(r['train'], r['ceiling'])
   small_ratio = _ratio(r['train_small'], r['ceiling_small'])
   frcnn_ratio = _ratio(r['train_frcnn'], r['ceiling_frcnn'])
+  rfcn_ratio = _ratio(r['train_rfcn'], r['ceiling_rfcn'])
   input_ratio = _ratio(r['input'], r['train'])
   coco = r['coco']
   coco_masks = r['coco_masks']
@@ -176,6 +181,12 @@ def write_results(r, seconds, command):
            _fmt(r['train_frcnn'].get('images_per_s')),
            _fmt(r['ceiling_frcnn'].get('images_per_s')), _fmt(frcnn_ratio)),
        '>= 0.8', _verdict(frcnn_ratio, 0.8)),
+      ('1d. R-FCN ResNet-50 training step / ResNet-50 body ceiling '
+       '(block3 and block4 on the image; 320x320, batch 1)',
+       '%s / %s images/s = %s' % (
+           _fmt(r['train_rfcn'].get('images_per_s')),
+           _fmt(r['ceiling_rfcn'].get('images_per_s')), _fmt(rfcn_ratio)),
+       '>= 0.8', _verdict(rfcn_ratio, 0.8)),
       ('2. Input pipeline (train_input_fn, SSD augmentations, 300x300, '
        'batch 8) / training consumption', '%s / %s images/s = %s' % (
            _fmt(r['input'].get('images_per_s'), 1),

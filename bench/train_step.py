@@ -9,7 +9,9 @@ r"""Detector training (and evaluation) against the backbone's ceiling.
                   detector's training step could at best reach on this
                   machine. --arch=ssd_mobilenet_v2: the MobileNet v2 body;
                   --arch=faster_rcnn: ResNet-50 as Faster R-CNN runs it,
-                  to block3 on the images and block4 on 64 crops an image.
+                  to block3 on the images and block4 on 64 crops an image;
+                  --arch=rfcn: ResNet-50 as R-FCN runs it, block4 once on
+                  the whole block3 map.
 --mode=eval       Estimator.evaluate with COCO metrics: images/s and peak
                   memory.
 
@@ -77,35 +79,49 @@ _FASTER_RCNN_PROPOSALS = 64
 _FASTER_RCNN_CROP = 14
 
 
-def _faster_rcnn_body_loss(args, images):
+def _resnet50_body_loss(images, second_stage_input):
   """Loss over Faster R-CNN ResNet-50's body alone; its optimizer.
 
   The detector's own extractor (frozen batch norm, as in the config):
-  block3 on the images, then block4 on fixed crops of block3, 14x14
-  max-pooled to 7x7 as the box classifier does. No anchors, proposals,
-  sampling, targets or losses.
+  block3 on the images, then block4 on second_stage_input(block3). No
+  anchors, proposals, sampling, targets or losses.
   """
   extractor = frcnn_resnet.FasterRCNNResnet50FeatureExtractor(
       is_training=True, first_stage_features_stride=16)
   block3, _ = extractor.extract_proposal_features(
       extractor.preprocess(images), scope='FirstStageFeatureExtractor')
-  # Proposal-sized boxes spread over the image, the same every step.
-  corners = np.random.default_rng(1).uniform(
-      0.0, 0.6, [args.batch * _FASTER_RCNN_PROPOSALS, 2])
-  boxes = np.concatenate([corners, corners + 0.4], axis=1).astype(np.float32)
-  crops = tf.image.crop_and_resize(
-      block3, boxes, np.repeat(np.arange(args.batch, dtype=np.int32),
-                               _FASTER_RCNN_PROPOSALS),
-      [_FASTER_RCNN_CROP, _FASTER_RCNN_CROP])
-  crops = slim.max_pool2d(crops, [2, 2], stride=2)
   features = extractor.extract_box_classifier_features(
-      crops, scope='SecondStageFeatureExtractor')
+      second_stage_input(block3), scope='SecondStageFeatureExtractor')
   return tf.reduce_mean(tf.square(features)), (
       tf.compat.v1.train.MomentumOptimizer(0.0003, momentum=0.9))
 
 
+def _faster_rcnn_body_loss(args, images):
+  """Block4 on fixed crops of block3, 14x14 max-pooled to 7x7 as the box
+  classifier does."""
+  # Proposal-sized boxes spread over the image, the same every step.
+  corners = np.random.default_rng(1).uniform(
+      0.0, 0.6, [args.batch * _FASTER_RCNN_PROPOSALS, 2])
+  boxes = np.concatenate([corners, corners + 0.4], axis=1).astype(np.float32)
+
+  def crops(block3):
+    cropped = tf.image.crop_and_resize(
+        block3, boxes, np.repeat(np.arange(args.batch, dtype=np.int32),
+                                 _FASTER_RCNN_PROPOSALS),
+        [_FASTER_RCNN_CROP, _FASTER_RCNN_CROP])
+    return slim.max_pool2d(cropped, [2, 2], stride=2)
+  return _resnet50_body_loss(images, crops)
+
+
+def _rfcn_body_loss(args, images):
+  """Block4 once on the whole block3 map, as R-FCN's second stage runs it."""
+  del args  # The batch is the images'.
+  return _resnet50_body_loss(images, lambda block3: block3)
+
+
 CEILING_BODIES = {'ssd_mobilenet_v2': _mobilenet_v2_body_loss,
-                  'faster_rcnn': _faster_rcnn_body_loss}
+                  'faster_rcnn': _faster_rcnn_body_loss,
+                  'rfcn': _rfcn_body_loss}
 
 
 def ceiling_rate(args):
