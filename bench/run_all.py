@@ -151,11 +151,17 @@ def _faster_coco_eval_alone(result):
       result.get('faster_coco_eval_identical'))
 
 
+def _ceiling_row(title, r, suffix, goal):
+  """Item 1's kind of row: r['train' + suffix] against r['ceiling' +
+  suffix], in images per second."""
+  train, ceiling = r['train' + suffix], r['ceiling' + suffix]
+  ratio = _ratio(train, ceiling)
+  return (title, '%s / %s images/s = %s' % (
+      _fmt(train.get('images_per_s')), _fmt(ceiling.get('images_per_s')),
+      _fmt(ratio)), '>= %s' % goal, _verdict(ratio, goal))
+
+
 def write_results(r, seconds, command):
-  train_ratio = _ratio(r['train'], r['ceiling'])
-  small_ratio = _ratio(r['train_small'], r['ceiling_small'])
-  frcnn_ratio = _ratio(r['train_frcnn'], r['ceiling_frcnn'])
-  rfcn_ratio = _ratio(r['train_rfcn'], r['ceiling_rfcn'])
   input_ratio = _ratio(r['input'], r['train'])
   coco = r['coco']
   coco_masks = r['coco_masks']
@@ -165,28 +171,16 @@ def write_results(r, seconds, command):
   peer_frcnn = r['peer_frcnn']
   peer_mask = r['peer_mask_rcnn']
   rows = [
-      ('1. Training step / backbone ceiling (SSD MobileNetV2 1.0, 300x300, '
-       'batch 8)', '%s / %s images/s = %s' % (
-           _fmt(r['train'].get('images_per_s')),
-           _fmt(r['ceiling'].get('images_per_s')), _fmt(train_ratio)),
-       '>= 0.9', _verdict(train_ratio, 0.9)),
-      ('1b. Same, small config (depth 0.35, 160x160, batch 16)',
-       '%s / %s images/s = %s' % (
-           _fmt(r['train_small'].get('images_per_s')),
-           _fmt(r['ceiling_small'].get('images_per_s')), _fmt(small_ratio)),
-       '>= 0.9', _verdict(small_ratio, 0.9)),
-      ('1c. Faster R-CNN ResNet-50 training step / ResNet-50 body ceiling '
-       '(block3 on the image, block4 on 64 crops; 320x320, batch 1)',
-       '%s / %s images/s = %s' % (
-           _fmt(r['train_frcnn'].get('images_per_s')),
-           _fmt(r['ceiling_frcnn'].get('images_per_s')), _fmt(frcnn_ratio)),
-       '>= 0.8', _verdict(frcnn_ratio, 0.8)),
-      ('1d. R-FCN ResNet-50 training step / ResNet-50 body ceiling '
-       '(block3 and block4 on the image; 320x320, batch 1)',
-       '%s / %s images/s = %s' % (
-           _fmt(r['train_rfcn'].get('images_per_s')),
-           _fmt(r['ceiling_rfcn'].get('images_per_s')), _fmt(rfcn_ratio)),
-       '>= 0.8', _verdict(rfcn_ratio, 0.8)),
+      _ceiling_row('1. Training step / backbone ceiling (SSD MobileNetV2 '
+                   '1.0, 300x300, batch 8)', r, '', 0.9),
+      _ceiling_row('1b. Same, small config (depth 0.35, 160x160, batch 16)',
+                   r, '_small', 0.9),
+      _ceiling_row('1c. Faster R-CNN ResNet-50 training step / ResNet-50 '
+                   'body ceiling (block3 on the image, block4 on 64 crops; '
+                   '320x320, batch 1)', r, '_frcnn', 0.8),
+      _ceiling_row('1d. R-FCN ResNet-50 training step / ResNet-50 body '
+                   'ceiling (block3 and block4 on the image; 320x320, '
+                   'batch 1)', r, '_rfcn', 0.8),
       ('2. Input pipeline (train_input_fn, SSD augmentations, 300x300, '
        'batch 8) / training consumption', '%s / %s images/s = %s' % (
            _fmt(r['input'].get('images_per_s'), 1),
