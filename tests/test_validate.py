@@ -242,6 +242,15 @@ def test_zero_rates_that_mean_none_are_accepted(data_dir, capsys):
   text = _break('warmup_learning_rate: 0.0002', 'warmup_learning_rate: 0')(
       _good_config(data_dir))
   assert _run(data_dir, text, capsys, name='rate.config')[0] == 0
+  # Manual steps: a warm-up from zero (the original's Context R-CNN
+  # configs), and an initial rate a first step of 0 replaces.
+  for schedule in ('warmup: true initial_learning_rate: 0 '
+                   'schedule { step: 100 learning_rate: 0.002 }',
+                   'initial_learning_rate: 0 '
+                   'schedule { step: 0 learning_rate: 0.002 }'):
+    text = _break(_ADAM, 'manual_step_learning_rate { %s }' % schedule)(
+        _good_config(data_dir))
+    assert _run(data_dir, text, capsys, name='rate.config')[0] == 0, schedule
 
 
 def test_supported_meta_architectures_come_from_the_model_registry(

@@ -239,6 +239,12 @@ def _check_learning_rate(optimizer_config, report):
   schedule = getattr(optimizer.learning_rate, schedule_kind)
   prefix = 'train_config.optimizer.%s.learning_rate.%s' % (kind, schedule_kind)
   positive, non_negative = _SCHEDULE_RATES[schedule_kind]
+  if schedule_kind == 'manual_step_learning_rate' and (
+      schedule.warmup or (schedule.schedule and
+                          schedule.schedule[0].step == 0)):
+    # A warm-up ramps from the initial rate (0 is a ramp from zero); a
+    # first step of 0 replaces it before it is used.
+    positive, non_negative = (), ('initial_learning_rate',)
   rates = [(name, getattr(schedule, name), True) for name in positive]
   rates += [(name, getattr(schedule, name), False) for name in non_negative]
   if schedule_kind == 'manual_step_learning_rate':
