@@ -19,6 +19,17 @@ then removed only after the new one is in place. A training directory
 The outputs are detection_boxes, detection_scores, detection_classes
 (1-based label ids), num_detections, and the model's optional outputs.
 
+A Context R-CNN (context_config) also takes its context features, with the
+original's side input flags (its export without them is an error naming them):
+  --use_side_inputs --side_input_shapes=1,2000,2057/1 \
+  --side_input_names=context_features,valid_context_size \
+  --side_input_types=float,int
+with context_config's max_num_context_features (2000) and
+context_feature_length (2057). The export then also takes context_features
+[1, 2000, 2057] float32 (rows past the valid ones are ignored) and
+valid_context_size [1] int32, as SavedModel inputs keyed by those names and
+placeholders of those names in the frozen graph.
+
 --config_override takes text-format TrainEvalPipelineConfig merged over the
 file, e.g. to raise the score threshold of the exported model:
   --config_override="model { ssd { post_processing {
@@ -63,15 +74,24 @@ flags.DEFINE_string('additional_output_tensor_names', None, 'Additional '
                     'Tensors to output, to be specified as a comma separated '
                     'list of tensor names.')
 flags.DEFINE_boolean('use_side_inputs', False, 'If True, uses side inputs as '
-                     'well as image inputs.')
-flags.DEFINE_string('side_input_shapes', None, 'With use_side_inputs: shapes '
-                    'of the side inputs, comma-separated integers (-1 for '
-                    'unknown), `/` between inputs.')
+                     'well as image inputs: required for Context R-CNN (a '
+                     'faster_rcnn with context_config), whose export also '
+                     'takes context_features and valid_context_size; refused '
+                     'for other models.')
+flags.DEFINE_string('side_input_shapes', None, 'With use_side_inputs: the '
+                    'shape of each side input, comma-separated integers (-1 '
+                    'for unknown), `/` before the next input. Context R-CNN: '
+                    '1,MAX,LENGTH/1 with context_config\'s '
+                    'max_num_context_features and context_feature_length '
+                    '(1,2000,2057/1 in the sample configs).')
 flags.DEFINE_string('side_input_types', None, 'With use_side_inputs: '
                     'comma-separated types, each of `float`, `int` or '
-                    '`string`.')
+                    '`string`. Context R-CNN: float,int.')
 flags.DEFINE_string('side_input_names', None, 'With use_side_inputs: '
-                    'comma-separated names of the side inputs.')
+                    'comma-separated names of the side inputs, each a '
+                    'placeholder of that name and a SavedModel signature '
+                    'input keyed by it. Context R-CNN: '
+                    'context_features,valid_context_size.')
 FLAGS = flags.FLAGS
 
 _PROG = 'export_inference_graph'

@@ -9,13 +9,25 @@ import tensorflow as tf
 
 
 def serve(directory, inputs, signature='serving_default'):
-  """{output key: numpy value} of the signature's one input fed `inputs`."""
+  """{output key: numpy value} of the signature fed `inputs`.
+
+  Args:
+    directory: the SavedModel.
+    inputs: the value of the signature's one input, or a dict from each
+      signature input key to its value (a model with side inputs).
+    signature: the signature's key.
+  """
   with tf.Graph().as_default() as graph, tf.compat.v1.Session(
       graph=graph) as session:
     meta_graph = tf.compat.v1.saved_model.loader.load(
         session, [tf.compat.v1.saved_model.tag_constants.SERVING],
         directory)
     served = meta_graph.signature_def[signature]
-    (feed,) = served.inputs.values()
+    if isinstance(inputs, dict):
+      assert set(inputs) == set(served.inputs), (sorted(served.inputs))
+      feed = {served.inputs[key].name: value for key, value in inputs.items()}
+    else:
+      (info,) = served.inputs.values()
+      feed = {info.name: inputs}
     return session.run({key: info.name for key, info in
-                        served.outputs.items()}, {feed.name: inputs})
+                        served.outputs.items()}, feed)

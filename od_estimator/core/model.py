@@ -105,6 +105,11 @@ class DetectionModel(abc.ABC):
         (possibly padded) preprocessed tensor.
     """
 
+  @property
+  def side_input_names(self):
+    """Names of the side inputs predict() takes (get_side_inputs); none."""
+    return ()
+
   def get_side_inputs(self, features):
     """Tensors of the input features predict() takes besides the images.
 

@@ -13,22 +13,29 @@ from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.core import shape_utils
 
 
+# --side_input_types names, as the original's.
+_SIDE_INPUT_TYPES = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
+
+
 def parse_side_inputs(side_input_shapes_string, side_input_names_string,
                       side_input_types_string):
   """Parses the --side_input_* flags.
 
   Args:
     side_input_shapes_string: shapes separated by `/`, each a comma list of
-      ints with -1 for an unknown dimension, e.g. "1,-1/3".
-    side_input_names_string: comma list of names.
-    side_input_types_string: comma list of `float`, `int` or `string`.
+      ints with -1 for an unknown dimension, e.g. "1,2000,2057/1".
+    side_input_names_string: comma list of names, e.g.
+      "context_features,valid_context_size".
+    side_input_types_string: comma list of `float`, `int` or `string`, e.g.
+      "float,int".
 
   Returns:
     (shapes: list of lists of int or None, names: list of str, types: list
     of tf.DType).
 
   Raises:
-    ValueError: when one of the three is missing or a type is unknown.
+    UserInputError: when one of the three is missing, a shape is not
+      integers or a type is unknown.
   """
   for value, flag in ((side_input_shapes_string, 'side_input_shapes'),
                       (side_input_names_string, 'side_input_names'),
@@ -36,21 +43,96 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
     if not value:
       raise errors.UserInputError(
           '--%s is required with --use_side_inputs.' % flag)
-  shapes = [_parse_shape(part)
-            for part in side_input_shapes_string.split('/')]
+  try:
+    shapes = [_parse_shape(part)
+              for part in side_input_shapes_string.split('/')]
+  except ValueError:
+    raise errors.UserInputError(
+        '--side_input_shapes must be comma-separated integers (-1 for '
+        'unknown) with `/` between inputs, e.g. 1,2000,2057/1; got %r.' %
+        side_input_shapes_string) from None
   names = side_input_names_string.split(',')
-  types = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
-  unknown = [t for t in side_input_types_string.split(',') if t not in types]
+  types = side_input_types_string.split(',')
+  unknown = [t for t in types if t not in _SIDE_INPUT_TYPES]
   if unknown:
     raise errors.UserInputError(
         '--side_input_types: unknown type(s) %s; use float, int '
         'or string.' % ', '.join(unknown))
-  return shapes, names, [types[t] for t in side_input_types_string.split(',')]
+  return shapes, names, [_SIDE_INPUT_TYPES[t] for t in types]
 
 
 def _parse_shape(text):
   """"1,-1,3" -> [1, None, 3]."""
   return [None if dim.strip() == '-1' else int(dim) for dim in text.split(',')]
+
+
+def side_input_flags(specs):
+  """The export flags of side inputs: [(name, shape, dtype)] -> str."""
+  type_names = {dtype: name for name, dtype in _SIDE_INPUT_TYPES.items()}
+  return ('--use_side_inputs --side_input_shapes=%s --side_input_names=%s '
+          '--side_input_types=%s' % (
+              '/'.join(','.join('-1' if dim is None else str(dim)
+                                for dim in shape) for _, shape, _ in specs),
+              ','.join(name for name, _, _ in specs),
+              ','.join(type_names[dtype] for _, _, dtype in specs)))
+
+
+def check_side_inputs(model_side_input_names, use_side_inputs,
+                      side_input_shapes, side_input_names, side_input_types,
+                      expected_specs=None):
+  """Refuses side inputs the model does not take as they are given.
+
+  Args:
+    model_side_input_names: the names the model's predict() takes.
+    use_side_inputs, side_input_shapes, side_input_names, side_input_types:
+      as export_inference_graph takes them.
+    expected_specs: optional [(name, shape, dtype)] the model takes (from
+      the config); their flags are suggested, and types and ranks checked.
+
+  Raises:
+    UserInputError: side inputs missing, given to a model that takes none,
+      of other names, counts, types or ranks than the model takes.
+  """
+  model_names = list(model_side_input_names)
+  if model_names and not use_side_inputs:
+    raise errors.UserInputError(
+        'this model takes the side inputs %s (Context R-CNN\'s context '
+        'features) besides the image; export with %s.' % (
+            ', '.join(model_names),
+            side_input_flags(expected_specs) if expected_specs else
+            '--use_side_inputs --side_input_names=%s and their '
+            '--side_input_shapes and --side_input_types' %
+            ','.join(model_names)))
+  if not use_side_inputs:
+    return
+  if not model_names:
+    raise errors.UserInputError(
+        '--use_side_inputs: this model takes no side inputs (only Context '
+        'R-CNN, a faster_rcnn with context_config, does); export without '
+        '--use_side_inputs and --side_input_shapes/names/types.')
+  given = (side_input_shapes or [], side_input_names or [],
+           side_input_types or [])
+  if len(set(len(values) for values in given)) != 1:
+    raise errors.UserInputError(
+        '--side_input_shapes, --side_input_names and --side_input_types '
+        'must describe as many side inputs; got %d shape(s), %d name(s), %d '
+        'type(s).' % tuple(len(values) for values in given))
+  if sorted(given[1]) != sorted(model_names):
+    raise errors.UserInputError(
+        '--side_input_names must be %s (the side inputs this model takes), '
+        'got %s.' % (','.join(model_names), ','.join(given[1]) or 'none'))
+  expected = {name: (shape, dtype)
+              for name, shape, dtype in expected_specs or []}
+  for shape, name, dtype in zip(*given):
+    if name not in expected:
+      continue
+    spec_shape, spec_dtype = expected[name]
+    if tf.as_dtype(dtype) != spec_dtype or len(shape) != len(spec_shape):
+      raise errors.UserInputError(
+          'side input %s is %s of rank %d (%s); got %s of shape %s.' % (
+              name, spec_dtype.name, len(spec_shape),
+              side_input_flags(expected_specs), tf.as_dtype(dtype).name,
+              list(shape)))
 
 
 def _resize_fn(input_shape):
@@ -127,6 +209,11 @@ def _tf_example_input_placeholder(input_shape=None):
 
 def side_input_tensor_placeholder(side_input_shape, side_input_name,
                                    side_input_type):
+  """A side input fed as it is, named after it.
+
+  Returns:
+    (placeholder, side input tensor): the same tensor twice.
+  """
   placeholder = tf.compat.v1.placeholder(
       side_input_type, shape=side_input_shape, name=side_input_name)
   return placeholder, placeholder

@@ -18,7 +18,9 @@ Tensor names match the original, so serving code written for it works:
 the input placeholder is `image_tensor`, `encoded_image_string_tensor` or
 `tf_example`, and the outputs are `detection_boxes`, `detection_scores`,
 `detection_classes` (1-based label ids, float32), `num_detections`
-(float32) plus the optional outputs the model produces.
+(float32) plus the optional outputs the model produces. A Context R-CNN
+also takes its side inputs, placeholders named (and signature inputs keyed)
+`context_features` and `valid_context_size`.
 """
 import os
 
@@ -32,6 +34,7 @@ from od_estimator.estimator import model_fn
 from od_estimator.estimator import moving_averages
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
+from od_estimator.input_pipeline import context_features
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
@@ -111,9 +114,12 @@ def build_detection_graph(input_type, detection_model, input_shape,
     output_collection_name: collection the outputs are added to.
     graph_hook_fn: optional fn() called once the graph is built (e.g. a
       graph rewriter).
-    use_side_inputs: also add placeholders for side inputs passed to
-      detection_model.predict by name.
-    side_input_shapes: list of shapes, with use_side_inputs.
+    use_side_inputs: also add a placeholder for each side input the model's
+      predict() takes (detection_model.side_input_names: Context R-CNN's
+      context_features and valid_context_size), named after it and passed
+      to predict() by name. Required exactly when the model takes some.
+    side_input_shapes: list of shapes (lists, None for unknown dimensions),
+      with use_side_inputs.
     side_input_names: list of names, with use_side_inputs.
     side_input_types: list of tf.DTypes, with use_side_inputs.
 
@@ -122,7 +128,9 @@ def build_detection_graph(input_type, detection_model, input_shape,
     input placeholder under 'inputs' and each side input under its name).
 
   Raises:
-    ValueError: for an unknown input_type or a malformed input_shape.
+    UserInputError: for an unknown input_type, a malformed input_shape, or
+      side inputs other than the model takes (export_inputs.
+      check_side_inputs).
   """
   if input_type not in input_placeholder_fn_map:
     raise errors.UserInputError(
@@ -140,11 +148,14 @@ def build_detection_graph(input_type, detection_model, input_shape,
       **placeholder_args)
   placeholders = {'inputs': placeholder}
   side_inputs = {}
+  export_inputs.check_side_inputs(detection_model.side_input_names,
+                                  use_side_inputs, side_input_shapes,
+                                  side_input_names, side_input_types)
   if use_side_inputs:
     for shape, name, dtype in zip(side_input_shapes, side_input_names,
                                   side_input_types):
-      placeholders[name], side_inputs[name] = export_inputs.side_input_tensor_placeholder(
-          shape, name, dtype)
+      placeholders[name], side_inputs[name] = (
+          export_inputs.side_input_tensor_placeholder(shape, name, dtype))
   outputs = _get_outputs_from_inputs(images, detection_model,
                                      output_collection_name, **side_inputs)
   # Restored from the checkpoint so the export records the trained step.
@@ -436,7 +447,11 @@ def export_inference_graph(input_type, pipeline_config,
       kept in the frozen graph.
     write_inference_graph: also write the unfrozen graph as
       inference_graph.pbtxt.
-    use_side_inputs: see build_detection_graph.
+    use_side_inputs: see build_detection_graph; a Context R-CNN is
+      exported with side_input_shapes [[1, max_num_context_features,
+      context_feature_length], [1]], side_input_names ['context_features',
+      'valid_context_size'] and side_input_types [tf.float32, tf.int32]
+      (context_features.side_input_specs), as the original documents it.
     side_input_shapes: see build_detection_graph.
     side_input_names: see build_detection_graph.
     side_input_types: see build_detection_graph.
@@ -445,13 +460,19 @@ def export_inference_graph(input_type, pipeline_config,
 
   Raises:
     errors.UserInputError: for a missing checkpoint, one that does not
-      match the model, an unsupported config, bad input arguments, an
+      match the model, an unsupported config, bad input arguments (side
+      inputs missing for a Context R-CNN, given to another model, or of
+      other names, types or ranks than the config's), an
       output_directory that is a file, or one holding an export without
       `overwrite`.
   """
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
+  specs = context_features.side_input_specs(pipeline_config.model)
+  export_inputs.check_side_inputs(
+      [name for name, _, _ in specs], use_side_inputs, side_input_shapes,
+      side_input_names, side_input_types, expected_specs=specs)
   checkpoint = resolve_checkpoint(trained_checkpoint_prefix)
   _check_not_a_training_directory(output_directory)
   graph_rewriter_fn = None

@@ -9,7 +9,9 @@ real, as in the original.
 """
 import tensorflow as tf
 
+from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
+from od_estimator.input_pipeline import input_checks
 
 _IN = fields.InputDataFields
 CONFIG_LENGTH_FIELD = 'model.faster_rcnn.context_config.context_feature_length'
@@ -55,3 +57,25 @@ def with_valid_context_size(tensor_dict, max_num_context_features,
   out[_IN.valid_context_size] = tf.minimum(tf.shape(features)[0],
                                            max_num_context_features)
   return out
+
+
+def side_input_specs(model_config, batch_size=1):
+  """The side inputs a served model takes, as the exports name them.
+
+  Args:
+    model_config: model_pb2.DetectionModel.
+    batch_size: the batch dimension of each side input (None for any).
+
+  Returns:
+    [(name, shape, tf.DType)]: for a Context R-CNN context_features
+    [batch_size, max_num_context_features, context_feature_length] float32
+    and valid_context_size [batch_size] int32; [] for other models.
+  """
+  if not input_checks.is_context_rcnn(model_config):
+    return []
+  return [(_IN.context_features,
+           [batch_size,
+            config_util.get_max_num_context_features(model_config),
+            config_util.get_context_feature_length(model_config)],
+           tf.float32),
+          (_IN.valid_context_size, [batch_size], tf.int32)]

@@ -582,7 +582,12 @@ def create_predict_input_fn(model_config, predict_input_config):
 
   The receiver tensor is `serialized_example` (a scalar string), as in the
   original's Estimator exports. The image feature carries the
-  predict_input_config.num_additional_channels after its 3 channels.
+  predict_input_config.num_additional_channels after its 3 channels. A
+  Context R-CNN also receives its side inputs as features and receiver
+  tensors named as export_inference_graph's: context_features [1,
+  max_num_context_features, context_feature_length] float32 (zero rows
+  past the valid ones) and valid_context_size [1] int32
+  (context_features.side_input_specs).
   """
   def _predict_input_fn(params=None):
     del params
@@ -597,7 +602,13 @@ def create_predict_input_fn(model_config, predict_input_config):
       image = tf.concat([image, decoded[_IN.image_additional_channels]],
                         axis=2)
     images, true_image_shape = _preprocess_single_image(image, model_config)
+    side_inputs = {
+        name: tf.compat.v1.placeholder(dtype, shape=shape, name=name)
+        for name, shape, dtype in context_features.side_input_specs(
+            model_config)}
     return export_lib.ServingInputReceiver(
-        features={_IN.image: images, _IN.true_image_shape: true_image_shape},
-        receiver_tensors={SERVING_FED_EXAMPLE_KEY: example})
+        features=dict(side_inputs, **{_IN.image: images,
+                                      _IN.true_image_shape: true_image_shape}),
+        receiver_tensors=dict(side_inputs,
+                              **{SERVING_FED_EXAMPLE_KEY: example}))
   return _predict_input_fn

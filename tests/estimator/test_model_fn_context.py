@@ -36,17 +36,29 @@ eval_input_reader { max_number_of_boxes: 2 }
 fake_extractor = builder_tests.fake_extractor
 
 
-def _model_fn():
-  pipeline = config_util.parse_pipeline_text(_TRAIN_EVAL_TEXT)
-  pipeline.model.CopyFrom(builder_tests._config(extra=builder_tests._context()))
+def pipeline():
+  """The tiny Context R-CNN's TrainEvalPipelineConfig (32x32 images, 5
+  context rows of 6 values); its 'fake' extractor is registered by the
+  fake_extractor fixture."""
+  config = config_util.parse_pipeline_text(_TRAIN_EVAL_TEXT)
+  config.model.CopyFrom(builder_tests._config(extra=builder_tests._context()))
   # Anchors of 8 and 16 pixels, inside the 32x32 images (the default 256
   # would all be pruned, leaving no loss).
-  anchors = pipeline.model.faster_rcnn.first_stage_anchor_generator
+  anchors = config.model.faster_rcnn.first_stage_anchor_generator
   anchors.grid_anchor_generator.height = 16
   anchors.grid_anchor_generator.width = 16
-  configs = config_util.create_configs_from_pipeline_proto(pipeline)
+  return config
+
+
+def model_fn(config):
+  """create_model_fn of a pipeline config."""
+  configs = config_util.create_configs_from_pipeline_proto(config)
   return model_lib.create_model_fn(
       functools.partial(model_builder.build, configs['model']), configs)
+
+
+def _model_fn():
+  return model_fn(pipeline())
 
 
 def _features():

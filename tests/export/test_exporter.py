@@ -381,6 +381,8 @@ def test_parse_side_inputs():
   assert types == [tf.float32, tf.string]
   with pytest.raises(ValueError, match='side_input_names'):
     exporter.parse_side_inputs('1', None, 'int')
+  with pytest.raises(ValueError, match='side_input_types: unknown type'):
+    exporter.parse_side_inputs('1', 'a', 'integer')
 
 
 def _cli(*args):
@@ -393,8 +395,17 @@ def test_cli_help_lists_the_original_flags():
   for flag in ('input_type', 'input_shape', 'pipeline_config_path',
                'trained_checkpoint_prefix', 'output_directory',
                'config_override', 'write_inference_graph',
-               'additional_output_tensor_names'):
+               'additional_output_tensor_names', 'use_side_inputs',
+               'side_input_shapes', 'side_input_names', 'side_input_types'):
     assert '--' + flag in result.stdout or '--[no]' + flag in result.stdout
+  # How a Context R-CNN is exported, as the original documents it.
+  help_text = ' '.join(result.stdout.split())
+  for text in ('--side_input_shapes=1,2000,2057/1',
+               '--side_input_names=context_features,valid_context_size',
+               '--side_input_types=float,int',
+               'Context R-CNN: context_features,valid_context_size.',
+               'Context R-CNN: float,int.'):
+    assert text in help_text, text
   # Ours: replacing an export is asked for.
   assert '--[no]overwrite: Replace an export already in' in result.stdout
 
