@@ -265,6 +265,13 @@ class _Detector:
     if missing:
       raise DetectError('the %r signature of %s lacks output(s) %s.' % (
           _SIGNATURE, saved_model_dir, ', '.join(missing)))
+    side_inputs = sorted(set(signature.inputs) - {_INPUT_KEY})
+    if side_inputs:
+      raise DetectError(
+          '%s takes the side inputs %s besides the images (a Context R-CNN '
+          'export with --use_side_inputs); detect feeds images only: serve '
+          'it with those inputs from your own code (its %r signature).' % (
+              saved_model_dir, ', '.join(side_inputs), _SIGNATURE))
     info = signature.inputs[_INPUT_KEY]
     self._input = info.name
     self.input_type = _input_type(info)
@@ -437,10 +444,10 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   paths = _list_images(input_path)
   known_ids = known_image_ids(coco_annotations, image_id_map)
   ids = image_ids_for(paths, known_ids)
-  tf.io.gfile.makedirs(output_dir)
-  detector = _Detector(saved_model_dir)
+  detector = _Detector(saved_model_dir)  # Refused before anything is made.
   results, segm_results, id_map, failed, processed = [], [], {}, [], 0
   try:
+    tf.io.gfile.makedirs(output_dir)
     for path in paths:
       try:
         image, encoded = _read_image(path)

@@ -9,9 +9,11 @@ initialization: the exports and Estimator.predict read one checkpoint.
 import os
 
 import numpy as np
+from PIL import Image
 import pytest
 import tensorflow as tf
 
+from od_estimator import detect
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
@@ -281,3 +283,19 @@ def test_side_input_specs_follow_the_context_config():
           '--side_input_types=float,int')
   config.model.faster_rcnn.ClearField('context_config')
   assert context_features.side_input_specs(config.model) == []
+
+
+def test_detect_refuses_an_export_with_side_inputs_in_one_line(
+    exported, tmp_path, capsys):
+  Image.fromarray(_image()[0]).save(str(tmp_path / 'frame.png'))
+  label_map = tmp_path / 'label_map.pbtxt'
+  label_map.write_text("item { id: 1 name: 'a' }\n")
+  assert detect.main([
+      '--saved_model_dir=%s' % os.path.join(exported, 'saved_model'),
+      '--input=%s' % (tmp_path / 'frame.png'),
+      '--label_map_path=%s' % label_map,
+      '--output_dir=%s' % (tmp_path / 'out')]) == 1
+  error = capsys.readouterr().err.strip()
+  assert len(error.splitlines()) == 1, error
+  assert 'side inputs context_features, valid_context_size' in error
+  assert not (tmp_path / 'out').exists()
