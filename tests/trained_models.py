@@ -44,7 +44,7 @@ OVERFIT_STEPS = 80
 SEED = 1
 # Context R-CNN's run: the fewest steps that overfit with several seeds
 # (tests/test_context_rcnn_end_to_end.py), the suite being over its budget.
-CONTEXT_RCNN_STEPS = 40
+CONTEXT_RCNN_STEPS = 60
 
 
 def _run_folder(tmp_path_factory):
