@@ -27,6 +27,7 @@ one_step_tiny_ssd_export = trained_models.one_step_tiny_ssd_export
 overfit_faster_rcnn = trained_models.overfit_faster_rcnn
 overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 overfit_rfcn = trained_models.overfit_rfcn
+overfit_context_rcnn = trained_models.overfit_context_rcnn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 
 # tests/durations.txt: the test modules, slowest first (a module's seconds:

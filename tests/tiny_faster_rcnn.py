@@ -230,11 +230,9 @@ _OVERFIT_COLOURS = {1: (220, 60, 40), 2: (40, 90, 230)}
 OVERFIT_SIDE = 32
 
 
-def _overfit_example(label, top, left, size, rng, index):
-  """(uint8 image, serialized tf.Example) of one shape on noise.
-
-  The example's PNG mask is the shape's own pixels (a disc for the circle).
-  """
+def overfit_frame(label, top, left, size, rng):
+  """(uint8 image, [1, 4] box, [1, size, size] uint8 mask) of one shape on
+  noise; the mask is the shape's own pixels (a disc for the circle)."""
   image = Image.fromarray(
       rng.normal(40, 12, size=(size, size, 3)).clip(0, 255).astype(np.uint8))
   mask = Image.new('L', (size, size))
@@ -244,10 +242,25 @@ def _overfit_example(label, top, left, size, rng, index):
     (draw.ellipse if label == 1 else draw.rectangle)(corners, fill=fill)
   box = np.array([[top, left, top + OVERFIT_SIDE, left + OVERFIT_SIDE]],
                  np.float32) / size
-  image = np.array(image)
-  return image, create_synthetic_tf_record.make_example(
-      image, box, np.array([label]), np.array(mask)[np.newaxis],
-      index).SerializeToString()
+  return np.array(image), box, np.array(mask)[np.newaxis]
+
+
+def write_overfit_examples(data_dir, frames):
+  """Writes the frames as tf.Examples into data_dir/shapes.record.
+
+  Args:
+    data_dir: an existing folder.
+    frames: (image, box, label, mask) per image, as overfit_frame's.
+
+  Returns:
+    The record's path.
+  """
+  record = os.path.join(str(data_dir), 'shapes.record')
+  with tf.io.TFRecordWriter(record) as writer:
+    for index, (image, box, label, mask) in enumerate(frames):
+      writer.write(create_synthetic_tf_record.make_example(
+          image, box, np.array([label]), mask, index).SerializeToString())
+  return record
 
 
 def apply_edits(text, edits):
@@ -260,7 +273,7 @@ def apply_edits(text, edits):
 
 
 def write_overfit_config(directory, data_dir, size=64, model_fields='',
-                         edits=()):
+                         edits=(), write_records=write_overfit_examples):
   """A small set a Faster R-CNN overfits in a few dozen steps.
 
   The OVERFIT_SHAPES images in one TFRecord that both training and
@@ -274,6 +287,9 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
     model_fields: more model.faster_rcnn fields, as text.
     edits: more (old, new) replacements of the config's text, after
       OVERFIT_EDITS (tiny_mask_rcnn.write_overfit_config adds the masks).
+    write_records: function of (data_dir, [(image, box, label, mask)]) that
+      writes the images' records and returns their path
+      (write_overfit_examples: tf.Examples).
 
   Returns:
     The pipeline.config path.
@@ -282,16 +298,15 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
   label_map = os.path.join(str(data_dir), 'label_map.pbtxt')
   with open(label_map, 'w') as f:
     f.write(create_synthetic_tf_record.label_map_text())
-  record = os.path.join(str(data_dir), 'shapes.record')
   rng = np.random.default_rng(3)
-  images = []
-  with tf.io.TFRecordWriter(record) as writer:
-    for index, (label, top, left) in enumerate(OVERFIT_SHAPES):
-      image, example = _overfit_example(label, top, left, size, rng, index)
-      writer.write(example)
-      images.append(image)
+  frames = []
+  for label, top, left in OVERFIT_SHAPES:
+    image, box, mask = overfit_frame(label, top, left, size, rng)
+    frames.append((image, box, label, mask))
+  record = write_records(data_dir, frames)
   checkpoint = write_calibrated_checkpoint(
-      directory, size=size, images=np.stack(images).astype(np.float32),
+      directory, size=size,
+      images=np.stack([frame[0] for frame in frames]).astype(np.float32),
       crop_size=6)
   text = CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,

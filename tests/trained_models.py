@@ -27,6 +27,7 @@ import tensorflow as tf
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
+from tests import tiny_context_rcnn
 from tests import tiny_faster_rcnn
 from tests import tiny_mask_rcnn
 from tests import tiny_rfcn
@@ -41,6 +42,9 @@ _DONE = '.built'
 # for the measurements behind both numbers).
 OVERFIT_STEPS = 80
 SEED = 1
+# Context R-CNN's run: the fewest steps that overfit with several seeds
+# (tests/test_context_rcnn_end_to_end.py), the suite being over its budget.
+CONTEXT_RCNN_STEPS = 60
 
 
 def _run_folder(tmp_path_factory):
@@ -149,11 +153,12 @@ def _run_model_main(root, config, num_steps):
           'checkpoint': tf.train.latest_checkpoint(model_dir)}
 
 
-def _overfit_run(tmp_path_factory, name, write_overfit_config):
+def _overfit_run(tmp_path_factory, name, write_overfit_config,
+                 num_steps=OVERFIT_STEPS):
   """model_main's overfitting run of a family, once per run; its paths."""
   def train(root):
     _run_model_main(root, write_overfit_config(root, root / 'data'),
-                   OVERFIT_STEPS)
+                   num_steps)
   root = built_once(tmp_path_factory, name, train)
   model_dir = str(root / 'model')
   return {'root': root, 'model_dir': model_dir,
@@ -184,6 +189,15 @@ def overfit_rfcn(tmp_path_factory):
   """tiny_rfcn's set (R-FCN's second stage) overfitted by model_main."""
   return _overfit_run(tmp_path_factory, 'overfit_rfcn',
                       tiny_rfcn.write_overfit_config)
+
+
+@pytest.fixture(scope='session')
+def overfit_context_rcnn(tmp_path_factory):
+  """tiny_context_rcnn's sequence (the set's images as one sequence with
+  context features) overfitted by model_main in CONTEXT_RCNN_STEPS steps."""
+  return _overfit_run(tmp_path_factory, 'overfit_context_rcnn',
+                      tiny_context_rcnn.write_overfit_config,
+                      CONTEXT_RCNN_STEPS)
 
 
 # One Adam step that moves every weight by about the learning rate, and
