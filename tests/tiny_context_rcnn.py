@@ -89,10 +89,10 @@ _TRAIN_ATTENTION = (
      '"^AttentionBlock/" update_trainable_variables: "^fully_connected/"'),)
 
 
-def write_overfit_config(directory, data_dir):
+def write_overfit_config(directory, data_dir, **kwargs):
   """tiny_faster_rcnn.write_overfit_config's images and recipe as one
   sequence with context, the attention trained with the heads."""
   return tiny_faster_rcnn.write_overfit_config(
       directory, data_dir, model_fields=CONTEXT_CONFIG,
       edits=READER_EDITS + _TRAIN_ATTENTION,
-      write_records=write_overfit_sequences)
+      write_records=write_overfit_sequences, **kwargs)

@@ -272,8 +272,24 @@ def apply_edits(text, edits):
   return text
 
 
+def overfit_frames(size=64):
+  """[(uint8 image, box, label, mask)] of OVERFIT_SHAPES, the same each call."""
+  rng = np.random.default_rng(3)
+  return [(image, box, label, mask) for label, top, left in OVERFIT_SHAPES
+          for image, box, mask in [overfit_frame(label, top, left, size, rng)]]
+
+
+def write_overfit_backbone(directory, size=64):
+  """write_calibrated_checkpoint on overfit_frames (the recipe's crop); the
+  checkpoint prefix. Every family's overfit run can start from one."""
+  return write_calibrated_checkpoint(
+      directory, size=size, crop_size=6, images=np.stack(
+          [frame[0] for frame in overfit_frames(size)]).astype(np.float32))
+
+
 def write_overfit_config(directory, data_dir, size=64, model_fields='',
-                         edits=(), write_records=write_overfit_examples):
+                         edits=(), write_records=write_overfit_examples,
+                         backbone=None):
   """A small set a Faster R-CNN overfits in a few dozen steps.
 
   The OVERFIT_SHAPES images in one TFRecord that both training and
@@ -290,6 +306,8 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
     write_records: function of (data_dir, [(image, box, label, mask)]) that
       writes the images' records and returns their path
       (write_overfit_examples: tf.Examples).
+    backbone: write_overfit_backbone's checkpoint prefix (for `size`) to
+      start from; None writes one into `directory`.
 
   Returns:
     The pipeline.config path.
@@ -298,16 +316,8 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
   label_map = os.path.join(str(data_dir), 'label_map.pbtxt')
   with open(label_map, 'w') as f:
     f.write(create_synthetic_tf_record.label_map_text())
-  rng = np.random.default_rng(3)
-  frames = []
-  for label, top, left in OVERFIT_SHAPES:
-    image, box, mask = overfit_frame(label, top, left, size, rng)
-    frames.append((image, box, label, mask))
-  record = write_records(data_dir, frames)
-  checkpoint = write_calibrated_checkpoint(
-      directory, size=size,
-      images=np.stack([frame[0] for frame in frames]).astype(np.float32),
-      crop_size=6)
+  record = write_records(data_dir, overfit_frames(size))
+  checkpoint = backbone or write_overfit_backbone(directory, size)
   text = CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,
       'extractor': 'faster_rcnn_resnet50',

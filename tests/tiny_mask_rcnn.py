@@ -52,7 +52,7 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
   return path
 
 
-def write_overfit_config(directory, data_dir):
+def write_overfit_config(directory, data_dir, **kwargs):
   """tiny_faster_rcnn.write_overfit_config's set and recipe with masks.
 
   The mask head trains with the box heads; evaluation reports the box and
@@ -63,4 +63,5 @@ def write_overfit_config(directory, data_dir):
   """
   return tiny_faster_rcnn.write_overfit_config(
       directory, data_dir, model_fields='number_of_stages: 3',
-      edits=mask_edits(('coco_detection_metrics', 'coco_mask_metrics')))
+      edits=mask_edits(('coco_detection_metrics', 'coco_mask_metrics')),
+      **kwargs)

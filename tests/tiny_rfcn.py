@@ -48,8 +48,8 @@ def write_config(directory, data_dir, extractor='faster_rcnn_resnet50',
   return path
 
 
-def write_overfit_config(directory, data_dir):
+def write_overfit_config(directory, data_dir, **kwargs):
   """tiny_faster_rcnn.write_overfit_config's set and recipe with R-FCN."""
   return tiny_faster_rcnn.write_overfit_config(
-      directory, data_dir, edits=rfcn_edits(initial_crop_size=6))
+      directory, data_dir, edits=rfcn_edits(initial_crop_size=6), **kwargs)
 

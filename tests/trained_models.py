@@ -155,10 +155,17 @@ def _run_model_main(root, config, num_steps):
 
 def _overfit_run(tmp_path_factory, name, write_overfit_config,
                  num_steps=OVERFIT_STEPS):
-  """model_main's overfitting run of a family, once per run; its paths."""
+  """model_main's overfitting run of a family, once per run; its paths.
+
+  Every family starts from one calibrated backbone checkpoint, written once
+  per run (tiny_faster_rcnn.write_overfit_backbone: the same images).
+  """
   def train(root):
-    _run_model_main(root, write_overfit_config(root, root / 'data'),
-                   num_steps)
+    backbone = built_once(
+        tmp_path_factory, 'overfit_backbone',
+        tiny_faster_rcnn.write_overfit_backbone) / 'backbone' / 'model.ckpt'
+    _run_model_main(root, write_overfit_config(
+        root, root / 'data', backbone=str(backbone)), num_steps)
   root = built_once(tmp_path_factory, name, train)
   model_dir = str(root / 'model')
   return {'root': root, 'model_dir': model_dir,
