@@ -117,13 +117,14 @@ def _np_scale_crop_and_pad(image, boxes, masks, keypoints, draws,
           (scale, offset_y, offset_x))
 
 
-@pytest.mark.parametrize('scale_min, scale_max, op_seed', [
-    (1.2, 2.0, 3),    # Upscaled: a random crop of the scaled image.
-    (0.3, 0.9, 5),    # Downscaled: the whole image, zero-padded.
-    (0.5, 2.0, 11),
+@pytest.mark.parametrize('scale_min, scale_max, op_seed, dynamic', [
+    (1.2, 2.0, 3, False),    # Upscaled: a random crop of the scaled image.
+    (0.3, 0.9, 5, False),    # Downscaled: the whole image, zero-padded.
+    (0.5, 2.0, 11, False),
+    (1.2, 2.0, 3, True),     # Unknown input shapes.
 ])
 def test_seeded_outputs_match_numpy_reference(execute, scale_min, scale_max,
-                                              op_seed):
+                                              op_seed, dynamic):
   graph_seed, output_size = 7, 8
   rng = np.random.RandomState(op_seed)
   image = rng.uniform(size=[10, 7, 2]).astype(np.float32)
@@ -153,7 +154,8 @@ def test_seeded_outputs_match_numpy_reference(execute, scale_min, scale_max,
         output_size=output_size, seed=op_seed)
   (out_image, out_boxes, out_labels, out_weights, out_masks, out_keypoints,
    out_confidences) = execute(graph, [image, boxes, labels, weights, masks,
-                                      keypoints, confidences])
+                                      keypoints, confidences],
+                              dynamic=dynamic)
 
   (want_image, want_boxes, keep, want_masks, want_keypoints,
    (scale, _, _)) = _np_scale_crop_and_pad(
