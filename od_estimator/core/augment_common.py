@@ -378,7 +378,8 @@ def change_keypoint_coordinate_frame(keypoints, window):
   window = tf.cast(window, tf.float32)
   origin = tf.stack([window[0], window[1]])
   size = tf.stack([window[2] - window[0], window[3] - window[1]])
-  return (keypoints - origin) / size
+  # Times the reciprocal, not divided: the original's rounding.
+  return (keypoints - origin) * (1.0 / size)
 
 
 def clip_keypoints_to_window(keypoints, window):

@@ -26,9 +26,12 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import augment_common
+from od_estimator.core import box_list
+from od_estimator.core import box_list_ops
 from od_estimator.core import preprocessor_cache
 
 _CACHE = preprocessor_cache.PreprocessorCache
+_UNIT_WINDOW = (0.0, 0.0, 1.0, 1.0)
 
 
 def _pad_to(tensor, offset_y, offset_x, height, width):
@@ -219,9 +222,18 @@ def _get_crop_border(border, size):
 
 def _crop_instances_to_frame(window, boxes, labels, label_weights,
                              label_confidences, keypoints):
-  """Keeps boxes meeting a window, clipped in its frame (square crops)."""
-  new_boxes, keep = augment_common.crop_boxes(boxes, window, 0.0,
-                                              clip_boxes=True)
+  """Keeps boxes meeting a window, clipped in its frame (square crops).
+
+  As the original's square crops: boxes move into the window's frame first,
+  then those wholly outside [0, 1] are dropped (boxes without area stay)
+  and the rest clipped.
+  """
+  unit = tf.constant(_UNIT_WINDOW)
+  boxlist = box_list_ops.change_coordinate_frame(
+      box_list.BoxList(tf.reshape(boxes, [-1, 4])), window)
+  boxlist, keep = box_list_ops.prune_completely_outside_window(boxlist, unit)
+  new_boxes = box_list_ops.clip_to_window(
+      boxlist, unit, filter_nonoverlapping=False).get()
   labels, label_weights, label_confidences, keypoints = (
       augment_common.gather_per_box(
           keep, (labels, label_weights, label_confidences, keypoints)))
@@ -302,15 +314,18 @@ def random_scale_crop_and_pad_to_square(
   The image is resized so its longer side is output_size * s with s drawn
   from [scale_min, scale_max); an output_size square is then cut at a random
   offset (only where the scaled image is larger) and padded at the
-  bottom / right (EfficientDet style).
+  bottom / right (EfficientDet style). Three uniform draws with the op seed,
+  in the original's order: the scale, the row offset, the column offset
+  (each a fraction of the room the scaled image leaves).
 
   Args:
     image ... label_confidences, seed: see the module docstring.
     scale_min: smallest scale.
     scale_max: largest scale.
     output_size: int, side of the square output.
-    resize_method: tf.image.ResizeMethod of the image (TF1 resize
-      semantics); masks are resized with nearest neighbour.
+    resize_method: tf.image.ResizeMethod of the image and the masks (TF1
+      resize semantics, as the original: bilinear masks are not 0/1 at the
+      edges of a rescale).
 
   Returns:
     (image [output_size, output_size, C], boxes [M, 4], labels [M],
@@ -318,23 +333,28 @@ def random_scale_crop_and_pad_to_square(
     given (this op's original order).
   """
   image_shape = tf.shape(image)
-  height = tf.cast(image_shape[0], tf.float32)
-  width = tf.cast(image_shape[1], tf.float32)
   scale = augment_common.random_uniform_scalar(scale_min, scale_max, seed)
-  longest = tf.maximum(height, width)
-  scaled_height = tf.cast(scale * output_size * height / longest, tf.int32)
-  scaled_width = tf.cast(scale * output_size * width / longest, tf.int32)
+  longest = tf.cast(tf.maximum(image_shape[0], image_shape[1]), tf.float32)
+
+  def scaled_side(side):
+    # (scale * output_size) * (side / longest): the original's rounding.
+    return tf.cast(scale * output_size * (tf.cast(side, tf.float32) /
+                                          longest), tf.int32)
+
+  scaled_height = scaled_side(image_shape[0])
+  scaled_width = scaled_side(image_shape[1])
 
   def random_offset(scaled):
     room = tf.maximum(0.0, tf.cast(scaled - output_size, tf.float32))
     return tf.cast(room * augment_common.random_uniform_scalar(seed=seed),
                    tf.int32)
 
-  offset_y, offset_x = random_offset(scaled_height), random_offset(scaled_width)
+  offset_y = random_offset(scaled_height)
+  offset_x = random_offset(scaled_width)
 
-  def scale_crop_pad(tensor, method=resize_method):
+  def scale_crop_pad(tensor):
     tensor = tf.compat.v1.image.resize_images(
-        tensor, tf.stack([scaled_height, scaled_width]), method=method)
+        tensor, tf.stack([scaled_height, scaled_width]), method=resize_method)
     tensor = tensor[..., offset_y:offset_y + output_size,
                     offset_x:offset_x + output_size, :]
     padded = _pad_to(tensor, 0, 0, output_size, output_size)
@@ -352,8 +372,6 @@ def random_scale_crop_and_pad_to_square(
    keypoints) = _crop_instances_to_frame(window, boxes, labels, label_weights,
                                          label_confidences, keypoints)
   if masks is not None:
-    # Nearest neighbour keeps the masks 0/1.
-    masks = scale_crop_pad(tf.gather(masks, keep)[:, :, :, tf.newaxis],
-                           tf.image.ResizeMethod.NEAREST_NEIGHBOR)[..., 0]
+    masks = scale_crop_pad(tf.gather(masks, keep)[:, :, :, tf.newaxis])[..., 0]
   return augment_common.present(new_image, new_boxes, labels, label_weights,
                                 masks, keypoints, label_confidences)

@@ -7,6 +7,9 @@ After the op, the mask of every kept box must still be 0/1, the image's
 size, and its pixels' bounding box must equal the box within one pixel.
 The image's channel 0 holds each object's class inside its rectangle, so
 a mask paired with the wrong box (or the wrong image region) shows too.
+random_scale_crop_and_pad_to_square resizes masks with the image's
+(bilinear) method, as the original does: its masks are checked where they
+are at least 0.5, within the two pixels bilinear upscaling may move an edge.
 """
 import numpy as np
 import pytest
@@ -26,6 +29,8 @@ HEIGHT, WIDTH = 24, 32
 # Pixel rows [y0, y1) and columns [x0, x1) of three separated objects.
 REGIONS = [((2, 9), (3, 14)), ((10, 22), (16, 25)), ((13, 20), (26, 31))]
 DRAWS = 6  # independent random draws of each op, in one graph
+# Steps whose masks are resampled like the image (not kept 0/1).
+SOFT_MASK_STEPS = ('random_scale_crop_and_pad_to_square',)
 
 # Every step of preprocessor.proto whose op takes masks, with settings that
 # make it crop / pad / scale often (the defaults often leave the image).
@@ -114,7 +119,7 @@ def mask_extent(mask):
                    (cols[-1] + 1) / width])
 
 
-def check_masks_follow_boxes(image, boxes, classes, masks):
+def check_masks_follow_boxes(image, boxes, classes, masks, soft=False):
   """Asserts that every mask lies on its box, within one pixel.
 
   Args:
@@ -122,12 +127,17 @@ def check_masks_follow_boxes(image, boxes, classes, masks):
     boxes: [M, 4] normalized boxes.
     classes: [M] 1-based classes (the object's index + 1).
     masks: [M, H, W] masks.
+    soft: masks resampled bilinearly: values in [0, 1], the mask is where
+      they reach 0.5, within two pixels of the box.
   """
   height, width = image.shape[:2]
   assert masks.shape == (len(boxes), height, width)
   assert len(classes) == len(boxes)
+  if soft:
+    assert masks.min() >= 0.0 and masks.max() <= 1.0 + 1e-6
+    masks = (masks >= 0.5).astype(np.float32)
   assert set(np.unique(masks)) <= {0.0, 1.0}
-  pixel = np.array([1.0 / height, 1.0 / width] * 2)
+  pixel = np.array([1.0 / height, 1.0 / width] * 2) * (2 if soft else 1)
   for box, label, mask in zip(boxes, classes, masks):
     extent = mask_extent(mask)
     if extent is None:
@@ -154,17 +164,18 @@ def _run_option(execute, option, arg_map_flags=None):
   return execute(graph_fn, [example[k] for k in keys])
 
 
-def _check_outputs(outputs):
+def _check_outputs(outputs, soft=False):
   for out in outputs:
     check_masks_follow_boxes(out[F.image][0], out[F.groundtruth_boxes],
                              out[F.groundtruth_classes],
-                             out[F.groundtruth_instance_masks])
+                             out[F.groundtruth_instance_masks], soft=soft)
 
 
 @pytest.mark.parametrize('name', sorted(STEPS))
 def test_step_moves_masks_with_boxes(execute, name):
   step = text_format.Parse(STEPS[name], preprocessor_pb2.PreprocessingStep())
-  _check_outputs(_run_option(execute, preprocessor_builder.build(step)))
+  _check_outputs(_run_option(execute, preprocessor_builder.build(step)),
+                 soft=name in SOFT_MASK_STEPS)
 
 
 @pytest.mark.parametrize('name', sorted(FUNCTIONS))
