@@ -20,7 +20,7 @@ CATEGORIES = [{'id': 1, 'name': 'person'}, {'id': 2, 'name': 'dog'},
 
 
 def _make_evaluation_dict(batch_size=1, max_gt_boxes=None,
-                          scale_to_absolute=False):
+                          scale_to_absolute=False, groundtruth_mask_size=20):
   image = tf.zeros(shape=[batch_size, 20, 20, 3], dtype=tf.uint8)
   if batch_size == 1:
     key = tf.constant('image1')
@@ -40,8 +40,9 @@ def _make_evaluation_dict(batch_size=1, max_gt_boxes=None,
   groundtruth = {
       _IN.groundtruth_boxes: tf.constant([[0., 0., 1., 1.]]),
       _IN.groundtruth_classes: tf.constant([1]),
-      _IN.groundtruth_instance_masks: tf.ones(shape=[1, 20, 20],
-                                              dtype=tf.uint8),
+      _IN.groundtruth_instance_masks: tf.ones(
+          shape=[1, groundtruth_mask_size, groundtruth_mask_size],
+          dtype=tf.uint8),
   }
   if batch_size == 1:
     return eval_util.result_dict_for_single_example(
@@ -58,21 +59,73 @@ def _make_evaluation_dict(batch_size=1, max_gt_boxes=None,
 @pytest.mark.parametrize('batch_size, max_gt_boxes', [
     (1, None), (8, [1]), (8, [1] * 8), (3, 1)])
 @pytest.mark.parametrize('scale_to_absolute', [True, False])
+# 10: groundtruth masks smaller than the image, resized to it (as the
+# original's test of resized masks).
+@pytest.mark.parametrize('groundtruth_mask_size', [20, 10])
 def test_coco_metrics_of_a_perfect_detection(batch_size, max_gt_boxes,
-                                             scale_to_absolute):
+                                             scale_to_absolute,
+                                             groundtruth_mask_size):
+  metrics = _coco_box_and_mask_metrics(lambda: _make_evaluation_dict(
+      batch_size, max_gt_boxes, scale_to_absolute, groundtruth_mask_size))
+  assert metrics['DetectionBoxes_Precision/mAP'] == pytest.approx(1.0)
+  assert metrics['DetectionMasks_Precision/mAP'] == pytest.approx(1.0)
+
+
+def _coco_box_and_mask_metrics(make_eval_dict):
   eval_config = text_format.Parse(
       'metrics_set: "coco_detection_metrics" '
       'metrics_set: "coco_mask_metrics"', eval_pb2.EvalConfig())
   with tf.Graph().as_default():
-    eval_dict = _make_evaluation_dict(batch_size, max_gt_boxes,
-                                      scale_to_absolute)
     metric_ops = eval_util.get_eval_metric_ops_for_evaluators(
-        eval_config, CATEGORIES, eval_dict)
+        eval_config, CATEGORIES, make_eval_dict())
     update_ops = {update for _, update in metric_ops.values()}
     with tf.compat.v1.Session() as sess:
       sess.run(list(update_ops))
-      metrics = sess.run({key: value_op for key, (value_op, _)
-                          in metric_ops.items()})
+      return sess.run({key: value_op for key, (value_op, _)
+                       in metric_ops.items()})
+
+
+def _padded_evaluation_dict():
+  """A batch as the original's model_lib makes it: padded everywhere.
+
+  Two images padded to 20x20 (the second's true size 10x20), originally
+  40x40 and 20x40; 3 detection slots (1 used) with box-relative 7x7 masks;
+  groundtruth padded to 5 boxes with image-sized masks (1 box used), its
+  boxes normalized to the padded image. Each detection covers its
+  groundtruth box and mask exactly.
+  """
+  boxes = np.zeros([2, 3, 4], np.float32)
+  boxes[:, 0] = [0, 0, 1, 1]
+  scores = np.zeros([2, 3], np.float32)
+  scores[:, 0] = 0.9
+  detections = {
+      _DET.detection_boxes: tf.constant(boxes),
+      _DET.detection_scores: tf.constant(scores),
+      _DET.detection_classes: tf.zeros([2, 3]),
+      _DET.detection_masks: tf.ones([2, 3, 7, 7]),
+      _DET.num_detections: tf.constant([1., 1.]),
+  }
+  groundtruth_boxes = np.zeros([2, 5, 4], np.float32)
+  groundtruth_boxes[:, 0] = [[0, 0, 1, 1], [0, 0, 0.5, 1]]
+  masks = np.zeros([2, 5, 20, 20], np.uint8)
+  masks[0, 0] = 1
+  masks[1, 0, :10] = 1
+  groundtruth = {
+      _IN.groundtruth_boxes: tf.constant(groundtruth_boxes),
+      _IN.groundtruth_classes: tf.ones([2, 5]),
+      _IN.groundtruth_instance_masks: tf.constant(masks),
+      _IN.num_groundtruth_boxes: tf.constant([1, 1]),
+  }
+  return eval_util.result_dict_for_batched_example(
+      tf.zeros([2, 20, 20, 3]), tf.constant(['a', 'b']), detections,
+      groundtruth, scale_to_absolute=True,
+      true_image_shapes=tf.constant([[20, 20, 3], [10, 20, 3]]),
+      original_image_spatial_shapes=tf.constant([[40, 40], [20, 40]]),
+      max_gt_boxes=tf.constant([1, 1]))
+
+
+def test_coco_metrics_of_a_padded_batch_with_masks():
+  metrics = _coco_box_and_mask_metrics(_padded_evaluation_dict)
   assert metrics['DetectionBoxes_Precision/mAP'] == pytest.approx(1.0)
   assert metrics['DetectionMasks_Precision/mAP'] == pytest.approx(1.0)
 
