@@ -220,7 +220,8 @@ def _parser():
       help='n > 0: the bank holds every n-th frame of a group; 0: every '
       'frame.')
   boolean(parser, 'reduce_image_size',
-          'Shrink images to at most --max_image_dimension a side.', default=True)
+          'Shrink images to at most --max_image_dimension a side.',
+          default=True)
   add('--max_image_dimension', type=at_least(1), default=1024,
       help='See --reduce_image_size.')
   boolean(parser, 'add_context_features',
@@ -277,4 +278,8 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  # Under `python -m` this file is __main__, a module Beam workers (other
+  # processes, other machines) cannot import: the pipeline must refer to
+  # the steps of the module under its own name.
+  from od_estimator.dataset_tools.context_rcnn import add_context_to_examples
+  sys.exit(add_context_to_examples.main())

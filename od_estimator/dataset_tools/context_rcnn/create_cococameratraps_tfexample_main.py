@@ -1,9 +1,9 @@
 r"""COCO Camera Traps annotations + images -> sharded tf.Example TFRecords.
 
 An Apache Beam pipeline (install extra: `pip install od_estimator[beam]`),
-with the original's flags:
+with the original's flags (the console script, or `python -m` this module):
 
-  python -m od_estimator.dataset_tools.context_rcnn.create_cococameratraps_tfexample_main \
+  create_cococameratraps_tfexample_main \
       --image_directory=images/ \
       --input_annotations_file=annotations.json \
       --output_tfrecord_prefix=out/cct.record \
@@ -323,4 +323,9 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  # Under `python -m` this file is __main__, a module Beam workers (other
+  # processes, other machines) cannot import: the pipeline must refer to
+  # the steps of the module under its own name.
+  from od_estimator.dataset_tools.context_rcnn import (
+      create_cococameratraps_tfexample_main as tool)
+  sys.exit(tool.main())
