@@ -256,18 +256,14 @@ def _parser():
 
 @tool_flags.reporting_input_errors
 def main(argv=None):
-  args, pipeline_args = beam_tool.parse_flags(_parser(), argv)
+  args, options = beam_tool.parse_flags(_parser(), argv)
   _check_choices(args['sequence_key'], args['time_horizon'],
                  args['output_type'])
-  beam = beam_tool.import_beam()
-  options = beam_tool.pipeline_options(beam, pipeline_args)
   beam_tool.input_files(args['input_tfrecord'], 'input_tfrecord')
   load_image_ids(args['image_ids_to_keep'])
-  shards = beam_tool.prepare_output(args['output_tfrecord'],
-                                    'output_tfrecord')
-  counters = beam_tool.run(
-      beam, options, lambda pipeline: construct_pipeline(pipeline, **args),
-      _NAMESPACE)
+  counters, shards = beam_tool.run(
+      options, lambda pipeline: construct_pipeline(pipeline, **args),
+      _NAMESPACE, args['output_tfrecord'], 'output_tfrecord')
   print('read %s tf.Example(s), wrote %s %s record(s) (%s group(s), %s '
         'frame(s)) to %s' % (
             counters.get('num_tf_examples_read', '?'),

@@ -55,15 +55,20 @@ def argument_parser(description):
 
 
 def parse_flags(parser, argv):
-  """(the tool's flags as a dict, the other flags: Beam's options).
+  """(the tool's flags as a dict, Beam's PipelineOptions of the others).
 
   Args:
     parser: the tool's argparse parser, without absl's logging flags (they
       are added here, as the original's usage lines carry them).
     argv: the command line without the program name, or None for sys.argv.
+
+  Raises:
+    errors.UserInputError: Beam is not installed, or pipeline_options()
+      refuses the other flags.
   """
-  return tool_flags.known_tool_arguments(
+  args, others = tool_flags.known_tool_arguments(
       tool_flags.add_logging_flags(parser), argv)
+  return args, pipeline_options(import_beam(), others)
 
 
 class _Collected(Exception):
@@ -156,22 +161,27 @@ class _InputErrorTracebacks(logging.Filter):
                 isinstance(record.exc_info[1], errors.UserInputError))
 
 
-def run(beam, options, build, namespace):
+def run(options, build, namespace, output_prefix, output_flag):
   """Builds a pipeline, runs it to its end and returns its counters.
 
   Args:
-    beam: the apache_beam module.
-    options: the PipelineOptions (pipeline_options()).
+    options: the PipelineOptions (parse_flags()).
     build: build(pipeline) adds the tool's transforms.
     namespace: the namespace of the tool's counters (count()).
+    output_prefix: the prefix of the shards the pipeline writes; its
+      directory is created first.
+    output_flag: the flag that gave it, for errors.
 
   Returns:
-    {counter name: value}; empty where the runner reports no metrics.
+    ({counter name: value}, the output shards' glob); the counters are
+    empty where the runner reports no metrics.
 
   Raises:
     errors.UserInputError: a record's bad input, raised where the pipeline
       read it (Beam keeps the type and appends the step's name).
   """
+  shards = prepare_output(output_prefix, output_flag)
+  beam = import_beam()
   pipeline = beam.Pipeline(options=options)
   build(pipeline)
   quiet = _InputErrorTracebacks()
@@ -182,7 +192,7 @@ def run(beam, options, build, namespace):
     result.wait_until_finish()
   finally:
     beam_logger.removeFilter(quiet)
-  return _counters(beam, result, namespace)
+  return _counters(beam, result, namespace), shards
 
 
 def _counters(beam, result, namespace):

@@ -306,14 +306,10 @@ def _parser():
 
 @tool_flags.reporting_input_errors
 def main(argv=None):
-  args, pipeline_args = beam_tool.parse_flags(_parser(), argv)
-  beam = beam_tool.import_beam()
-  options = beam_tool.pipeline_options(beam, pipeline_args)
-  shards = beam_tool.prepare_output(args['output_tfrecord_prefix'],
-                                    'output_tfrecord_prefix')
-  counters = beam_tool.run(
-      beam, options, lambda pipeline: create_pipeline(pipeline, **args),
-      _NAMESPACE)
+  args, options = beam_tool.parse_flags(_parser(), argv)
+  counters, shards = beam_tool.run(
+      options, lambda pipeline: create_pipeline(pipeline, **args),
+      _NAMESPACE, args['output_tfrecord_prefix'], 'output_tfrecord_prefix')
   print('wrote %s tf.Example(s) to %s; left out %s image(s) (missing or '
         'unreadable, logged) and %s box(es) (zero size or outside the '
         'image)' % (counters.get('num_tf_examples_processed', '?'), shards,

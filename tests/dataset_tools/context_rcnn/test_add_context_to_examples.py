@@ -397,3 +397,9 @@ def test_a_bad_record_stops_the_pipeline_with_its_name(data):
                              pattern=path))
   assert 'record b0 has no image/seq_id' in line
   assert not glob.glob(str(data['root'] / 'bad' / 'out.record-*'))
+
+
+def test_an_output_directory_is_refused(data):
+  result = run_command(_TOOL, ['--input_tfrecord', data['pattern'],
+                               '--output_tfrecord', str(data['root'])])
+  assert 'give a file name prefix' in _one_error(result)
