@@ -196,10 +196,13 @@ def image_example(image, annotations, image_directory, category_names,
   boxes, ids, names, skipped = _object_features(
       annotations, image, category_names, keep_bboxes)
   f = dataset_util
+  image_format = (decoded.format or 'jpeg').lower()
+  # Many camera traps write MPO: a JPEG with a preview appended.
+  image_format = 'jpeg' if image_format == 'mpo' else image_format
   features = tool_flags.image_features(
-      encoded, (decoded.format or 'jpeg').lower(), image['height'],
-      image['width'], image['file_name'], str(image['id']), boxes['ymin'],
-      boxes['xmin'], boxes['ymax'], boxes['xmax'])
+      encoded, image_format, image['height'], image['width'],
+      image['file_name'], str(image['id']), boxes['ymin'], boxes['xmin'],
+      boxes['ymax'], boxes['xmax'])
   features.update({
       'image/location': f.bytes_feature(str(image['location'])),
       'image/seq_num_frames': f.int64_feature(image['seq_num_frames']),
@@ -215,8 +218,8 @@ def image_example(image, annotations, image_directory, category_names,
         'image/object/class/text': f.bytes_list_feature(names),
         'image/object/area': f.float_list_feature(boxes['area']),
     })
-  return tf.train.Example(features=tf.train.Features(feature=features)), (
-      skipped)
+  example = tf.train.Example(features=tf.train.Features(feature=features))
+  return example, skipped
 
 
 def _convert(item, image_directory, category_names, keep_bboxes):

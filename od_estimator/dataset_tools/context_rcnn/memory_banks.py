@@ -20,8 +20,6 @@ errors.UserInputError naming the record (image/source_id) and the field.
 import dataclasses
 import datetime
 import io
-import typing
-
 from PIL import Image
 import tensorflow as tf
 
@@ -33,7 +31,8 @@ TIME_HORIZONS = ('year', 'month', 'week', 'day', 'hour', 'minute')
 # source id (or capture time) at a location.
 SEQUENCE_KEYS = ('image/seq_id', 'image/location')
 DATE_FORMAT = '%Y-%m-%d %H:%M:%S'
-# A frame whose embedding is not in the bank has this index past the end.
+# A frame that gives the bank no embedding has the index max_elements
+# plus this, as in the original.
 _NOT_IN_BANK = 1
 
 _COORDINATES = ('xmin', 'xmax', 'ymin', 'ymax')
@@ -196,10 +195,10 @@ class Bank:
     indices: per frame of the group, its row in the bank, or
       max_elements + 1 when it gave none.
   """
-  features: typing.List[float]
+  features: list[float]
   length: int
-  image_ids: typing.List[bytes]
-  indices: typing.List[int]
+  image_ids: list[bytes]
+  indices: list[int]
 
 
 def _in_bank(index, example, settings):

@@ -243,3 +243,12 @@ def test_without_beam_one_line_names_the_extra(tmp_path, monkeypatch):
   assert _error_lines(result) == [line for line in result.stderr.splitlines()
                                   if line.strip()]
   assert 'pip install od_estimator[beam]' in result.stderr
+
+
+@pytest.mark.parametrize('tool', [_TOOL, 'dataset_tools.context_rcnn.'
+                                  'add_context_to_examples'])
+def test_help_needs_no_beam(tool, monkeypatch):
+  monkeypatch.setitem(sys.modules, 'apache_beam', None)
+  result = run_command(tool, ['--help'])
+  assert result.returncode == 0
+  assert 'Apache Beam pipeline options (--runner=...)' in result.stdout
