@@ -81,6 +81,10 @@ setup(
     ],
     extras_require={
         'test': ['pytest', 'pytest-xdist', 'grpcio-tools>=1.62,<1.63'],
+        # The Context R-CNN dataset tools (dataset_tools/context_rcnn) are
+        # Beam pipelines; 2.61 is the release tested beside TF 2.15
+        # (protobuf 4.25, numpy < 2: `pip check` finds no conflict).
+        'beam': ['apache-beam>=2.61,<2.62'],
     },
     entry_points={
         'console_scripts': [
@@ -100,6 +104,15 @@ setup(
             'od_estimator.dataset_tools.create_pet_tf_record:main',
             'create_synthetic_tf_record='
             'od_estimator.dataset_tools.create_synthetic_tf_record:main',
+            # The original's Context R-CNN Beam pipelines (extra: beam).
+            'create_cococameratraps_tfexample_main='
+            'od_estimator.dataset_tools.context_rcnn.create_cococameratraps_tfexample_main:main',
+            'add_context_to_examples='
+            'od_estimator.dataset_tools.context_rcnn.add_context_to_examples:main',
+            'generate_detection_data='
+            'od_estimator.dataset_tools.context_rcnn.generate_detection_data:main',
+            'generate_embedding_data='
+            'od_estimator.dataset_tools.context_rcnn.generate_embedding_data:main',
         ],
     },
 )

@@ -55,10 +55,23 @@ def add_logging_flags(parser):
 
 def tool_arguments(parser, argv):
   """The parsed flags as a dict, without the logging flags (see above)."""
-  args = vars(parser.parse_args(argv))
+  return known_tool_arguments(parser, argv, allow_others=False)[0]
+
+
+def known_tool_arguments(parser, argv, allow_others=True):
+  """(the tool's flags as a dict without the logging flags, the others).
+
+  The Beam tools hand the flags they do not define (`--runner`, ...) to
+  Beam as pipeline options; the other tools refuse them (allow_others).
+  """
+  if allow_others:
+    parsed, others = parser.parse_known_args(argv)
+  else:
+    parsed, others = parser.parse_args(argv), []
+  args = vars(parsed)
   for name in _LOGGING_FLAGS:
     del args[name]
-  return args
+  return args, others
 
 
 def read_bytes(path, what='file'):
