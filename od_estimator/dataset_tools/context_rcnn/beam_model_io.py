@@ -19,6 +19,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import exported_detector
+from od_estimator.utils import flag_checks
 
 try:
   import apache_beam as beam
@@ -40,6 +41,26 @@ def require_beam():
   """Raises errors.UserInputError saying how to install Beam if missing."""
   if beam is None:
     raise errors.UserInputError(_MISSING_BEAM)
+
+
+def add_tool_flags(parser, tool, model_help):
+  """The flags both tools have, named after the tool ('detection').
+
+  --<tool>_input_tfrecord, --<tool>_output_tfrecord, --<tool>_model_dir
+  and --num_shards, as the original's.
+  """
+  parser.add_argument('--%s_input_tfrecord' % tool, required=True,
+                      help='TFRecords (a glob) of tf.Examples with images.')
+  parser.add_argument('--%s_output_tfrecord' % tool, required=True,
+                      help='Prefix of the output TFRecords '
+                      '(<prefix>-SSSSS-of-NNNNN).')
+  parser.add_argument('--%s_model_dir' % tool, required=True,
+                      help='SavedModel of a detector exported with '
+                      'export_inference_graph --input_type tf_example%s.' %
+                      model_help)
+  parser.add_argument('--num_shards', type=flag_checks.at_least(0),
+                      default=0, help='Output files; 0 lets the runner '
+                      'choose.')
 
 
 def parse_known_flags(parser, argv):

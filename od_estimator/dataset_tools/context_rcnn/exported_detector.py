@@ -29,19 +29,27 @@ _OUTPUT_SETTINGS = {
 }
 
 
+def saved_model_dir(model_dir, flag):
+  """model_dir, or the saved_model/ folder in it (an export directory, as
+  `detect` accepts).
+
+  Raises:
+    errors.UserInputError: naming the flag, when neither holds a SavedModel.
+  """
+  for candidate in (model_dir, tf.io.gfile.join(model_dir, 'saved_model')):
+    if tf.io.gfile.exists(tf.io.gfile.join(candidate, 'saved_model.pb')):
+      return candidate
+  raise errors.UserInputError(
+      '%s %s: no SavedModel there (no saved_model.pb); give the saved_model/ '
+      'folder of an export_inference_graph --input_type tf_example export.'
+      % (flag, model_dir))
+
+
 def _signature(model_dir, flag):
   """The serving signature of the SavedModel in model_dir."""
-  path = tf.io.gfile.join(model_dir, 'saved_model.pb')
-  if not tf.io.gfile.exists(path):
-    hint = ''
-    if tf.io.gfile.exists(tf.io.gfile.join(model_dir, 'saved_model',
-                                           'saved_model.pb')):
-      hint = ' (it is an export directory: give its saved_model/ folder)'
-    raise errors.UserInputError(
-        '%s %s: no SavedModel there (no saved_model.pb)%s.' % (
-            flag, model_dir, hint))
   saved_model = saved_model_pb2.SavedModel()
-  with tf.io.gfile.GFile(path, 'rb') as f:
+  with tf.io.gfile.GFile(tf.io.gfile.join(model_dir, 'saved_model.pb'),
+                         'rb') as f:
     saved_model.ParseFromString(f.read())
   for meta_graph in saved_model.meta_graphs:
     if SIGNATURE in meta_graph.signature_def:
@@ -54,15 +62,20 @@ def check_model_dir(model_dir, flag, outputs):
   """Checks that model_dir holds a detector fed serialized tf.Examples.
 
   Args:
-    model_dir: the SavedModel directory (an export's saved_model/).
+    model_dir: the SavedModel directory (an export's saved_model/), or the
+      export directory.
     flag: the command-line flag that named it, for messages.
     outputs: names of the signature outputs the tool reads.
+
+  Returns:
+    The SavedModel directory.
 
   Raises:
     errors.UserInputError: naming the flag and directory, when there is no
       SavedModel, its serving signature takes images or side inputs, or it
       lacks one of `outputs` (with the config setting that adds it).
   """
+  model_dir = saved_model_dir(model_dir, flag)
   signature = _signature(model_dir, flag)
   inputs = dict(signature.inputs)
   if len(inputs) != 1:
@@ -87,6 +100,7 @@ def check_model_dir(model_dir, flag, outputs):
             ', '.join(sorted(signature.outputs)),
             '; export a model built with ' + ', '.join(settings)
             if settings else ''))
+  return model_dir
 
 
 class ExportedDetector:
@@ -107,7 +121,7 @@ class ExportedDetector:
     Raises:
       errors.UserInputError: see check_model_dir.
     """
-    check_model_dir(model_dir, flag, outputs)
+    model_dir = check_model_dir(model_dir, flag, outputs)
     self.model_dir = model_dir
     self._graph = tf.Graph()
     self._session = tf.compat.v1.Session(graph=self._graph)

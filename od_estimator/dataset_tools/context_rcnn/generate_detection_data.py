@@ -27,7 +27,6 @@ import functools
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import beam_model_io
 from od_estimator.dataset_tools.context_rcnn import exported_detector
-from od_estimator.utils import flag_checks
 
 _NAMESPACE = 'detection_data_generation'
 _OBJECT_PREFIX = 'image/object/'
@@ -109,7 +108,7 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord, model_dir,
   Raises:
     errors.UserInputError: for a glob matching nothing or an unusable model.
   """
-  exported_detector.check_model_dir(
+  model_dir = exported_detector.check_model_dir(
       model_dir, '--detection_model_dir', exported_detector.DETECTION_OUTPUTS)
   beam_model_io.construct(
       pipeline, input_tfrecord, '--detection_input_tfrecord', output_tfrecord,
@@ -136,21 +135,12 @@ def _score(text):
 def parse_args(argv):
   """(the tool's flags as a dict, the remaining Beam pipeline flags)."""
   parser = argparse.ArgumentParser(
-      allow_abbrev=False, description='Adds an exported detector\'s boxes to tf.Examples '
-      '(a Beam pipeline; other flags are Beam pipeline options such as '
-      '--runner).')
-  parser.add_argument('--detection_input_tfrecord', required=True,
-                      help='TFRecords (a glob) of tf.Examples with images.')
-  parser.add_argument('--detection_output_tfrecord', required=True,
-                      help='Prefix of the output TFRecords.')
-  parser.add_argument('--detection_model_dir', required=True,
-                      help='SavedModel of a detector exported with '
-                      '--input_type tf_example.')
+      allow_abbrev=False, description='Adds an exported detector\'s boxes '
+      'to tf.Examples (a Beam pipeline; other flags are Beam pipeline '
+      'options such as --runner).')
+  beam_model_io.add_tool_flags(parser, 'detection', '')
   parser.add_argument('--confidence_threshold', type=_score, default=0.9,
                       help='Lowest score of a detection kept as a box.')
-  parser.add_argument('--num_shards', type=flag_checks.at_least(0),
-                      default=0, help='Output files; 0 lets the runner '
-                      'choose.')
   return beam_model_io.parse_known_flags(parser, argv)
 
 

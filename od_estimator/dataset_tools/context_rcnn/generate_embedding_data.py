@@ -175,8 +175,8 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord, model_dir,
             embedding_type, ', '.join(sorted(EMBEDDING_OUTPUTS))))
   features_output = EMBEDDING_OUTPUTS[embedding_type]
   outputs = exported_detector.DETECTION_OUTPUTS + (features_output,)
-  exported_detector.check_model_dir(model_dir, '--embedding_model_dir',
-                                    outputs)
+  model_dir = exported_detector.check_model_dir(
+      model_dir, '--embedding_model_dir', outputs)
   beam_model_io.construct(
       pipeline, input_tfrecord, '--embedding_input_tfrecord', output_tfrecord,
       num_shards, beam_model_io.ConvertWithModel(
@@ -193,22 +193,14 @@ def parse_args(argv):
       allow_abbrev=False, description='Adds context embeddings from an '
       'exported Faster R-CNN to tf.Examples (a Beam pipeline; other flags '
       'are Beam pipeline options such as --runner).')
-  parser.add_argument('--embedding_input_tfrecord', required=True,
-                      help='TFRecords (a glob) of tf.Examples with images.')
-  parser.add_argument('--embedding_output_tfrecord', required=True,
-                      help='Prefix of the output TFRecords.')
-  parser.add_argument('--embedding_model_dir', required=True,
-                      help='SavedModel of a detector exported with '
-                      '--input_type tf_example that serves '
-                      'detection_features.')
+  beam_model_io.add_tool_flags(
+      parser, 'embedding', ' from a config with output_final_box_features: '
+      'true (it serves detection_features)')
   parser.add_argument('--top_k_embedding_count', type=flag_checks.at_least(0),
                       default=1, help='Rows of the best detections.')
   parser.add_argument('--bottom_k_embedding_count',
                       type=flag_checks.at_least(0), default=0,
                       help='Rows of the worst detections.')
-  parser.add_argument('--num_shards', type=flag_checks.at_least(0),
-                      default=0, help='Output files; 0 lets the runner '
-                      'choose.')
   parser.add_argument('--embedding_type', choices=sorted(EMBEDDING_OUTPUTS),
                       default='final_box_features',
                       help='The features embedded: final_box_features '

@@ -5,6 +5,7 @@ the SavedModel) above --confidence_threshold; examples with boxes, without
 a label or with several labels go the original's ways.
 """
 import importlib.util
+import os
 import sys
 
 import numpy as np
@@ -16,6 +17,7 @@ pytest.importorskip('apache_beam')
 # pylint: disable=g-import-not-at-top
 from od_estimator import errors
 from od_estimator.dataset_tools.context_rcnn import beam_model_io
+from od_estimator.dataset_tools.context_rcnn import exported_detector
 from od_estimator.dataset_tools.context_rcnn import generate_detection_data
 from od_estimator.export import exporter
 from tests.command_modules import run_command
@@ -151,17 +153,21 @@ def test_bad_flags_are_one_line_errors(model, tmp_path):
   record = tiny.write_records(tmp_path / 'in.record', [tiny.example('a')])
   missing = str(tmp_path / 'missing')
   line = _error_line(run_command(_COMMAND, _flags(tmp_path, missing, record)))
-  assert line == ('error: --detection_model_dir %s: no SavedModel there (no '
-                  'saved_model.pb).' % missing)
-  export_dir = model[:-len('/saved_model')]
-  line = _error_line(run_command(_COMMAND, _flags(tmp_path, export_dir,
-                                                  record)))
-  assert 'give its saved_model/ folder' in line
+  assert line == (
+      'error: --detection_model_dir %s: no SavedModel there (no '
+      'saved_model.pb); give the saved_model/ folder of an '
+      'export_inference_graph --input_type tf_example export.' % missing)
   line = _error_line(run_command(_COMMAND, _flags(
       tmp_path, model, record, '--confidence_treshold', '0.5')))
   assert line == ('error: unknown flag --confidence_treshold: neither a flag '
                   'of this tool (see --help) nor a Beam pipeline option.')
   assert not list(tmp_path.glob('out*'))
+
+
+def test_an_export_directory_means_its_saved_model(model):
+  assert exported_detector.check_model_dir(
+      os.path.dirname(model), '--detection_model_dir',
+      exported_detector.DETECTION_OUTPUTS) == model
 
 
 def test_a_model_fed_images_is_refused(tmp_path):
