@@ -150,7 +150,9 @@ class ConvertWithModel(beam.DoFn if beam else object):
   """
 
   def __init__(self, model_dir, model_flag, outputs, convert, namespace):
-    """Args:
+    """Keeps the settings; the model is loaded by setup() on the worker.
+
+    Args:
       model_dir: the SavedModel directory.
       model_flag: the flag that named it, for messages.
       outputs: the signature outputs detect() returns.
@@ -272,8 +274,17 @@ def run_tool(pipeline_args, construct_fn, output_prefix, namespace,
   require_beam()
   pipeline = beam.Pipeline(options=pipeline_options_from(pipeline_args))
   construct_fn(pipeline)
-  folder = output_prefix.rsplit('/', 1)[0] if '/' in output_prefix else ''
+  folder, _, name = output_prefix.rpartition('/')
   if folder:
     tf.io.gfile.makedirs(folder)
-  for name, count in sorted(run(pipeline, namespace).items()):
-    print('%d %s' % (count, outcomes.get(name, name)), file=sys.stderr)
+  # Where Beam stages the output files: a failed run leaves them behind.
+  staging = '%s/beam-temp-%s-*' % (folder or '.', name)
+  staged_before = set(tf.io.gfile.glob(staging))
+  try:
+    counts = run(pipeline, namespace)
+  except BaseException:
+    for path in set(tf.io.gfile.glob(staging)) - staged_before:
+      tf.io.gfile.rmtree(path)
+    raise
+  for outcome, count in sorted(counts.items()):
+    print('%d %s' % (count, outcomes.get(outcome, outcome)), file=sys.stderr)

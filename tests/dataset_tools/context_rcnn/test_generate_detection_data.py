@@ -190,7 +190,18 @@ def test_an_unreadable_record_names_its_file(model, tmp_path):
   line = _error_line(run_command(_COMMAND, _flags(
       tmp_path, model, str(tmp_path / 'in-*.record'))))
   assert line.startswith('error: input file %s: cannot read record 0' % bad)
-  assert not list(tmp_path.glob('out*'))
+  # Nothing written, nothing staged left behind.
+  assert sorted(path.name for path in tmp_path.iterdir()) == ['in-1.record']
+
+
+def test_an_image_the_model_cannot_read_names_its_record(model, tmp_path):
+  broken = tiny.example('broken', labels=[1])
+  broken.features.feature['image/encoded'].bytes_list.value[0] = b'no image'
+  record = tiny.write_records(tmp_path / 'in.record', [broken])
+  line = _error_line(run_command(_COMMAND, _flags(tmp_path, model, record)))
+  assert line.startswith('error: record 0 of %s (image/source_id broken): '
+                         'the model cannot read it: ' % record)
+  assert sorted(path.name for path in tmp_path.iterdir()) == ['in.record']
 
 
 def test_without_beam_main_says_how_to_install_it(monkeypatch, tmp_path):
