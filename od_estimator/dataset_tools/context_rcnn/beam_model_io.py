@@ -159,6 +159,7 @@ class ConvertWithModel(beam.DoFn if beam else object):
       convert: a picklable function of (tf.train.Example, detect).
       namespace: the metrics namespace of the outcome counters.
     """
+    require_beam()
     self._model_dir = model_dir
     self._model_flag = model_flag
     self._outputs = tuple(outputs)
