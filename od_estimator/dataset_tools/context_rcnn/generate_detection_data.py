@@ -156,4 +156,7 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  main()
+  # Run the importable module's main: the functions the pipeline pickles
+  # must be found by name on workers, not in this __main__ module.
+  from od_estimator.dataset_tools.context_rcnn import generate_detection_data as _tool
+  _tool.main()
