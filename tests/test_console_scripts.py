@@ -20,7 +20,11 @@ SCRIPTS = sorted(
 # The original's commands, under their original names.
 ORIGINAL_COMMANDS = {'model_main', 'model_tpu_main', 'export_inference_graph',
                      'export_tflite_ssd_graph', 'create_coco_tf_record',
-                     'create_pascal_tf_record'}
+                     'create_pascal_tf_record',
+                     # The Context R-CNN tools (Beam pipelines).
+                     'create_cococameratraps_tfexample_main',
+                     'add_context_to_examples', 'generate_detection_data',
+                     'generate_embedding_data'}
 
 
 def _installed(entry):
