@@ -40,6 +40,12 @@ from tests import trained_models
 _IN = fields.InputDataFields
 OVERFIT_STEPS = trained_models.OVERFIT_STEPS
 TOLERANCE = 1e-4
+# The losses a two-stage model's training summarizes.
+TRAIN_LOSS_TAGS = ('Loss/RPNLoss/localization_loss',
+                   'Loss/RPNLoss/objectness_loss',
+                   'Loss/BoxClassifierLoss/localization_loss',
+                   'Loss/BoxClassifierLoss/classification_loss',
+                   'Loss/total_loss')
 
 
 @pytest.fixture(scope='module')
@@ -51,11 +57,7 @@ def trained(overfit_faster_rcnn):
 def test_model_main_trains_and_evaluates_with_coco_metrics(trained):
   assert trained['checkpoint'].endswith('-%d' % OVERFIT_STEPS)
   train_tags = event_tags.scalar_tags(trained['model_dir'])
-  for tag in ('Loss/RPNLoss/localization_loss',
-              'Loss/RPNLoss/objectness_loss',
-              'Loss/BoxClassifierLoss/localization_loss',
-              'Loss/BoxClassifierLoss/classification_loss',
-              'Loss/total_loss'):
+  for tag in TRAIN_LOSS_TAGS:
     assert tag in train_tags, (tag, sorted(train_tags))
   eval_tags = event_tags.scalar_tags(
       os.path.join(trained['model_dir'], 'eval_0'))

@@ -20,6 +20,7 @@ import tensorflow as tf
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.models import faster_rcnn_feature_extractor as base
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.utils import graph_building
 from tests import tiny_ssd
 
 _BATCH_NORMS = ('FusedBatchNorm', 'FusedBatchNormV2', 'FusedBatchNormV3')
@@ -137,7 +138,7 @@ def write_calibrated_checkpoint(directory,
   extractor_class = (
       faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
           extractor])
-  with tf.Graph().as_default() as graph:
+  with tf.Graph().as_default() as graph, graph_building.identity_equality():
     tf.compat.v1.set_random_seed(1)
     feature_extractor = extractor_class(True, 16, batch_norm_trainable=True)
     images = feature_extractor.preprocess(
