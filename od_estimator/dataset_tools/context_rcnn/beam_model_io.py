@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
+from od_estimator.dataset_tools.context_rcnn import beam_tool
 from od_estimator.dataset_tools.context_rcnn import exported_detector
 from od_estimator.utils import flag_checks
 
@@ -34,7 +35,6 @@ except ModuleNotFoundError as missing:
 _MISSING_BEAM = ('apache_beam is not installed; these tools are Beam '
                  'pipelines: pip install od_estimator[beam]')
 # The logger Beam reports a failed DoFn on, with its traceback.
-_DOFN_ERRORS_LOGGER = 'apache_beam.runners.common'
 
 
 def require_beam():
@@ -226,63 +226,27 @@ def construct(pipeline, input_pattern, input_flag, output_prefix, num_shards,
                                                   num_shards=num_shards))
 
 
-class _WithoutUserErrorTracebacks(logging.Filter):
-  """Drops Beam's traceback of a DoFn that raised UserInputError: main
-  reports it in one line."""
-
-  def filter(self, record):
-    error = record.exc_info[1] if record.exc_info else None
-    return not isinstance(error, errors.UserInputError)
-
-
-def run(pipeline, namespace):
-  """Runs the pipeline to its end; logs its outcome counters.
-
-  Returns:
-    {outcome name: count} (empty when the runner reports no metrics).
-  """
-  log_filter = _WithoutUserErrorTracebacks()
-  logger = logging.getLogger(_DOFN_ERRORS_LOGGER)
-  logger.addFilter(log_filter)
-  try:
-    result = pipeline.run()
-    result.wait_until_finish()
-  finally:
-    logger.removeFilter(log_filter)
-  try:
-    counters = result.metrics().query(
-        beam.metrics.MetricsFilter().with_namespace(namespace))['counters']
-  except (NotImplementedError, KeyError):
-    return {}
-  totals = {}
-  for counter in counters:
-    name = counter.key.metric.name
-    totals[name] = totals.get(name, 0) + (counter.committed or 0)
-  return totals
-
-
-def run_tool(pipeline_args, construct_fn, output_prefix, namespace,
-             outcomes):
+def run_tool(pipeline_args, construct_fn, output_prefix, output_flag,
+             namespace, outcomes):
   """A tool's main after its flags: builds, runs and summarises a pipeline.
 
   Args:
     pipeline_args: the flags left for Beam (pipeline_options_from).
     construct_fn: function adding the tool's transforms to a pipeline.
     output_prefix: the output files' prefix; its folder is created.
+    output_flag: the flag that gave it, for errors.
     namespace: the metrics namespace of the tool's outcome counters.
     outcomes: {outcome name: what its count means}, one stderr line each.
   """
   require_beam()
-  pipeline = beam.Pipeline(options=pipeline_options_from(pipeline_args))
-  construct_fn(pipeline)
+  options = pipeline_options_from(pipeline_args)
   folder, _, name = output_prefix.rpartition('/')
-  if folder:
-    tf.io.gfile.makedirs(folder)
   # Where Beam stages the output files: a failed run leaves them behind.
   staging = '%s/beam-temp-%s-*' % (folder or '.', name)
   staged_before = set(tf.io.gfile.glob(staging))
   try:
-    counts = run(pipeline, namespace)
+    counts, _ = beam_tool.run(options, construct_fn, namespace,
+                              output_prefix, output_flag)
   except BaseException:
     for path in set(tf.io.gfile.glob(staging)) - staged_before:
       tf.io.gfile.rmtree(path)

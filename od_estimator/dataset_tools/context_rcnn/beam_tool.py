@@ -169,7 +169,7 @@ def run(options, build, namespace, output_prefix, output_flag):
     build: build(pipeline) adds the tool's transforms.
     namespace: the namespace of the tool's counters (count()).
     output_prefix: the prefix of the shards the pipeline writes; its
-      directory is created first.
+      directory is created once the pipeline is built.
     output_flag: the flag that gave it, for errors.
 
   Returns:
@@ -180,10 +180,10 @@ def run(options, build, namespace, output_prefix, output_flag):
     errors.UserInputError: a record's bad input, raised where the pipeline
       read it (Beam keeps the type and appends the step's name).
   """
-  shards = prepare_output(output_prefix, output_flag)
   beam = import_beam()
   pipeline = beam.Pipeline(options=options)
-  build(pipeline)
+  build(pipeline)  # may refuse its input: nothing is created before
+  shards = prepare_output(output_prefix, output_flag)
   quiet = _InputErrorTracebacks()
   beam_logger = logging.getLogger('apache_beam.runners.common')
   beam_logger.addFilter(quiet)

@@ -152,7 +152,8 @@ def main(argv=None):
           pipeline, args['detection_input_tfrecord'],
           args['detection_output_tfrecord'], args['detection_model_dir'],
           args['confidence_threshold'], args['num_shards']),
-      args['detection_output_tfrecord'], _NAMESPACE, OUTCOMES)
+      args['detection_output_tfrecord'], 'detection_output_tfrecord',
+      _NAMESPACE, OUTCOMES)
 
 
 if __name__ == '__main__':

@@ -218,7 +218,8 @@ def main(argv=None):
           args['embedding_output_tfrecord'], args['embedding_model_dir'],
           args['top_k_embedding_count'], args['bottom_k_embedding_count'],
           args['num_shards'], args['embedding_type']),
-      args['embedding_output_tfrecord'], _NAMESPACE, OUTCOMES)
+      args['embedding_output_tfrecord'], 'embedding_output_tfrecord',
+      _NAMESPACE, OUTCOMES)
 
 
 if __name__ == '__main__':
