@@ -23,8 +23,9 @@ in train_and_evaluate and 143 / 130 when evaluating only.
 
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
-share of the input files. Parameter servers serve until stopped. Several
-GPUs of one machine: add --num_gpus=N (MirroredStrategy).
+share of the input files. Parameter servers serve until stopped: SIGTERM
+or Ctrl-C ends one at once. Several GPUs of one machine: add --num_gpus=N
+(MirroredStrategy).
 """
 
 import functools
@@ -177,6 +178,9 @@ def _evaluate_checkpoints(parts, checkpoint, hooks):
 
 
 def _train_and_evaluate(parts):
+  if parts['estimator'].config.task_type == 'ps':
+    # Serves until stopped: a signal must end it (see interrupts).
+    interrupts.end_process_on_signals()
   preemption_hook = preemption.PreemptionHook(
       parts['estimator'].model_dir,
       parts['configs']['eval_config'].batch_size or 1)
