@@ -211,8 +211,8 @@ def cluster_run(request, tmp_path_factory):
     cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
     args = ['--pipeline_config_path=%s' % config,
             '--model_dir=%s' % model_dir,
-            '--num_train_steps=%d' % family.train_steps, '--log_every_n_steps=1',
-            '--eval_throttle_secs=2',
+            '--num_train_steps=%d' % family.train_steps,
+            '--log_every_n_steps=1', '--eval_throttle_secs=2',
             # Each evaluation on the first validation image only.
             '--sample_1_of_n_eval_examples=8'] + list(family.flags)
     logs = {task: str(root / ('%s.log' % task))
