@@ -10,8 +10,8 @@ and tiny_faster_rcnn's two-stage model on the fake feature extractor of
 tests/fakes.py (1x1 convs), which tests/fake_extractor_model_main.py
 registers before it runs model_main.
 """
-import dataclasses
 import contextlib
+import dataclasses
 import fcntl
 import glob
 import json
@@ -63,9 +63,9 @@ FAMILIES = {
         'tests.fake_extractor_model_main',
         lambda root: tiny_faster_rcnn.write_config(root, root / 'data',
                                                    extractor='fake'),
-        # Its 1x1-conv extractor builds in a second and steps about 40
-        # times a second on a busy 2-core machine (the SSD about once), more
-        # when idle: 500 steps last 5 s or more.
+        # Its 1x1-conv extractor builds in a second and steps 35 to 60 times
+        # a second on a shared 2-core machine (the SSD about once): 500
+        # steps outlast the worker's delay by seconds.
         500),
 }
 # Only parsed, never connected to.
