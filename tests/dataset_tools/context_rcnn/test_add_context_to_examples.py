@@ -375,15 +375,27 @@ def _one_error(result):
     (['--sequence_key=image/filename'], 'one of image/seq_id, image/location'),
     (['--time_horizon=fortnight'], 'year, month, week, day, hour, minute'),
     (['--image_ids_to_keep=/no/such.json'], '--image_ids_to_keep file'),
-    (['--num_shard=2'], 'unknown flag(s) --num_shard=2'),
+    (['--runner=NoSuchRunner'], 'error: --runner=NoSuchRunner: Unexpected'),
 ])
 def test_bad_flags_are_one_line(data, flags, message):
   assert message in _one_error(_command(data, flags))
 
 
+def test_unknown_flags_are_named(data):
+  line = _one_error(_command(data, ['--num_shard=2', '--runer', 'Direct']))
+  assert line == ('error: unknown flags --num_shard, --runer: neither a flag '
+                  'of this tool nor an Apache Beam pipeline option; see '
+                  '--help for the tool\'s flags')
+
+
 def test_empty_glob_is_one_line(data):
-  line = _one_error(_command(data, [], pattern=str(data['root'] / 'no-*')))
-  assert 'no-*' in line and 'matches no file' in line
+  pattern = str(data['root'] / 'no-*')
+  line = _one_error(_command(data, [], pattern=pattern))
+  assert line == ('error: --input_tfrecord=%s matches no file; give a glob '
+                  'of the input TFRecord files' % pattern)
+  line = _one_error(_command(data, [], pattern='nofs://bucket/*'))
+  assert line.startswith('error: --input_tfrecord=nofs://bucket/*: File '
+                         'system scheme \'nofs\' not implemented')
 
 
 def test_a_bad_record_stops_the_pipeline_with_its_name(data):
