@@ -142,6 +142,13 @@ def input_files(pattern, flag):
   return sorted(files)
 
 
+def beam_glob(pattern):
+  """The glob as Beam's readers must get it: a local relative glob made
+  absolute (Beam's file matcher finds nothing for a glob without a folder,
+  such as `in-*.record`); URLs (gs://, ...) stay as they are."""
+  return pattern if '://' in pattern else os.path.abspath(pattern)
+
+
 def prepare_output(prefix, flag):
   """Creates the directory of an output prefix; its shard glob.
 

@@ -388,6 +388,17 @@ def test_unknown_flags_are_named(data):
                   '--help for the tool\'s flags')
 
 
+def test_a_glob_without_a_folder_reads_the_current_one(data, monkeypatch):
+  monkeypatch.chdir(data['root'])
+  prefix = str(data['root'] / 'bare' / 'out.record')
+  result = run_command(_TOOL, ['--input_tfrecord', 'in.record-*',
+                               '--output_tfrecord', prefix])
+  assert result.returncode == 0, result.stderr[-3000:]
+  records = [record for shard in sorted(glob.glob(prefix + '-*'))
+             for record in tf.data.TFRecordDataset(shard).as_numpy_iterator()]
+  assert len(records) == len(data['examples'])
+
+
 def test_empty_glob_is_one_line(data):
   pattern = str(data['root'] / 'no-*')
   line = _one_error(_command(data, [], pattern=pattern))
