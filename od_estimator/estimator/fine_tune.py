@@ -9,11 +9,20 @@ restore_map asks for (same name and shape) is taken for one of another
 model or feature extractor: the launch stops while the graph is built,
 before anything is written, unless the hparam allow_partial_fine_tune is
 true (--hparams_overrides=allow_partial_fine_tune=true).
+
+Both checkpoint formats are read, told apart by the file (so
+fine_tune_checkpoint_version changes nothing): name-based ones (TF1) by
+variable name, object-based ones (TF2, see object_fine_tune) by object path
+and Keras name. `full` (the whole model, shapes permitting) is the TF2
+type; with a TF1 checkpoint it means `detection` with
+load_all_detection_checkpoint_vars.
 """
 from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.estimator import object_fine_tune
+from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import variables_helper
 
 
@@ -29,39 +38,65 @@ def fine_tune_checkpoint_type(train_config):
 _EXAMPLES = 5
 
 
-def restore_map(model, train_config, allow_partial=False):
-  """{checkpoint name: variable} present in fine_tune_checkpoint, logged.
+def match_checkpoint(model, train_config):
+  """What fine_tune_checkpoint gives this model: object_fine_tune.Matched.
 
   Raises:
-    errors.UserInputError: the checkpoint type is unknown, no checkpoint is
-      there, or (unless allow_partial) it gives fewer than half of the
-      variables asked for (see too_few_message).
+    errors.UserInputError: the checkpoint type is unknown or no checkpoint
+      is there.
   """
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
-  if kind not in ('detection', 'classification'):
+  if kind not in object_fine_tune.PARTS:
     raise errors.UserInputError(
-        'train_config.fine_tune_checkpoint_type %r is not '
-        'supported; use "detection" or "classification"' % kind)
-  wanted = model.restore_map(
-      fine_tune_checkpoint_type=kind,
-      load_all_detection_checkpoint_vars=(
-          train_config.load_all_detection_checkpoint_vars))
+        'train_config.fine_tune_checkpoint_type %r is not supported; use '
+        '"classification", "detection" or "full"' % kind)
   try:
-    available, missing, mismatched = (
-        variables_helper.get_variables_available_in_checkpoint_with_report(
-            wanted, checkpoint, include_global_step=False))
+    prefix = checkpoint_contents.resolve(checkpoint)
+    object_based = checkpoint_contents.is_object_based(prefix)
   except tf.errors.NotFoundError:
     raise errors.UserInputError(
         'train_config.fine_tune_checkpoint %r: no checkpoint found there. '
         'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
         'from scratch with --hparams_overrides=load_pretrained=false.' %
         checkpoint) from None
-  log_restore_report(checkpoint, kind, available, missing, mismatched)
-  if 2 * len(available) < len(wanted) and not allow_partial:
+  if object_based:
+    return object_fine_tune.restore_map(model, kind, prefix)
+  return _name_based_restore_map(model, train_config, kind, prefix)
+
+
+def restore_map(model, train_config, allow_partial=False):
+  """{checkpoint key: variable} present in fine_tune_checkpoint, logged.
+
+  Raises:
+    errors.UserInputError: see match_checkpoint; or (unless allow_partial)
+      the checkpoint gives fewer than half of the variables asked for (see
+      too_few_message).
+  """
+  checkpoint = train_config.fine_tune_checkpoint
+  kind = fine_tune_checkpoint_type(train_config)
+  matched = match_checkpoint(model, train_config)
+  wanted = (len(matched.available) + len(matched.missing) +
+            len(matched.mismatched))
+  log_restore_report(checkpoint, kind, *matched)
+  if 2 * len(matched.available) < wanted and not allow_partial:
     raise errors.UserInputError(too_few_message(
-        checkpoint, kind, len(available), len(wanted), missing, mismatched))
-  return available
+        checkpoint, kind, len(matched.available), wanted, matched.missing,
+        matched.mismatched))
+  return matched.available
+
+
+def _name_based_restore_map(model, train_config, kind, prefix):
+  """object_fine_tune.Matched of a name-based (TF1) checkpoint."""
+  load_all = train_config.load_all_detection_checkpoint_vars
+  if kind == 'full':
+    kind, load_all = 'detection', True
+  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
+                             load_all_detection_checkpoint_vars=load_all)
+  available, missing, mismatched = (
+      variables_helper.get_variables_available_in_checkpoint_with_report(
+          wanted, prefix, include_global_step=False))
+  return object_fine_tune.Matched(available, missing, mismatched, [])
 
 
 def _examples(items):
@@ -71,7 +106,8 @@ def _examples(items):
 
 def too_few_message(checkpoint, kind, restored, wanted, missing, mismatched):
   """The one-line refusal of a checkpoint that gives too little."""
-  held = sorted(tf.train.list_variables(checkpoint))
+  held = [(value.keras_name or value.path, value.shape) for value in
+          checkpoint_contents.read(checkpoint_contents.resolve(checkpoint))]
   parts = ['train_config.fine_tune_checkpoint %s (%s): only %d of the %d '
            'variables this model restores from it are there with the same '
            'name and shape (fewer than half: a checkpoint of another model '
@@ -93,8 +129,13 @@ def too_few_message(checkpoint, kind, restored, wanted, missing, mismatched):
   return ' '.join(parts)
 
 
-def log_restore_report(checkpoint, kind, available, missing, mismatched):
-  """Logs the names restored from and skipped in fine_tune_checkpoint."""
+def log_restore_report(checkpoint, kind, available, missing, mismatched,
+                       left_out=()):
+  """Logs the names restored from and skipped in fine_tune_checkpoint.
+
+  left_out: object paths of an object-based checkpoint's values, in the
+  part `kind` restores, that feed no variable of this model.
+  """
   logging.info('Fine-tuning from %s (%s): restoring %d variables: %s',
                checkpoint, kind, len(available), ', '.join(sorted(available)))
   if missing:
@@ -105,6 +146,11 @@ def log_restore_report(checkpoint, kind, available, missing, mismatched):
         'Fine-tuning: skipping %d variables of another shape (checkpoint vs '
         'model): %s', len(mismatched),
         ', '.join('%s %s vs %s' % entry for entry in mismatched))
+  if left_out:
+    logging.warning(
+        'Fine-tuning: leaving out %d values of the checkpoint that feed no '
+        'variable of this model (`od-estimator inspect_checkpoint` lists '
+        'them): %s', len(left_out), ', '.join(left_out))
 
 
 def build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True,

@@ -1,0 +1,130 @@
+"""Fine-tuning from an object-based (TF2) checkpoint, as the original's TF2
+loop restores one.
+
+The original restores a part of the checkpoint's object graph per
+fine_tune_checkpoint_type (its SSD's restore_from_objects):
+
+  classification  the Keras backbone: `feature_extractor/...`, as its
+                  classification checkpoints hold it (we also take
+                  `model/_feature_extractor/classification_backbone/...`
+                  from a detection checkpoint);
+  detection       the whole feature extractor, backbone and FPN or extra
+                  feature maps, no heads: `model/_feature_extractor/...`;
+  full            the whole model, heads included: `model/...`.
+
+Within that part, each saved model value feeds the variable of this graph
+that has its Keras name (the name the object graph records for it; our
+Keras-named models give their variables the original's names). Optimizer
+slots are never restored: the original restores the model objects alone,
+so a checkpoint holding moving averages (`average` slots) fine-tunes from
+the raw weights there too.
+"""
+import collections
+
+from absl import logging
+import tensorflow as tf
+
+from od_estimator.utils import checkpoint_contents
+
+# fine_tune_checkpoint_type -> object paths of the part it restores.
+PARTS = {
+    'classification': ('feature_extractor/',
+                       'model/_feature_extractor/classification_backbone/'),
+    'detection': ('model/_feature_extractor/',),
+    'full': ('model/',),
+}
+
+# Roots of the model's values: a training or exported checkpoint's model,
+# a classification checkpoint's backbone.
+_MODEL_ROOTS = ('model/', 'feature_extractor/')
+
+Matched = collections.namedtuple('Matched', [
+    'available',   # {checkpoint key: variable}, for init_from_checkpoint
+    'missing',     # sorted names of wanted variables the part lacks
+    'mismatched',  # sorted (name, checkpoint shape, variable shape)
+    'left_out',    # sorted object paths of the part's values fed nowhere
+])
+
+
+def model_values(values):
+  """The saved values that are model weights (no slot, no bookkeeping)."""
+  return [value for value in values
+          if value.slot_of is None and value.keras_name and
+          value.path.startswith(_MODEL_ROOTS)]
+
+
+def kinds_restoring(path):
+  """The fine_tune_checkpoint_types whose part holds object path `path`."""
+  return [kind for kind, prefixes in sorted(PARTS.items())
+          if path.startswith(prefixes)]
+
+
+def wanted_variables(model, kind):
+  """{variable name: variable} that `kind` restores into this graph.
+
+  classification: the Keras backbone's variables, which sit at the graph's
+  root as `<layer>/<weight>` (the extractor's added layers are below its
+  own Keras name); detection: the feature extractor's; full: the model's.
+  """
+  if kind == 'full':
+    wanted = model.restore_map('detection',
+                               load_all_detection_checkpoint_vars=True)
+    wanted.pop(tf.compat.v1.GraphKeys.GLOBAL_STEP, None)
+    return wanted
+  wanted = model.restore_map(kind)
+  if kind == 'classification':
+    wanted = {name: variable for name, variable in wanted.items()
+              if name.count('/') == 1}
+  return wanted
+
+
+def match(wanted, values, kind):
+  """Pairs the wanted variables with the saved values of `kind`'s part.
+
+  Args:
+    wanted: {variable name: variable}, from wanted_variables.
+    values: checkpoint_contents.read of the checkpoint.
+    kind: 'classification', 'detection' or 'full'.
+
+  Returns:
+    Matched.
+  """
+  by_name = collections.defaultdict(list)
+  for value in model_values(values):
+    if value.path.startswith(PARTS[kind]):
+      by_name[value.keras_name].append(value)
+  available, missing, mismatched = {}, [], []
+  used = set()
+  for name, variable in sorted(wanted.items()):
+    saved = by_name.get(name, [])
+    if len(saved) != 1:
+      # Not there, or a name shared by two values (the object paths then
+      # tell them apart, and nothing says which one this variable is).
+      missing.append(name)
+      continue
+    value, = saved
+    used.add(value.key)
+    shape = variable.shape.as_list()
+    if value.shape == shape:
+      available[value.key] = variable
+    else:
+      mismatched.append((name, value.shape, shape))
+  left_out = sorted(value.path for group in by_name.values()
+                    for value in group if value.key not in used)
+  return Matched(available, missing, mismatched, left_out)
+
+
+def restore_map(model, kind, checkpoint_prefix):
+  """Matched for an object-based checkpoint; logs a note on averages.
+
+  Args:
+    model: the DetectionModel, its graph built.
+    kind: 'classification', 'detection' or 'full'.
+    checkpoint_prefix: an object-based checkpoint's prefix.
+  """
+  values = checkpoint_contents.read(checkpoint_prefix)
+  if any(value.slot_name == checkpoint_contents.AVERAGE_SLOT
+         for value in values):
+    logging.info('%s holds moving averages; fine-tuning starts from its raw '
+                 'weights, as the original does.', checkpoint_prefix)
+  return match(wanted_variables(model, kind), values, kind)
