@@ -60,9 +60,34 @@ def match_checkpoint(model, train_config):
         'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
         'from scratch with --hparams_overrides=load_pretrained=false.' %
         checkpoint) from None
+  return match_prefix(model, kind, prefix, object_based,
+                      train_config.load_all_detection_checkpoint_vars)
+
+
+def match_prefix(model, kind, prefix, object_based, load_all=False):
+  """object_fine_tune.Matched of the checkpoint at `prefix`, either format.
+
+  Args:
+    model: the DetectionModel, its graph built.
+    kind: 'classification', 'detection' or 'full'.
+    prefix: the checkpoint's prefix.
+    object_based: whether it is a TF2 checkpoint (see checkpoint_contents).
+    load_all: load_all_detection_checkpoint_vars (TF1 'detection' only).
+  """
   if object_based:
+    if load_all and kind == 'detection':
+      logging.info('load_all_detection_checkpoint_vars does nothing with a '
+                   'TF2 checkpoint, as in the original; use '
+                   'fine_tune_checkpoint_type "full" to restore the heads.')
     return object_fine_tune.restore_map(model, kind, prefix)
-  return _name_based_restore_map(model, train_config, kind, prefix)
+  if kind == 'full':
+    kind, load_all = 'detection', True
+  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
+                             load_all_detection_checkpoint_vars=load_all)
+  available, missing, mismatched = (
+      variables_helper.get_variables_available_in_checkpoint_with_report(
+          wanted, prefix, include_global_step=False))
+  return object_fine_tune.Matched(available, missing, mismatched, [])
 
 
 def restore_map(model, train_config, allow_partial=False):
@@ -84,19 +109,6 @@ def restore_map(model, train_config, allow_partial=False):
         checkpoint, kind, len(matched.available), wanted, matched.missing,
         matched.mismatched))
   return matched.available
-
-
-def _name_based_restore_map(model, train_config, kind, prefix):
-  """object_fine_tune.Matched of a name-based (TF1) checkpoint."""
-  load_all = train_config.load_all_detection_checkpoint_vars
-  if kind == 'full':
-    kind, load_all = 'detection', True
-  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
-                             load_all_detection_checkpoint_vars=load_all)
-  available, missing, mismatched = (
-      variables_helper.get_variables_available_in_checkpoint_with_report(
-          wanted, prefix, include_global_step=False))
-  return object_fine_tune.Matched(available, missing, mismatched, [])
 
 
 def _examples(items):
