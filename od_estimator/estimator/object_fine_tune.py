@@ -14,12 +14,18 @@ fine_tune_checkpoint_type (its SSD's restore_from_objects):
 
 Within that part, each saved model value feeds the variable of this graph
 that has its Keras name (the name the object graph records for it; our
-Keras-named models give their variables the original's names). Optimizer
+Keras-named models give their variables the original's names). Where the
+name does not identify it, its object path does: a process that built its
+model twice (a notebook) saves the second one's added layers below a
+numbered Keras model name (`ssd_mobile_net_v2_keras_feature_extractor_1/
+FeatureMaps/...`) at the object paths of the first, which name them
+without the number. Optimizer
 slots are never restored: the original restores the model objects alone,
 so a checkpoint holding moving averages (`average` slots) fine-tunes from
 the raw weights there too.
 """
 import collections
+import re
 
 from absl import logging
 import tensorflow as tf
@@ -37,6 +43,9 @@ PARTS = {
 # Roots of the model's values: a training or exported checkpoint's model,
 # a classification checkpoint's backbone.
 _MODEL_ROOTS = ('model/', 'feature_extractor/')
+
+# A name below a Keras model numbered by Keras (`<model>_<n>/<layer>/<w>`).
+_NUMBERED_MODEL = re.compile(r'^([^/]+)_\d+/(?=[^/]+/)')
 
 Matched = collections.namedtuple('Matched', [
     'available',   # {checkpoint key: variable}, for init_from_checkpoint
@@ -90,9 +99,14 @@ def match(wanted, values, kind):
     Matched.
   """
   by_name = collections.defaultdict(list)
+  left_out = []
   for value in model_values(values):
     if value.path.startswith(PARTS[kind]):
-      by_name[value.keras_name].append(value)
+      name = _identity(value.keras_name, wanted)
+      if name is None:
+        left_out.append(value.path)
+      else:
+        by_name[name].append(value)
   available, missing, mismatched = {}, [], []
   used = set()
   for name, variable in sorted(wanted.items()):
@@ -109,9 +123,21 @@ def match(wanted, values, kind):
       available[value.key] = variable
     else:
       mismatched.append((name, value.shape, shape))
-  left_out = sorted(value.path for group in by_name.values()
-                    for value in group if value.key not in used)
-  return Matched(available, missing, mismatched, left_out)
+  left_out += [value.path for group in by_name.values() for value in group
+               if value.key not in used]
+  return Matched(available, missing, mismatched, sorted(left_out))
+
+
+def _identity(keras_name, wanted):
+  """The wanted variable name a saved value's Keras name stands for, or None.
+
+  The name itself, or the name without the number Keras gave a model that
+  the writing process had built before (same object path, see above).
+  """
+  if keras_name in wanted:
+    return keras_name
+  unnumbered = _NUMBERED_MODEL.sub(r'\1/', keras_name)
+  return unnumbered if unnumbered in wanted else None
 
 
 def restore_map(model, kind, checkpoint_prefix):

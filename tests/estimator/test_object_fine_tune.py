@@ -106,7 +106,8 @@ def _checkpoint_for(config, kind):
 
 @pytest.mark.parametrize('name', [
     MOBILENET, MOBILENET + '.classification',
-    MOBILENET + '.use_moving_average', RESNET + '.classification'])
+    MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
+    RESNET + '.classification'])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
@@ -195,6 +196,24 @@ def test_full_restores_the_raw_weights_not_the_averages(mobilenet, written):
         value, np.full(value.shape, expected[variable.op.name]))
   assert any('holds moving averages; fine-tuning starts from its raw '
              'weights' in message for message in messages)
+
+
+@pytest.mark.parametrize('kind', ['detection', 'full'])
+def test_a_model_built_twice_restores_by_object_path(mobilenet, written,
+                                                     kind):
+  # Its added layers' Keras names carry a number ours do not.
+  prefix, lines = written(MOBILENET + '.built_twice')
+  numbered = {fact.key for fact in lines
+              if '_feature_extractor_1/FeatureMaps/' in fact.keras_name}
+  assert len(numbered) == 40
+  with mobilenet.graph.as_default():
+    matched = fine_tune.match_checkpoint(mobilenet.model,
+                                         _train_config(prefix, kind))
+    wanted = object_fine_tune.wanted_variables(mobilenet.model, kind)
+  assert (matched.missing, matched.mismatched, matched.left_out) == (
+      [], [], [])
+  assert len(matched.available) == len(wanted)
+  assert numbered <= set(matched.available)
 
 
 def _other_model(lines):
