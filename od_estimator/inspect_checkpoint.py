@@ -31,7 +31,7 @@ from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
-from od_estimator.estimator import object_fine_tune
+from od_estimator.estimator import object_checkpoint
 from od_estimator.utils import checkpoint_contents
 
 _PROGRAM = 'od-estimator inspect_checkpoint'
@@ -74,7 +74,7 @@ def _describe(value):
     return 'moving average of %s' % slot_of
   if slot_of:
     return 'optimizer slot %r of %s' % (slot_name, slot_of)
-  if value.keras_name and not object_fine_tune.model_values([value]):
+  if value.keras_name and not object_checkpoint.model_values([value]):
     return 'training state (never restored by fine-tuning)'
   return ''
 
@@ -114,7 +114,7 @@ def feeding(model, prefix, object_based):
   fed = {}
   other_shape = {}
   wanted = set()
-  for kind in sorted(object_fine_tune.PARTS):
+  for kind in sorted(object_checkpoint.PARTS):
     matched = fine_tune.match_prefix(model, kind, prefix, object_based)
     for key, variable in matched.available.items():
       fed.setdefault(key, (variable.op.name, []))[1].append(kind)

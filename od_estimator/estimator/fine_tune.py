@@ -12,7 +12,7 @@ true (--hparams_overrides=allow_partial_fine_tune=true).
 
 Both checkpoint formats are read, told apart by the file (so
 fine_tune_checkpoint_version changes nothing): name-based ones (TF1) by
-variable name, object-based ones (TF2, see object_fine_tune) by object path
+variable name, object-based ones (TF2, see object_checkpoint) by object path
 and Keras name. `full` (the whole model, shapes permitting) is the TF2
 type; with a TF1 checkpoint it means `detection` with
 load_all_detection_checkpoint_vars.
@@ -21,7 +21,7 @@ from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.estimator import object_fine_tune
+from od_estimator.estimator import object_checkpoint
 from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import variables_helper
 
@@ -39,7 +39,7 @@ _EXAMPLES = 5
 
 
 def match_checkpoint(model, train_config):
-  """What fine_tune_checkpoint gives this model: object_fine_tune.Matched.
+  """What fine_tune_checkpoint gives this model: object_checkpoint.Matched.
 
   Raises:
     errors.UserInputError: the checkpoint type is unknown or no checkpoint
@@ -47,7 +47,7 @@ def match_checkpoint(model, train_config):
   """
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
-  if kind not in object_fine_tune.PARTS:
+  if kind not in object_checkpoint.PARTS:
     raise errors.UserInputError(
         'train_config.fine_tune_checkpoint_type %r is not supported; use '
         '"classification", "detection" or "full"' % kind)
@@ -65,7 +65,7 @@ def match_checkpoint(model, train_config):
 
 
 def match_prefix(model, kind, prefix, object_based, load_all=False):
-  """object_fine_tune.Matched of the checkpoint at `prefix`, either format.
+  """object_checkpoint.Matched of the checkpoint at `prefix`, either format.
 
   Args:
     model: the DetectionModel, its graph built.
@@ -79,7 +79,7 @@ def match_prefix(model, kind, prefix, object_based, load_all=False):
       logging.info('load_all_detection_checkpoint_vars does nothing with a '
                    'TF2 checkpoint, as in the original; use '
                    'fine_tune_checkpoint_type "full" to restore the heads.')
-    return object_fine_tune.restore_map(model, kind, prefix)
+    return object_checkpoint.restore_map(model, kind, prefix)
   if kind == 'full':
     kind, load_all = 'detection', True
   wanted = model.restore_map(fine_tune_checkpoint_type=kind,
@@ -87,7 +87,7 @@ def match_prefix(model, kind, prefix, object_based, load_all=False):
   available, missing, mismatched = (
       variables_helper.get_variables_available_in_checkpoint_with_report(
           wanted, prefix, include_global_step=False))
-  return object_fine_tune.Matched(available, missing, mismatched, [])
+  return object_checkpoint.Matched(available, missing, mismatched, [])
 
 
 def restore_map(model, train_config, allow_partial=False):

@@ -1,7 +1,7 @@
-"""Fine-tuning from an object-based (TF2) checkpoint, as the original's TF2
-loop restores one.
+"""Restoring from object-based (TF2) checkpoints, as the original's TF2 code
+reads them: fine-tuning, and whole models (evaluation, export).
 
-The original restores a part of the checkpoint's object graph per
+The original fine-tunes from a part of the checkpoint's object graph per
 fine_tune_checkpoint_type (its SSD's restore_from_objects):
 
   classification  the Keras backbone: `feature_extractor/...`, as its
@@ -19,10 +19,11 @@ name does not identify it, its object path does: a process that built its
 model twice (a notebook) saves the second one's added layers below a
 numbered Keras model name (`ssd_mobile_net_v2_keras_feature_extractor_1/
 FeatureMaps/...`) at the object paths of the first, which name them
-without the number. Optimizer
-slots are never restored: the original restores the model objects alone,
-so a checkpoint holding moving averages (`average` slots) fine-tunes from
-the raw weights there too.
+without the number. Fine-tuning never restores optimizer slots: the
+original restores the model objects alone, so a checkpoint holding moving
+averages (`average` slots of its ExponentialMovingAverage optimizer)
+fine-tunes from the raw weights there too; its evaluation swaps the
+averages in (whole_model_keys with use_moving_averages).
 """
 import collections
 import re
@@ -149,8 +150,53 @@ def restore_map(model, kind, checkpoint_prefix):
     checkpoint_prefix: an object-based checkpoint's prefix.
   """
   values = checkpoint_contents.read(checkpoint_prefix)
-  if any(value.slot_name == checkpoint_contents.AVERAGE_SLOT
-         for value in values):
+  if has_moving_averages(values):
     logging.info('%s holds moving averages; fine-tuning starts from its raw '
                  'weights, as the original does.', checkpoint_prefix)
   return match(wanted_variables(model, kind), values, kind)
+
+
+# Path of the training step's value in the original's training checkpoints.
+_STEP_PATH = 'step'
+
+
+def whole_model_keys(variables, values, use_moving_averages=False,
+                     keep_raw=()):
+  """{checkpoint key: variable} restoring a whole model from a TF2 checkpoint.
+
+  Args:
+    variables: the default graph's global variables.
+    values: checkpoint_contents.read of the checkpoint.
+    use_moving_averages: trainable variables read the `average` slot of
+      their value where the checkpoint has one.
+    keep_raw: name substrings of variables that never read an average.
+
+  Returns:
+    dict; a variable no value stands for keeps its own name as key (so
+    restoring reports it missing), global_step reads the training step.
+  """
+  names = {variable.op.name: variable for variable in variables}
+  trainable = {variable.op.name
+               for variable in tf.compat.v1.trainable_variables()}
+  averages = {value.slot_of: value.key for value in values
+              if value.slot_name == checkpoint_contents.AVERAGE_SLOT}
+  keys = {}
+  for value in values:
+    if value.slot_of is not None or not (
+        value.path.startswith(PARTS['full']) or value.path == _STEP_PATH):
+      continue
+    name = _identity(value.keras_name, names)
+    if name is None or name in keys:
+      continue
+    key = value.key
+    if (use_moving_averages and name in trainable and
+        not any(part in name for part in keep_raw)):
+      key = averages.get(value.path, key)
+    keys[name] = key
+  return {keys.get(name, name): variable for name, variable in names.items()}
+
+
+def has_moving_averages(values):
+  """Whether a TF2 checkpoint holds the original's moving averages."""
+  return any(value.slot_name == checkpoint_contents.AVERAGE_SLOT
+             for value in values)

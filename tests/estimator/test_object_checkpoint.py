@@ -17,7 +17,8 @@ from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
-from od_estimator.estimator import object_fine_tune
+from od_estimator.estimator import moving_averages
+from od_estimator.estimator import object_checkpoint
 from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from tests import log_capture
@@ -118,7 +119,7 @@ def test_written_checkpoints_have_the_originals_keys_and_names(written,
   assert all(v.key.startswith(v.slot_of + '/.OPTIMIZER_SLOT/')
              for v in slots)
   averaged = {v.slot_of for v in slots if v.slot_name == 'average'}
-  trainable = {v.path for v in object_fine_tune.model_values(values)
+  trainable = {v.path for v in object_checkpoint.model_values(values)
                if not v.path.endswith(('/moving_mean', '/moving_variance'))}
   assert averaged == (trainable if 'average' in name else set())
 
@@ -145,7 +146,7 @@ def test_restores_with_nothing_skipped(built, written, kind):
   with built.graph.as_default():
     matched = fine_tune.match_checkpoint(built.model,
                                          _train_config(prefix, kind))
-    wanted = object_fine_tune.wanted_variables(built.model, kind)
+    wanted = object_checkpoint.wanted_variables(built.model, kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
@@ -209,11 +210,53 @@ def test_a_model_built_twice_restores_by_object_path(mobilenet, written,
   with mobilenet.graph.as_default():
     matched = fine_tune.match_checkpoint(mobilenet.model,
                                          _train_config(prefix, kind))
-    wanted = object_fine_tune.wanted_variables(mobilenet.model, kind)
+    wanted = object_checkpoint.wanted_variables(mobilenet.model, kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert len(matched.available) == len(wanted)
   assert numbered <= set(matched.available)
+
+
+def test_the_averaged_variables_are_our_trainable_ones(mobilenet):
+  averaged = {fact.keras_name[:-len('/average')]
+              for fact in tf2_checkpoints.facts(MOBILENET +
+                                                '.use_moving_average')
+              if fact.key.endswith('/optimizer/average/.ATTRIBUTES/'
+                                   'VARIABLE_VALUE')}
+  with mobilenet.graph.as_default():
+    trainable = {v.op.name for v in tf.compat.v1.trainable_variables()}
+  assert trainable == averaged
+
+
+@pytest.mark.parametrize('use_moving_averages', [True, False])
+def test_whole_model_restore_reads_the_averages_when_asked(
+    mobilenet, written, use_moving_averages):
+  # As evaluation and export restore (moving_averages.restore).
+  prefix, lines = written(MOBILENET + '.use_moving_average')
+  values = _value_fn(lines)
+  by_key = {fact.key: values(fact).flat[0] for fact in lines}
+  suffix = '/.ATTRIBUTES/VARIABLE_VALUE'
+  with mobilenet.graph.as_default():
+    tf.compat.v1.train.get_or_create_global_step()  # As in a training graph.
+    trainable = set(tf.compat.v1.trainable_variables())
+    expected = {}
+    for fact in lines:
+      if fact.key.startswith('model/') and '.OPTIMIZER_SLOT' not in fact.key:
+        average = fact.key[:-len(suffix)] + '/.OPTIMIZER_SLOT/optimizer/' \
+            'average' + suffix
+        expected[fact.keras_name] = by_key[fact.key]
+        if use_moving_averages and average in by_key:
+          expected[fact.keras_name] = by_key[average]
+    expected['global_step'] = by_key['step' + suffix]
+    variables = tf.compat.v1.global_variables()
+    with plain_session.session() as sess:
+      moving_averages.restore(sess, use_moving_averages, prefix)
+      restored = dict(zip([v.op.name for v in variables],
+                          sess.run(variables)))
+  assert {name: value.flat[0] if np.ndim(value) else value
+          for name, value in restored.items()} == expected
+  averaged = [v.op.name for v in trainable if expected[v.op.name] < 0]
+  assert len(averaged) == (len(trainable) if use_moving_averages else 0)
 
 
 def _other_model(lines):
