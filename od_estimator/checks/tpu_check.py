@@ -353,9 +353,9 @@ def _check_restore(step, train_config, report):
   kind = model_lib.fine_tune_checkpoint_type(train_config)
   try:
     with step.graph.as_default():
-      available, missing, mismatched, _ = fine_tune.match_checkpoint(
-          step.model, train_config)
-      wanted = len(available) + len(missing) + len(mismatched)
+      matched = fine_tune.match_checkpoint(step.model, train_config)
+      available, missing, mismatched, _ = matched
+      wanted = matched.wanted
       if available:
         step.scaffold_fn()
   except (ValueError, tf.errors.OpError) as error:

@@ -101,12 +101,11 @@ def restore_map(model, train_config, allow_partial=False):
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
   matched = match_checkpoint(model, train_config)
-  wanted = (len(matched.available) + len(matched.missing) +
-            len(matched.mismatched))
   log_restore_report(checkpoint, kind, *matched)
-  if 2 * len(matched.available) < wanted and not allow_partial:
+  if 2 * len(matched.available) < matched.wanted and not allow_partial:
     raise errors.UserInputError(too_few_message(
-        checkpoint, kind, len(matched.available), wanted, matched.missing,
+        checkpoint, kind, len(matched.available), matched.wanted,
+        matched.missing,
         matched.mismatched))
   return matched.available
 

@@ -48,12 +48,18 @@ _MODEL_ROOTS = ('model/', 'feature_extractor/')
 # A name below a Keras model numbered by Keras (`<model>_<n>/<layer>/<w>`).
 _NUMBERED_MODEL = re.compile(r'^([^/]+)_\d+/(?=[^/]+/)')
 
-Matched = collections.namedtuple('Matched', [
+class Matched(collections.namedtuple('Matched', [
     'available',   # {checkpoint key: variable}, for init_from_checkpoint
     'missing',     # sorted names of wanted variables the part lacks
     'mismatched',  # sorted (name, checkpoint shape, variable shape)
     'left_out',    # sorted object paths of the part's values fed nowhere
-])
+])):
+  """Which wanted variables a checkpoint gives, and what it does not."""
+
+  @property
+  def wanted(self):
+    """How many variables were asked for."""
+    return len(self.available) + len(self.missing) + len(self.mismatched)
 
 
 def model_values(values):
