@@ -148,7 +148,9 @@ def log_restore_report(checkpoint, kind, available, missing, mismatched,
   part `kind` restores, that feed no variable of this model.
   """
   logging.info('Fine-tuning from %s (%s): restoring %d variables: %s',
-               checkpoint, kind, len(available), ', '.join(sorted(available)))
+               checkpoint, kind, len(available),
+               ', '.join(sorted(checkpoint_contents.object_path(key)
+                                for key in available)))
   if missing:
     logging.warning('Fine-tuning: skipping %d variables not in the '
                     'checkpoint: %s', len(missing), ', '.join(missing))

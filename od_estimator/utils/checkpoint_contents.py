@@ -63,7 +63,8 @@ def _object_graph(reader):
   return graph
 
 
-def _path(key):
+def object_path(key):
+  """A TF2 checkpoint key's object path (a TF1 key is returned as is)."""
   return key[:-len(_VALUE_SUFFIX)] if key.endswith(_VALUE_SUFFIX) else key
 
 
@@ -81,7 +82,7 @@ def _names_and_slots(graph):
       slot_key = keys_of_nodes.get(slot.slot_variable_node_id)
       variable_key = keys_of_nodes.get(slot.original_variable_node_id)
       if slot_key and variable_key:
-        slots[slot_key] = (_path(variable_key), slot.slot_name)
+        slots[slot_key] = (object_path(variable_key), slot.slot_name)
   return names, slots
 
 
@@ -108,10 +109,10 @@ def read(checkpoint_prefix):
     slot_of, slot_name = slots.get(key, (None, None))
     if object_based and slot_of is None and _SLOT_MARK in key:
       # A slot whose variable the graph does not name: path tells it.
-      slot_of, _, rest = _path(key).partition(_SLOT_MARK)
+      slot_of, _, rest = object_path(key).partition(_SLOT_MARK)
       slot_name = rest.rpartition('/')[2]
     values.append(SavedValue(
-        key=key, path=_path(key) if object_based else key,
+        key=key, path=object_path(key) if object_based else key,
         keras_name=names.get(key) if object_based else None,
         shape=list(shapes[key]), dtype=dtypes[key].name,
         slot_of=slot_of, slot_name=slot_name))
