@@ -115,7 +115,10 @@ def feeding(model, prefix, object_based):
   other_shape = {}
   wanted = set()
   for kind in sorted(object_checkpoint.PARTS):
-    matched = fine_tune.match_prefix(model, kind, prefix, object_based)
+    try:
+      matched = fine_tune.match_prefix(model, kind, prefix, object_based)
+    except errors.UserInputError:
+      continue  # Nothing of this model that kind would restore.
     for key, variable in matched.available.items():
       fed.setdefault(key, (variable.op.name, []))[1].append(kind)
     for name, _, variable_shape in matched.mismatched:

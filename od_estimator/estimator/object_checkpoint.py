@@ -31,6 +31,7 @@ import re
 from absl import logging
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.utils import checkpoint_contents
 
 # fine_tune_checkpoint_type -> object paths of the part it restores.
@@ -83,11 +84,12 @@ def wanted_variables(model, kind):
   own Keras name); detection: the feature extractor's; full: the model's.
   """
   if kind == 'full':
-    wanted = model.restore_map('detection',
+    wanted = model.restore_map(fine_tune_checkpoint_type='detection',
                                load_all_detection_checkpoint_vars=True)
     wanted.pop(tf.compat.v1.GraphKeys.GLOBAL_STEP, None)
     return wanted
-  wanted = model.restore_map(kind)
+  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
+                             load_all_detection_checkpoint_vars=False)
   if kind == 'classification':
     wanted = {name: variable for name, variable in wanted.items()
               if name.count('/') == 1}
@@ -154,12 +156,24 @@ def restore_map(model, kind, checkpoint_prefix):
     model: the DetectionModel, its graph built.
     kind: 'classification', 'detection' or 'full'.
     checkpoint_prefix: an object-based checkpoint's prefix.
+
+  Raises:
+    errors.UserInputError: the model has no Keras backbone to restore
+      (classification into a feature extractor of TF1 names).
   """
   values = checkpoint_contents.read(checkpoint_prefix)
   if has_moving_averages(values):
     logging.info('%s holds moving averages; fine-tuning starts from its raw '
                  'weights, as the original does.', checkpoint_prefix)
-  return match(wanted_variables(model, kind), values, kind)
+  wanted = wanted_variables(model, kind)
+  if not wanted:
+    raise errors.UserInputError(
+        'train_config.fine_tune_checkpoint %s is a TF2 (object-based) '
+        'checkpoint, whose %s part restores into the feature extractor '
+        'types of TF2 names (those ending in _keras); this model has no '
+        'variable of such names. Use a TF1 checkpoint, or the _keras type '
+        'of this feature extractor.' % (checkpoint_prefix, kind))
+  return match(wanted, values, kind)
 
 
 # Path of the training step's value in the original's training checkpoints.

@@ -338,6 +338,21 @@ def test_full_with_a_tf1_checkpoint_is_detection_with_every_variable(
   assert model.asked == [('detection', True)]
 
 
+def test_tf2_classification_checkpoint_into_tf1_names_is_refused(
+    tmp_path):
+  # _AskedModel's one variable 'v' is no Keras backbone variable.
+  prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(
+      str(tmp_path / 'ckpt'))
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type='classification')
+  with tf.Graph().as_default():
+    with pytest.raises(errors.UserInputError,
+                       match='is a TF2 .object-based. checkpoint, whose '
+                       'classification part restores into the feature '
+                       'extractor types of TF2 names'):
+      fine_tune.restore_map(_AskedModel(), train_config)
+
+
 def test_unknown_fine_tune_checkpoint_type_names_the_supported_ones():
   train_config = train_pb2.TrainConfig(fine_tune_checkpoint='model.ckpt',
                                        fine_tune_checkpoint_type='backbone')
