@@ -1,9 +1,10 @@
 """The exported graph's input placeholders, named as the original's.
 
 `image_tensor` (uint8 [batch, height, width, 3]), `encoded_image_string_tensor`
-(JPEG/PNG strings [batch]) and `tf_example` (serialized tf.Examples [batch]),
-each returning (placeholder, decoded uint8 image batch), plus the side
-inputs of --side_input_shapes/names/types.
+(JPEG/PNG strings [batch]), `tf_example` (serialized tf.Examples [batch])
+and `float_image_tensor` (float32 [batch, height, width, 3]), each
+returning (placeholder, image batch), plus the side inputs of
+--side_input_shapes/names/types.
 """
 import tensorflow as tf
 
@@ -15,6 +16,10 @@ from od_estimator.core import shape_utils
 
 # --side_input_types names, as the original's.
 _SIDE_INPUT_TYPES = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
+# The spellings the original's exporter_main_v2 takes (it evaluates them as
+# Python: tf.float32) or documents (integer).
+_SIDE_INPUT_TYPE_ALIASES = {'tf.float32': 'float', 'tf.int32': 'int',
+                            'tf.string': 'string', 'integer': 'int'}
 
 
 def parse_side_inputs(side_input_shapes_string, side_input_names_string,
@@ -27,7 +32,8 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
     side_input_names_string: comma list of names, e.g.
       "context_features,valid_context_size".
     side_input_types_string: comma list of `float`, `int` or `string`, e.g.
-      "float,int".
+      "float,int" (or the original's TF2 spellings: tf.float32, tf.int32,
+      tf.string, integer).
 
   Returns:
     (shapes: list of lists of int or None, names: list of str, types: list
@@ -52,7 +58,8 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
         'unknown) with `/` between inputs, e.g. 1,2000,2057/1; got %r.' %
         side_input_shapes_string) from None
   names = side_input_names_string.split(',')
-  types = side_input_types_string.split(',')
+  types = [_SIDE_INPUT_TYPE_ALIASES.get(t.strip(), t.strip())
+           for t in side_input_types_string.split(',')]
   unknown = [t for t in types if t not in _SIDE_INPUT_TYPES]
   if unknown:
     raise errors.UserInputError(
@@ -160,6 +167,19 @@ def _image_tensor_input_placeholder(input_shape=None):
   return images, images
 
 
+def _float_image_tensor_input_placeholder(input_shape=None):
+  """float32 [batch, height, width, 3] images fed directly (TF2 exports).
+
+  Returns:
+    (placeholder, images): the same tensor twice.
+  """
+  if input_shape is None:
+    input_shape = (None, None, None, 3)
+  images = tf.compat.v1.placeholder(tf.float32, shape=input_shape,
+                                    name='float_image_tensor')
+  return images, images
+
+
 def _decoded_batch(strings, decode, input_shape):
   """Maps `decode` (string -> uint8 [H, W, 3]) over a batch of strings.
 
@@ -224,4 +244,5 @@ input_placeholder_fn_map = {
     'encoded_image_string_tensor':
         _encoded_image_string_tensor_input_placeholder,
     'tf_example': _tf_example_input_placeholder,
+    'float_image_tensor': _float_image_tensor_input_placeholder,
 }
