@@ -17,9 +17,9 @@ from od_estimator.core import shape_utils
 # --side_input_types names, as the original's.
 _SIDE_INPUT_TYPES = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
 # The spellings the original's exporter_main_v2 takes (it evaluates them as
-# Python: tf.float32) or documents (integer).
+# Python).
 _SIDE_INPUT_TYPE_ALIASES = {'tf.float32': 'float', 'tf.int32': 'int',
-                            'tf.string': 'string', 'integer': 'int'}
+                            'tf.string': 'string'}
 
 
 def parse_side_inputs(side_input_shapes_string, side_input_names_string,
@@ -33,7 +33,7 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
       "context_features,valid_context_size".
     side_input_types_string: comma list of `float`, `int` or `string`, e.g.
       "float,int" (or the original's TF2 spellings: tf.float32, tf.int32,
-      tf.string, integer).
+      tf.string).
 
   Returns:
     (shapes: list of lists of int or None, names: list of str, types: list
