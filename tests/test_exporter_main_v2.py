@@ -13,6 +13,7 @@ that our fine-tuning restores with nothing skipped.
 """
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -41,6 +42,9 @@ TOLERANCE = 1e-4
 SIGNATURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                           'exporter_main_v2_signatures.json')
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+_DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
+_SIDE_FLAGS = ['--use_side_inputs', '--side_input_shapes=1',
+               '--side_input_names=a', '--side_input_types=tf.float32']
 
 
 def _recorded(input_type):
@@ -73,19 +77,29 @@ def _model_shapes(config_path):
             for v in tf.compat.v1.global_variables()}
 
 
-def _tiny_facts(shapes):
-  """The original's training checkpoint lines with the tiny model's shapes.
+def _without_depth(name):
+  """A feature map layer's Keras name without its depth, which the depth
+  multiplier scales (`..._1x1_256_conv/kernel` -> `..._1x1_conv/kernel`)."""
+  return _DEPTH.sub(r'\1\2', name)
 
-  Optimizer slots take their variable's shape; the step and optimizer
-  scalars keep theirs.
+
+def _tiny_facts(shapes):
+  """The original's training checkpoint lines for the tiny model.
+
+  The keys are the original's; feature map layers take the tiny model's
+  depths in their Keras names, variables their shapes, optimizer slots
+  their variable's shape; the step and optimizer scalars stay as they are.
   """
+  ours = {_without_depth(name): name for name in shapes}
   lines = tf2_checkpoints.facts(CONFIG)
   by_path = {fact.key[:-len(_VALUE_SUFFIX)]: fact for fact in lines}
   tiny = []
   for fact in lines:
-    owner = fact.key.split('/.OPTIMIZER_SLOT/')[0]
-    name = by_path.get(owner, fact).keras_name
-    tiny.append(fact._replace(shape=shapes.get(name, fact.shape)))
+    owner = by_path.get(fact.key.split('/.OPTIMIZER_SLOT/')[0], fact)
+    shape = shapes.get(ours.get(_without_depth(owner.keras_name)),
+                       fact.shape)
+    name = ours.get(_without_depth(fact.keras_name), fact.keras_name)
+    tiny.append(fact._replace(keras_name=name, shape=shape))
   return tiny
 
 
@@ -220,10 +234,11 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
 
 
 def _model_facts():
-  """(key, Keras name) of the original's exported model values."""
-  return sorted((fact.key, fact.keras_name)
-                for fact in tf2_checkpoints.facts(CONFIG + '.built_twice')
-                if fact.key.startswith('model/'))
+  """(key, Keras name without depths) of the original's model values."""
+  return sorted((fact.key, _without_depth(fact.keras_name))
+                for fact in tf2_checkpoints.facts(CONFIG)
+                if fact.key.startswith('model/') and
+                '/.OPTIMIZER_SLOT/' not in fact.key)
 
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
@@ -232,11 +247,9 @@ def test_exported_checkpoint_has_the_originals_keys(exports, name):
   prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
   assert os.path.basename(prefix) == 'ckpt-0'
   values = checkpoint_contents.read(prefix)
-  model = sorted((v.key, v.keras_name) for v in values
+  model = sorted((v.key, _without_depth(v.keras_name)) for v in values
                  if v.key.startswith('model/'))
-  # The facts' second model is numbered by Keras; ours is the first.
-  assert model == [(key, name.replace('extractor_1/', 'extractor/'))
-                   for key, name in _model_facts()]
+  assert model == _model_facts()
   assert {v.key.split('/')[0] for v in values} == {'model', 'save_counter'}
 
 
@@ -262,11 +275,9 @@ def test_exported_checkpoint_fine_tunes_with_nothing_skipped(
 
 @pytest.mark.parametrize('flags, message', [
     (['--input_type=jpeg'], '--input_type=jpeg is not supported'),
-    (['--use_side_inputs', '--input_type=tf_example'],
+    (_SIDE_FLAGS + ['--input_type=tf_example'],
      '--use_side_inputs takes --input_type=image_tensor only'),
-    (['--use_side_inputs', '--side_input_shapes=1', '--side_input_names=a',
-      '--side_input_types=tf.float32'],
-     '--use_side_inputs: this model takes no side inputs'),
+    (_SIDE_FLAGS, '--use_side_inputs: this model takes no side inputs'),
 ])
 def test_errors_are_one_line(root, config, tf2_dir, flags, message):
   output = str(root / 'refused')
