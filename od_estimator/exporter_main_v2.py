@@ -47,8 +47,6 @@ import sys
 from absl import flags
 
 from od_estimator import command_line
-from od_estimator import errors
-from od_estimator.config import config_util
 from od_estimator.export import export_inputs
 from od_estimator.export import exporter_v2
 
@@ -90,18 +88,9 @@ _REQUIRED = ('pipeline_config_path', 'trained_checkpoint_dir',
 
 
 def _export(unused_argv):
-  missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
-  if missing:
-    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
-        '--' + name for name in missing))
-  pipeline_config = config_util.read_pipeline_config(
-      FLAGS.pipeline_config_path, FLAGS.config_override or None)
-  side_input_shapes = side_input_names = side_input_types = None
-  if FLAGS.use_side_inputs:
-    side_input_shapes, side_input_names, side_input_types = (
-        export_inputs.parse_side_inputs(FLAGS.side_input_shapes,
-                                        FLAGS.side_input_names,
-                                        FLAGS.side_input_types))
+  pipeline_config = command_line.read_export_config(FLAGS, _REQUIRED)
+  side_input_shapes, side_input_names, side_input_types = (
+      export_inputs.side_inputs_from_flags(FLAGS))
   exporter_v2.export_inference_graph(
       FLAGS.input_type, pipeline_config, FLAGS.trained_checkpoint_dir,
       FLAGS.output_directory, use_side_inputs=FLAGS.use_side_inputs,

@@ -6,6 +6,8 @@ and `float_image_tensor` (float32 [batch, height, width, 3]), each
 returning (placeholder, image batch), plus the side inputs of
 --side_input_shapes/names/types.
 """
+import functools
+
 import tensorflow as tf
 
 from od_estimator import errors
@@ -66,6 +68,20 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
         '--side_input_types: unknown type(s) %s; use float, int '
         'or string.' % ', '.join(unknown))
   return shapes, names, [_SIDE_INPUT_TYPES[t] for t in types]
+
+
+def side_inputs_from_flags(flag_values):
+  """(shapes, names, types) of the --side_input_* flags, or three Nones.
+
+  Args:
+    flag_values: absl FLAGS of an export command (use_side_inputs and the
+      three side_input_* strings).
+  """
+  if not flag_values.use_side_inputs:
+    return None, None, None
+  return parse_side_inputs(flag_values.side_input_shapes,
+                           flag_values.side_input_names,
+                           flag_values.side_input_types)
 
 
 def _parse_shape(text):
@@ -154,29 +170,15 @@ def _resize_fn(input_shape):
   return lambda image: tf.image.resize(image, [height, width])
 
 
-def _image_tensor_input_placeholder(input_shape=None):
-  """uint8 [batch, height, width, 3] images fed directly.
+def _image_placeholder(dtype, name, input_shape=None):
+  """Images of `dtype` fed directly, [batch, height, width, 3] by default.
 
   Returns:
     (placeholder, images): the same tensor twice.
   """
   if input_shape is None:
     input_shape = (None, None, None, 3)
-  images = tf.compat.v1.placeholder(tf.uint8, shape=input_shape,
-                                    name='image_tensor')
-  return images, images
-
-
-def _float_image_tensor_input_placeholder(input_shape=None):
-  """float32 [batch, height, width, 3] images fed directly (TF2 exports).
-
-  Returns:
-    (placeholder, images): the same tensor twice.
-  """
-  if input_shape is None:
-    input_shape = (None, None, None, 3)
-  images = tf.compat.v1.placeholder(tf.float32, shape=input_shape,
-                                    name='float_image_tensor')
+  images = tf.compat.v1.placeholder(dtype, shape=input_shape, name=name)
   return images, images
 
 
@@ -240,9 +242,12 @@ def side_input_tensor_placeholder(side_input_shape, side_input_name,
 
 
 input_placeholder_fn_map = {
-    'image_tensor': _image_tensor_input_placeholder,
+    'image_tensor': functools.partial(_image_placeholder, tf.uint8,
+                                      'image_tensor'),
     'encoded_image_string_tensor':
         _encoded_image_string_tensor_input_placeholder,
     'tf_example': _tf_example_input_placeholder,
-    'float_image_tensor': _float_image_tensor_input_placeholder,
+    # The TF2 exports' float input.
+    'float_image_tensor': functools.partial(_image_placeholder, tf.float32,
+                                            'float_image_tensor'),
 }

@@ -8,8 +8,9 @@ build with its Keras names, the path follows from the name:
       model/_feature_extractor/classification_backbone/
       layer_with_weights-N/<weight>, N counting the backbone's layers that
       have weights, in the order they are built (the Keras application's);
-  <extractor>/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<conv|batchnorm>/
-      model/_feature_extractor/feature_map_generator/convolutions/<i>/<j>,
+  <extractor>/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<type>/<w>
+      (type conv or batchnorm)
+      model/_feature_extractor/feature_map_generator/convolutions/<i>/<j>/<w>,
       j counting conv, batch norm and activation layers of map i;
   BoxPredictor/Convolutional<Box|Class>Head_<i>/<predictor>/<weight>
       model/_box_predictor/_prediction_heads/<box_encodings|
