@@ -26,6 +26,7 @@ from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import moving_averages
 from od_estimator.export import exporter_v2
+from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
 from tests import command_modules
 from tests import image_inputs
@@ -307,3 +308,21 @@ def test_training_directory_is_refused_as_output(config, tf2_dir):
   assert cli.returncode == 1
   assert 'holds training checkpoints (e.g. ckpt-%d.index)' % STEP in (
       cli.stderr)
+
+
+def test_help_lists_the_originals_flags():
+  cli = command_modules.run_command('exporter_main_v2', ['--help'])
+  assert cli.returncode == 0
+  for flag in ('input_type', 'pipeline_config_path', 'trained_checkpoint_dir',
+               'output_directory', 'config_override', 'use_side_inputs',
+               'side_input_shapes', 'side_input_types', 'side_input_names'):
+    assert '--' + flag in cli.stdout or '--[no]' + flag in cli.stdout
+  assert 'input_tensor' in cli.stdout
+
+
+def test_models_of_other_names_have_no_original_paths():
+  keras_head = 'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/bias'
+  assert original_object_paths.original_paths(['Conv1/kernel', keras_head])
+  # A TF1 (slim) model: its values are keyed by variable name instead.
+  assert original_object_paths.original_paths(
+      ['Conv1/kernel', 'BoxPredictor_0/BoxEncodingPredictor/biases']) is None
