@@ -270,9 +270,11 @@ def test_exported_checkpoint_fine_tunes_with_nothing_skipped(
   with tf.Graph().as_default():
     model = model_builder.build(model_config, is_training=True)
     model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
-    matched = fine_tune.match_prefix(model, 'full', prefix, True)
-    assert not matched.missing and not matched.mismatched
-    assert not matched.left_out
+    for kind in ('detection', 'full'):
+      matched = fine_tune.match_prefix(model, kind, prefix, True)
+      assert not matched.missing and not matched.mismatched, kind
+      assert not matched.left_out, kind
+    # `full` restores every value the original's model has.
     assert len(matched.available) == len(_model_facts())
     # The values are the trained checkpoint's.
     original = tf.train.load_checkpoint(tf.train.latest_checkpoint(tf2_dir))
