@@ -301,6 +301,27 @@ def _fail_non_finite_loss(error, model_dir):
            checkpoint or '(none was written)'))
 
 
+def read_export_config(flag_values, required):
+  """An export command's pipeline config, its required flags checked.
+
+  Args:
+    flag_values: absl FLAGS with pipeline_config_path and config_override.
+    required: names of the flags that must be given.
+
+  Returns:
+    pipeline_pb2.TrainEvalPipelineConfig with --config_override merged.
+
+  Raises:
+    errors.UserInputError: naming every required flag missing.
+  """
+  missing = [name for name in required if not getattr(flag_values, name)]
+  if missing:
+    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
+        '--' + name for name in missing))
+  return config_util.read_pipeline_config(
+      flag_values.pipeline_config_path, flag_values.config_override or None)
+
+
 def run_export(export, prog, doc, module_name, argv=None):
   """Runs an export command: --help, or `export` with bad input as one line.
 

@@ -41,8 +41,8 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator import errors
+from od_estimator.export import export_inputs
 from od_estimator.export import exporter
-from od_estimator.config import config_util
 
 flags.DEFINE_string('input_type', 'image_tensor', 'Type of input node. Can be '
                     'one of [`image_tensor`, `encoded_image_string_tensor`, '
@@ -100,12 +100,7 @@ _REQUIRED = ('pipeline_config_path', 'trained_checkpoint_prefix',
 
 
 def _export(unused_argv):
-  missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
-  if missing:
-    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
-        '--' + name for name in missing))
-  pipeline_config = config_util.read_pipeline_config(
-      FLAGS.pipeline_config_path, FLAGS.config_override or None)
+  pipeline_config = command_line.read_export_config(FLAGS, _REQUIRED)
   input_shape = None
   if FLAGS.input_shape:
     try:
@@ -115,12 +110,8 @@ def _export(unused_argv):
       raise errors.UserInputError(
           '--input_shape must be comma-separated integers (-1 '
           'for unknown), got %r' % FLAGS.input_shape) from None
-  side_input_shapes = side_input_names = side_input_types = None
-  if FLAGS.use_side_inputs:
-    side_input_shapes, side_input_names, side_input_types = (
-        exporter.parse_side_inputs(FLAGS.side_input_shapes,
-                                   FLAGS.side_input_names,
-                                   FLAGS.side_input_types))
+  side_input_shapes, side_input_names, side_input_types = (
+      export_inputs.side_inputs_from_flags(FLAGS))
   additional = None
   if FLAGS.additional_output_tensor_names:
     additional = FLAGS.additional_output_tensor_names.split(',')

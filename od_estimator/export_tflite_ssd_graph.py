@@ -36,10 +36,8 @@ import sys
 from absl import flags
 
 from od_estimator import command_line
-from od_estimator import errors
 from od_estimator.export import export_tflite_ssd_graph_lib
 from od_estimator.export import tflite_conversion
-from od_estimator.config import config_util
 from od_estimator.utils import file_safety
 
 flags.DEFINE_string('output_directory', None, 'Path to write outputs.')
@@ -76,12 +74,7 @@ _REQUIRED = ('output_directory', 'pipeline_config_path',
 
 
 def _export(unused_argv):
-  missing = [name for name in _REQUIRED if not getattr(FLAGS, name)]
-  if missing:
-    raise errors.UserInputError('missing required flag(s): %s' % ', '.join(
-        '--' + name for name in missing))
-  pipeline_config = config_util.read_pipeline_config(
-      FLAGS.pipeline_config_path, FLAGS.config_override or None)
+  pipeline_config = command_line.read_export_config(FLAGS, _REQUIRED)
   tflite_conversion.check_options(pipeline_config,
                                   FLAGS.post_training_quantize,
                                   FLAGS.representative_examples)

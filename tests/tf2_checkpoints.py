@@ -11,14 +11,15 @@ import collections
 import os
 
 import numpy as np
-import tensorflow as tf
+
+from od_estimator.utils import object_checkpoint_writer
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                        'tf2_checkpoint_keys')
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _SLOT_MARK = '/.OPTIMIZER_SLOT/'
 # Created by tf.train.Checkpoint itself.
-_SAVE_COUNTER = 'save_counter'
+_SAVE_COUNTER = object_checkpoint_writer.SAVE_COUNTER
 
 Fact = collections.namedtuple('Fact', ['key', 'keras_name', 'shape', 'dtype'])
 
@@ -33,37 +34,6 @@ def facts(name):
                         [int(size) for size in shape.split(',') if size],
                         dtype))
   return lines
-
-
-class _Node(tf.Module):
-  """An object of the graph; like an optimizer, it may own slot variables.
-
-  The checkpoint saves slot `name` of variable v under
-  `<v's path>/.OPTIMIZER_SLOT/<this object's path>/<name>`.
-  """
-
-  def __init__(self):
-    super().__init__()
-    # Not an attribute the checkpoint tracks: slots hang below variables.
-    object.__setattr__(self, '_slot_table', {})
-
-  def add(self, variable, name, slot):
-    self._slot_table[(variable.ref(), name)] = slot
-
-  def get_slot_names(self):
-    return sorted({name for _, name in self._slot_table})
-
-  def get_slot(self, variable, name):
-    return self._slot_table[(variable.ref(), name)]
-
-  def _create_or_restore_slot_variable(self, *args, **kwargs):
-    raise NotImplementedError('written by the tests only, never restored')
-
-
-def _child(parent, name, factory):
-  if not hasattr(parent, name):
-    setattr(parent, name, factory())
-  return getattr(parent, name)
 
 
 def _path(key):
@@ -81,34 +51,20 @@ def write(prefix, lines, value_fn):
   Returns:
     The prefix written.
   """
-  root = _Node()
-  variables = {}
-  slots = []
+  entries, slots = [], []
   for fact in lines:
     if fact.key.startswith(_SAVE_COUNTER + '/'):
       continue
     path = _path(fact.key)
-    variable = tf.Variable(np.asarray(value_fn(fact), fact.dtype),
-                           name=fact.keras_name)
+    value = np.asarray(value_fn(fact), fact.dtype)
     if _SLOT_MARK in path:
-      slots.append((path, variable))
-      continue
-    *parents, attribute = path.split('/')
-    node = root
-    for part in parents:
-      node = _child(node, part, _Node)
-    setattr(node, attribute, variable)
-    variables[path] = variable
-  for path, slot in slots:
-    owner, _, optimizer = path.partition(_SLOT_MARK)
-    *parents, name = optimizer.split('/')
-    node = root
-    for part in parents[:-1]:
-      node = _child(node, part, _Node)
-    _child(node, parents[-1], _Node).add(variables[owner], name, slot)
-  checkpoint = tf.train.Checkpoint(**{
-      name: child for name, child in vars(root).items()
-      if isinstance(child, (tf.Module, tf.Variable))})
-  if any(fact.key.startswith(_SAVE_COUNTER + '/') for fact in lines):
-    checkpoint.save_counter.assign(1)  # Created on first use, as save() does.
-  return checkpoint.write(prefix)
+      owner, _, optimizer = path.partition(_SLOT_MARK)
+      optimizer_path, _, slot_name = optimizer.rpartition('/')
+      slots.append(object_checkpoint_writer.Slot(
+          owner, optimizer_path, slot_name, fact.keras_name, value))
+    else:
+      entries.append(object_checkpoint_writer.Entry(path, fact.keras_name,
+                                                    value))
+  return object_checkpoint_writer.write(
+      prefix, entries, slots, with_save_counter=any(
+          fact.key.startswith(_SAVE_COUNTER + '/') for fact in lines))

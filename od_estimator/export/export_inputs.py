@@ -1,10 +1,13 @@
 """The exported graph's input placeholders, named as the original's.
 
 `image_tensor` (uint8 [batch, height, width, 3]), `encoded_image_string_tensor`
-(JPEG/PNG strings [batch]) and `tf_example` (serialized tf.Examples [batch]),
-each returning (placeholder, decoded uint8 image batch), plus the side
-inputs of --side_input_shapes/names/types.
+(JPEG/PNG strings [batch]), `tf_example` (serialized tf.Examples [batch])
+and `float_image_tensor` (float32 [batch, height, width, 3]), each
+returning (placeholder, image batch), plus the side inputs of
+--side_input_shapes/names/types.
 """
+import functools
+
 import tensorflow as tf
 
 from od_estimator import errors
@@ -15,6 +18,10 @@ from od_estimator.core import shape_utils
 
 # --side_input_types names, as the original's.
 _SIDE_INPUT_TYPES = {'float': tf.float32, 'int': tf.int32, 'string': tf.string}
+# The spellings the original's exporter_main_v2 takes (it evaluates them as
+# Python).
+_SIDE_INPUT_TYPE_ALIASES = {'tf.float32': 'float', 'tf.int32': 'int',
+                            'tf.string': 'string'}
 
 
 def parse_side_inputs(side_input_shapes_string, side_input_names_string,
@@ -27,7 +34,8 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
     side_input_names_string: comma list of names, e.g.
       "context_features,valid_context_size".
     side_input_types_string: comma list of `float`, `int` or `string`, e.g.
-      "float,int".
+      "float,int" (or the original's TF2 spellings: tf.float32, tf.int32,
+      tf.string).
 
   Returns:
     (shapes: list of lists of int or None, names: list of str, types: list
@@ -52,13 +60,28 @@ def parse_side_inputs(side_input_shapes_string, side_input_names_string,
         'unknown) with `/` between inputs, e.g. 1,2000,2057/1; got %r.' %
         side_input_shapes_string) from None
   names = side_input_names_string.split(',')
-  types = side_input_types_string.split(',')
+  types = [_SIDE_INPUT_TYPE_ALIASES.get(t.strip(), t.strip())
+           for t in side_input_types_string.split(',')]
   unknown = [t for t in types if t not in _SIDE_INPUT_TYPES]
   if unknown:
     raise errors.UserInputError(
         '--side_input_types: unknown type(s) %s; use float, int '
         'or string.' % ', '.join(unknown))
   return shapes, names, [_SIDE_INPUT_TYPES[t] for t in types]
+
+
+def side_inputs_from_flags(flag_values):
+  """(shapes, names, types) of the --side_input_* flags, or three Nones.
+
+  Args:
+    flag_values: absl FLAGS of an export command (use_side_inputs and the
+      three side_input_* strings).
+  """
+  if not flag_values.use_side_inputs:
+    return None, None, None
+  return parse_side_inputs(flag_values.side_input_shapes,
+                           flag_values.side_input_names,
+                           flag_values.side_input_types)
 
 
 def _parse_shape(text):
@@ -147,16 +170,15 @@ def _resize_fn(input_shape):
   return lambda image: tf.image.resize(image, [height, width])
 
 
-def _image_tensor_input_placeholder(input_shape=None):
-  """uint8 [batch, height, width, 3] images fed directly.
+def _image_placeholder(dtype, name, input_shape=None):
+  """Images of `dtype` fed directly, [batch, height, width, 3] by default.
 
   Returns:
     (placeholder, images): the same tensor twice.
   """
   if input_shape is None:
     input_shape = (None, None, None, 3)
-  images = tf.compat.v1.placeholder(tf.uint8, shape=input_shape,
-                                    name='image_tensor')
+  images = tf.compat.v1.placeholder(dtype, shape=input_shape, name=name)
   return images, images
 
 
@@ -220,8 +242,12 @@ def side_input_tensor_placeholder(side_input_shape, side_input_name,
 
 
 input_placeholder_fn_map = {
-    'image_tensor': _image_tensor_input_placeholder,
+    'image_tensor': functools.partial(_image_placeholder, tf.uint8,
+                                      'image_tensor'),
     'encoded_image_string_tensor':
         _encoded_image_string_tensor_input_placeholder,
     'tf_example': _tf_example_input_placeholder,
+    # The TF2 exports' float input.
+    'float_image_tensor': functools.partial(_image_placeholder, tf.float32,
+                                            'float_image_tensor'),
 }

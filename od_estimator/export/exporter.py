@@ -84,13 +84,14 @@ def add_output_tensor_nodes(postprocessed_tensors,
 
 
 def _get_outputs_from_inputs(input_tensors, detection_model,
-                             output_collection_name, **side_inputs):
+                             output_collection_name, output_fn,
+                             **side_inputs):
   images = tf.cast(input_tensors, tf.float32)
   preprocessed, true_image_shapes = detection_model.preprocess(images)
   predictions = detection_model.predict(preprocessed, true_image_shapes,
                                         **side_inputs)
   detections = detection_model.postprocess(predictions, true_image_shapes)
-  return add_output_tensor_nodes(detections, output_collection_name)
+  return output_fn(detections, output_collection_name)
 
 
 # As model_fn builds the model for the Estimator: plain graph-building
@@ -101,7 +102,8 @@ def build_detection_graph(input_type, detection_model, input_shape,
                           output_collection_name='inference_op',
                           graph_hook_fn=None, use_side_inputs=False,
                           side_input_shapes=None, side_input_names=None,
-                          side_input_types=None):
+                          side_input_types=None,
+                          output_fn=add_output_tensor_nodes):
   """Builds input placeholder -> model -> named outputs in the default graph.
 
   Args:
@@ -122,6 +124,9 @@ def build_detection_graph(input_type, detection_model, input_shape,
       with use_side_inputs.
     side_input_names: list of names, with use_side_inputs.
     side_input_types: list of tf.DTypes, with use_side_inputs.
+    output_fn: fn(postprocessed tensors, output_collection_name) -> dict
+      from output name to its named tensor; add_output_tensor_nodes, or
+      the TF2 export's outputs (exporter_v2).
 
   Returns:
     (outputs: dict from output name to tensor, placeholders: dict with the
@@ -157,7 +162,8 @@ def build_detection_graph(input_type, detection_model, input_shape,
       placeholders[name], side_inputs[name] = (
           export_inputs.side_input_tensor_placeholder(shape, name, dtype))
   outputs = _get_outputs_from_inputs(images, detection_model,
-                                     output_collection_name, **side_inputs)
+                                     output_collection_name, output_fn,
+                                     **side_inputs)
   # Restored from the checkpoint so the export records the trained step.
   tf.compat.v1.train.get_or_create_global_step()
   if graph_hook_fn:
@@ -336,6 +342,35 @@ def _node_name(tensor_name):
   return tensor_name.strip().split(':')[0]
 
 
+def restore_and_freeze(graph, use_moving_averages, checkpoint,
+                       output_node_names, save_fn):
+  """Restores the exported weights and freezes the graph with them.
+
+  Exactly the session's values are frozen (freeze_graph_with_def_protos
+  would restore a saved copy into a second graph for the same constants).
+
+  Args:
+    graph: the inference graph with the model's variables.
+    use_moving_averages: restore the averages under the raw names.
+    checkpoint: the checkpoint prefix, TF1 or TF2.
+    output_node_names: the nodes the frozen graph keeps.
+    save_fn: fn(session) called once the weights are restored, to save
+      them.
+
+  Returns:
+    (graph_def without device placements, frozen GraphDef).
+  """
+  with tf.compat.v1.Session(graph=graph) as sess:
+    moving_averages.restore(sess, use_moving_averages, checkpoint)
+    save_fn(sess)
+    graph_def = graph.as_graph_def()
+    for node in graph_def.node:
+      node.device = ''
+    frozen_graph_def = tf.compat.v1.graph_util.convert_variables_to_constants(
+        sess, graph_def, output_node_names)
+  return graph_def, frozen_graph_def
+
+
 def _export_inference_graph(input_type, detection_model, use_moving_averages,
                             trained_checkpoint_prefix, output_directory,
                             additional_output_tensor_names=None,
@@ -366,19 +401,11 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
   output_node_names += [_node_name(name)
                         for name in additional_output_tensor_names or []]
   # Re-save the weights that are exported (averages under the raw names), so
-  # model.ckpt is complete, and freeze exactly these values: the session's
-  # (freeze_graph_with_def_protos would restore model.ckpt into a second
-  # copy of the graph for the same constants).
+  # model.ckpt is complete.
   saver = tf.compat.v1.train.Saver(save_relative_paths=True)
-  with tf.compat.v1.Session(graph=graph) as sess:
-    moving_averages.restore(sess, use_moving_averages,
-                            trained_checkpoint_prefix)
-    saver.save(sess, model_path)
-    graph_def = graph.as_graph_def()
-    for node in graph_def.node:
-      node.device = ''
-    frozen_graph_def = tf.compat.v1.graph_util.convert_variables_to_constants(
-        sess, graph_def, output_node_names)
+  graph_def, frozen_graph_def = restore_and_freeze(
+      graph, use_moving_averages, trained_checkpoint_prefix,
+      output_node_names, lambda sess: saver.save(sess, model_path))
   if write_inference_graph:
     file_safety.write_file(
         os.path.join(output_directory, 'inference_graph.pbtxt'),
@@ -389,20 +416,53 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
                      outputs)
 
 
-def _check_not_a_training_directory(output_directory):
+# The checkpoints of a training directory, ours and the original's TF2 loop's.
+TRAINING_CHECKPOINTS = ('model.ckpt-*.index', 'ckpt-*.index')
+
+
+def check_not_a_training_directory(output_directory):
   """Raises UserInputError when output_directory holds training checkpoints.
 
-  The export's `checkpoint` file would replace the training's, so that a
-  resumed training would restore the exported copy instead.
+  The export's `checkpoint` file (or folder) would replace the training's,
+  so that a resumed training would restore the exported copy instead.
   """
-  found = tf.io.gfile.glob(os.path.join(output_directory,
-                                        'model.ckpt-*.index'))
+  found = [path for pattern in TRAINING_CHECKPOINTS
+           for path in tf.io.gfile.glob(os.path.join(output_directory,
+                                                     pattern))]
   if found:
     raise errors.UserInputError(
         '--output_directory=%s holds training checkpoints (e.g. %s); an '
         'export there would replace their `checkpoint` file. Export into '
         'another directory.' % (output_directory,
                                 os.path.basename(min(found))))
+
+
+def check_side_input_flags(pipeline_config, use_side_inputs,
+                           side_input_shapes, side_input_names,
+                           side_input_types):
+  """export_inputs.check_side_inputs against the config's side inputs."""
+  specs = context_features.side_input_specs(pipeline_config.model)
+  export_inputs.check_side_inputs(
+      [name for name, _, _ in specs], use_side_inputs, side_input_shapes,
+      side_input_names, side_input_types, expected_specs=specs)
+
+
+def save_exported_config(pipeline_config, directory):
+  """Writes directory/pipeline.config; the exported weights already are the
+  averages, so it no longer asks for them."""
+  saved_config = pipeline_pb2.TrainEvalPipelineConfig()
+  saved_config.CopyFrom(pipeline_config)
+  saved_config.eval_config.use_moving_averages = False
+  config_util.save_pipeline_config(saved_config, directory)
+
+
+def evaluation_graph_rewriter(pipeline_config):
+  """The config's evaluation rewrite (FakeQuant ops before freezing, as the
+  original), or None."""
+  if not pipeline_config.HasField('graph_rewriter'):
+    return None
+  return graph_rewriter_builder.build(pipeline_config.graph_rewriter,
+                                      is_training=False)
 
 
 def uses_moving_averages(pipeline_config):
@@ -469,17 +529,11 @@ def export_inference_graph(input_type, pipeline_config,
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
-  specs = context_features.side_input_specs(pipeline_config.model)
-  export_inputs.check_side_inputs(
-      [name for name, _, _ in specs], use_side_inputs, side_input_shapes,
-      side_input_names, side_input_types, expected_specs=specs)
+  check_side_input_flags(pipeline_config, use_side_inputs, side_input_shapes,
+                         side_input_names, side_input_types)
   checkpoint = resolve_checkpoint(trained_checkpoint_prefix)
-  _check_not_a_training_directory(output_directory)
-  graph_rewriter_fn = None
-  if pipeline_config.HasField('graph_rewriter'):
-    # The evaluation rewrite, as the original: FakeQuant ops before freezing.
-    graph_rewriter_fn = graph_rewriter_builder.build(
-        pipeline_config.graph_rewriter, is_training=False)
+  check_not_a_training_directory(output_directory)
+  graph_rewriter_fn = evaluation_graph_rewriter(pipeline_config)
   with file_safety.staged_outputs(output_directory, EXPORT_ENTRIES, overwrite,
                                   '--output_directory') as staging, \
       tf.Graph().as_default(), graph_building.identity_equality():
@@ -496,10 +550,6 @@ def export_inference_graph(input_type, pipeline_config,
         write_inference_graph=write_inference_graph,
         use_side_inputs=use_side_inputs, side_input_shapes=side_input_shapes,
         side_input_names=side_input_names, side_input_types=side_input_types)
-    # The exported weights already are the averages.
-    saved_config = pipeline_pb2.TrainEvalPipelineConfig()
-    saved_config.CopyFrom(pipeline_config)
-    saved_config.eval_config.use_moving_averages = False
-    config_util.save_pipeline_config(saved_config, staging)
+    save_exported_config(pipeline_config, staging)
   logging.info('Exported %s (%s input) to %s', checkpoint, input_type,
                output_directory)

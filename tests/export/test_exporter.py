@@ -379,6 +379,8 @@ def test_parse_side_inputs():
   assert shapes == [[1, None], [3]]
   assert names == ['a', 'b']
   assert types == [tf.float32, tf.string]
+  # exporter_main_v2's spelling, the original's TF2 one.
+  assert exporter.parse_side_inputs('1', 'a', 'tf.int32')[2] == [tf.int32]
   with pytest.raises(ValueError, match='side_input_names'):
     exporter.parse_side_inputs('1', None, 'int')
   with pytest.raises(ValueError, match='side_input_types: unknown type'):

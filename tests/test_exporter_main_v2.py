@@ -1,0 +1,330 @@
+"""exporter_main_v2: the original's TF2 export layout on our exporter.
+
+A tiny TF2 SSD (the original's ssd_mobilenet_v2_320x320 sample config at
+depth x0.25, 64x64, 3 classes) starts from a training checkpoint laid out
+as the original's TF2 loop writes it (tests/tf2_checkpoints.py: the keys
+and Keras names of tests/data/tf2_checkpoint_keys/, shapes of this tiny
+model, random values). The command exports it from that TF2 directory; a
+second export reads the same weights re-saved as our TF1 `model.ckpt-N`.
+Both must serve Estimator.predict's detections on the same image, with
+the signature tests/data/exporter_main_v2/ records of the original's
+exports, and write a checkpoint/ckpt-0 with the original's keys
+that our fine-tuning restores with nothing skipped.
+"""
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
+from od_estimator.core import standard_fields as fields
+from od_estimator.estimator import fine_tune
+from od_estimator.estimator import model_lib
+from od_estimator.estimator import moving_averages
+from od_estimator.export import exporter_v2
+from od_estimator.export import original_object_paths
+from od_estimator.utils import checkpoint_contents
+from tests import command_modules
+from tests import image_inputs
+from tests import tf2_checkpoints
+from tests import tiny_ssd
+from tests import upstream_folder
+
+CONFIG = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
+TINY = ('model { ssd { num_classes: 3 image_resizer { fixed_shape_resizer { '
+        'height: 64 width: 64 } } feature_extractor { depth_multiplier: 0.25 '
+        '} } }')
+STEP = 2
+TOLERANCE = 1e-4
+SIGNATURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
+                          'exporter_main_v2', 'signatures.json')
+_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+_DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
+_SIDE_FLAGS = ['--use_side_inputs', '--side_input_shapes=1',
+               '--side_input_names=a', '--side_input_types=tf.float32']
+
+
+def _recorded(input_type):
+  with open(SIGNATURES) as f:
+    return json.load(f)[input_type]
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory):
+  return tmp_path_factory.mktemp('exporter_main_v2')
+
+
+@pytest.fixture(scope='module')
+def config(root):
+  """The tiny model's pipeline.config path."""
+  pipeline_config = config_util.read_pipeline_config(
+      upstream_folder.config_path(CONFIG, tf2=True), TINY)
+  config_util.save_pipeline_config(pipeline_config, str(root))
+  return str(root / 'pipeline.config')
+
+
+def _model_shapes(config_path):
+  """{variable name: shape} of the tiny model's graph."""
+  model_config = config_util.get_configs_from_pipeline_file(config_path)[
+      'model']
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=False)
+    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
+    return {v.op.name: v.shape.as_list()
+            for v in tf.compat.v1.global_variables()}
+
+
+def _without_depth(name):
+  """A feature map layer's Keras name without its depth, which the depth
+  multiplier scales (`..._1x1_256_conv/kernel` -> `..._1x1_conv/kernel`)."""
+  return _DEPTH.sub(r'\1\2', name)
+
+
+def _tiny_facts(shapes):
+  """The original's training checkpoint lines for the tiny model.
+
+  The keys are the original's; feature map layers take the tiny model's
+  depths in their Keras names, variables their shapes, optimizer slots
+  their variable's shape; the step and optimizer scalars stay as they are.
+  """
+  ours = {_without_depth(name): name for name in shapes}
+  lines = tf2_checkpoints.facts(CONFIG)
+  by_path = {fact.key[:-len(_VALUE_SUFFIX)]: fact for fact in lines}
+  tiny = []
+  for fact in lines:
+    owner = by_path.get(fact.key.split('/.OPTIMIZER_SLOT/')[0], fact)
+    shape = shapes.get(ours.get(_without_depth(owner.keras_name)),
+                       fact.shape)
+    name = ours.get(_without_depth(fact.keras_name), fact.keras_name)
+    tiny.append(fact._replace(keras_name=name, shape=shape))
+  return tiny
+
+
+def _random_value(rng):
+  def value(fact):
+    if 'moving_variance' in fact.key:
+      return 1 + rng.uniform(0, 0.1, fact.shape)
+    return rng.normal(0, 0.1, fact.shape)
+  return value
+
+
+@pytest.fixture(scope='module')
+def tf2_dir(root, config):
+  """A TF2 training directory: ckpt-STEP and its `checkpoint` state file."""
+  directory = str(root / 'tf2_train')
+  prefix = tf2_checkpoints.write(
+      os.path.join(directory, 'ckpt-%d' % STEP),
+      _tiny_facts(_model_shapes(config)),
+      _random_value(np.random.RandomState(5)))
+  tf.compat.v1.train.update_checkpoint_state(directory, prefix)
+  return directory
+
+
+@pytest.fixture(scope='module')
+def tf1_checkpoint(root, config, tf2_dir):
+  """The TF2 checkpoint's weights re-saved as our model.ckpt-STEP."""
+  model_config = config_util.get_configs_from_pipeline_file(config)['model']
+  prefix = str(root / 'tf1_train' / ('model.ckpt-%d' % STEP))
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=False)
+    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
+    tf.compat.v1.train.get_or_create_global_step()
+    with tf.compat.v1.Session() as session:
+      moving_averages.restore(session, False,
+                              tf.train.latest_checkpoint(tf2_dir))
+      tf.compat.v1.train.Saver().save(session, prefix)
+  return prefix
+
+
+@pytest.fixture(scope='module')
+def exports(root, config, tf2_dir, tf1_checkpoint):
+  """{name: (input type, export directory)}: the command's export of the TF2
+  directory, and exporter_v2's of the TF1 one."""
+  tf2_export = str(root / 'from_tf2')
+  cli = command_modules.run_command('exporter_main_v2', [
+      '--input_type=image_tensor', '--pipeline_config_path=' + config,
+      '--trained_checkpoint_dir=' + tf2_dir,
+      '--output_directory=' + tf2_export])
+  assert cli.returncode == 0, cli.stderr[-3000:]
+  tf1_export = str(root / 'from_tf1')
+  exporter_v2.export_inference_graph(
+      'encoded_image_string_tensor',
+      config_util.read_pipeline_config(config),
+      os.path.dirname(tf1_checkpoint), tf1_export)
+  return {'tf2': ('image_tensor', tf2_export),
+          'tf1': ('encoded_image_string_tensor', tf1_export)}
+
+
+@pytest.fixture(scope='module')
+def predicted(config, tf1_checkpoint):
+  """Estimator.predict of the first test image: {key: [1, ...] array}."""
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(os.path.dirname(tf1_checkpoint)),
+      pipeline_config_path=config)
+  model_config = parts['configs']['model']
+  image = image_inputs.images()[:1]
+
+  def input_fn():
+    model = model_builder.build(model_config, is_training=False)
+    preprocessed, true_image_shape = model.preprocess(
+        tf.cast(tf.constant(image), tf.float32))
+    return tf.data.Dataset.from_tensors({
+        fields.InputDataFields.image: preprocessed,
+        fields.InputDataFields.true_image_shape: true_image_shape})
+  batches = list(parts['estimator'].predict(
+      input_fn, checkpoint_path=tf1_checkpoint, yield_single_examples=False))
+  assert len(batches) == 1
+  return batches[0]
+
+
+def _serve(directory, input_type):
+  """The SavedModel called as TF2 serving code calls it, on the first image."""
+  image = image_inputs.images()[:1]
+  feed = {'image_tensor': tf.constant(image),
+          'encoded_image_string_tensor': tf.constant(
+              [image_inputs.png(image[0])])}[input_type]
+  detector = tf.saved_model.load(os.path.join(directory, 'saved_model'))
+  called = {key: value.numpy() for key, value in detector(feed).items()}
+  signed = detector.signatures['serving_default'](input_tensor=feed)
+  for key, value in signed.items():
+    np.testing.assert_array_equal(value.numpy(), called[key], err_msg=key)
+  return called
+
+
+@pytest.mark.parametrize('name', ['tf2', 'tf1'])
+def test_layout_is_the_originals(exports, name):
+  _, directory = exports[name]
+  found = sorted(os.path.relpath(os.path.join(folder, file), directory)
+                 for folder, _, files in os.walk(directory)
+                 for file in files)
+  assert found == _recorded('image_tensor')['layout']
+
+
+@pytest.mark.parametrize('name', ['tf2', 'tf1'])
+def test_signature_is_the_originals(exports, name):
+  input_type, directory = exports[name]
+  signature = tf.saved_model.load(os.path.join(
+      directory, 'saved_model')).signatures['serving_default']
+  inputs = {key: [spec.dtype.name, spec.shape.as_list()]
+            for key, spec in signature.structured_input_signature[1].items()}
+  outputs = {key: [spec.dtype.name, spec.shape.as_list()]
+             for key, spec in signature.structured_outputs.items()}
+  recorded = _recorded(input_type)
+  assert inputs == recorded['inputs']
+  assert sorted(outputs) == sorted(recorded['outputs'])
+  for key, (dtype, shape) in outputs.items():
+    recorded_dtype, recorded_shape = recorded['outputs'][key]
+    assert dtype == recorded_dtype, key
+    # Where the original leaves a size unknown (the anchors of string
+    # inputs), ours may know it.
+    assert len(shape) == len(recorded_shape), key
+    assert all(theirs in (None, size)
+               for size, theirs in zip(shape, recorded_shape)), key
+
+
+@pytest.mark.parametrize('name', ['tf2', 'tf1'])
+def test_export_serves_the_estimators_detections(exports, predicted, name):
+  input_type, directory = exports[name]
+  served = _serve(directory, input_type)
+  assert served['num_detections'][0] > 0
+  for key, value in predicted.items():
+    np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
+                               err_msg=key)
+  # What Estimator.predict leaves out, the original's exports serve.
+  assert set(served) - set(predicted) <= {'detection_anchor_indices'}
+  indices = served['detection_anchor_indices'][0].astype(int)
+  np.testing.assert_allclose(
+      served['raw_detection_boxes'][0][indices][:5],
+      served['detection_boxes'][0][:5], atol=TOLERANCE)
+
+
+def _model_facts():
+  """(key, Keras name without depths) of the original's model values."""
+  return sorted((fact.key, _without_depth(fact.keras_name))
+                for fact in tf2_checkpoints.facts(CONFIG)
+                if fact.key.startswith('model/') and
+                '/.OPTIMIZER_SLOT/' not in fact.key)
+
+
+@pytest.mark.parametrize('name', ['tf2', 'tf1'])
+def test_exported_checkpoint_has_the_originals_keys(exports, name):
+  _, directory = exports[name]
+  prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
+  assert os.path.basename(prefix) == 'ckpt-0'
+  values = checkpoint_contents.read(prefix)
+  model = sorted((v.key, _without_depth(v.keras_name)) for v in values
+                 if v.key.startswith('model/'))
+  assert model == _model_facts()
+  assert {v.key.split('/')[0] for v in values} == {'model', 'save_counter'}
+
+
+def test_exported_checkpoint_fine_tunes_with_nothing_skipped(
+    exports, config, tf2_dir):
+  _, directory = exports['tf2']
+  prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
+  model_config = config_util.get_configs_from_pipeline_file(config)['model']
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
+    for kind in ('detection', 'full'):
+      matched = fine_tune.match_prefix(model, kind, prefix, True)
+      assert not matched.missing and not matched.mismatched, kind
+      assert not matched.left_out, kind
+    # `full` restores every value the original's model has.
+    assert len(matched.available) == len(_model_facts())
+    # The values are the trained checkpoint's.
+    original = tf.train.load_checkpoint(tf.train.latest_checkpoint(tf2_dir))
+    exported = tf.train.load_checkpoint(prefix)
+    for key in list(matched.available)[:20]:
+      np.testing.assert_array_equal(exported.get_tensor(key),
+                                    original.get_tensor(key), err_msg=key)
+
+
+@pytest.mark.parametrize('flags, message', [
+    (['--input_type=jpeg'], '--input_type=jpeg is not supported'),
+    (_SIDE_FLAGS + ['--input_type=tf_example'],
+     '--use_side_inputs takes --input_type=image_tensor only'),
+    (_SIDE_FLAGS, '--use_side_inputs: this model takes no side inputs'),
+])
+def test_errors_are_one_line(root, config, tf2_dir, flags, message):
+  output = str(root / 'refused')
+  cli = command_modules.run_command('exporter_main_v2', [
+      '--pipeline_config_path=' + config,
+      '--trained_checkpoint_dir=' + tf2_dir,
+      '--output_directory=' + output] + flags)
+  assert cli.returncode == 1
+  lines = cli.stderr.strip().splitlines()
+  assert len(lines) == 1 and message in lines[0], cli.stderr
+  assert not os.path.exists(os.path.join(output, 'saved_model'))
+
+
+def test_training_directory_is_refused_as_output(config, tf2_dir):
+  cli = command_modules.run_command('exporter_main_v2', [
+      '--pipeline_config_path=' + config,
+      '--trained_checkpoint_dir=' + tf2_dir,
+      '--output_directory=' + tf2_dir])
+  assert cli.returncode == 1
+  assert 'holds training checkpoints (e.g. ckpt-%d.index)' % STEP in (
+      cli.stderr)
+
+
+def test_help_lists_the_originals_flags():
+  cli = command_modules.run_command('exporter_main_v2', ['--help'])
+  assert cli.returncode == 0
+  for flag in ('input_type', 'pipeline_config_path', 'trained_checkpoint_dir',
+               'output_directory', 'config_override', 'use_side_inputs',
+               'side_input_shapes', 'side_input_types', 'side_input_names'):
+    assert '--' + flag in cli.stdout or '--[no]' + flag in cli.stdout
+  assert 'input_tensor' in cli.stdout
+
+
+def test_models_of_other_names_have_no_original_paths():
+  keras_head = 'BoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/bias'
+  assert original_object_paths.original_paths(['Conv1/kernel', keras_head])
+  # A TF1 (slim) model: its values are keyed by variable name instead.
+  assert original_object_paths.original_paths(
+      ['Conv1/kernel', 'BoxPredictor_0/BoxEncodingPredictor/biases']) is None
