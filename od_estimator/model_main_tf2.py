@@ -221,11 +221,14 @@ def _is_chief(tf_config):
   return task.get('type') == 'worker' and int(task.get('index', 0)) == 0
 
 
+def _checkpointing():
+  return {'save_checkpoints_steps': FLAGS.checkpoint_every_n,
+          'keep_checkpoint_max': _CHECKPOINTS_KEPT}
+
+
 def _run_config(**kwargs):
-  return tf.estimator.RunConfig(
-      model_dir=FLAGS.model_dir,
-      save_checkpoints_steps=FLAGS.checkpoint_every_n,
-      keep_checkpoint_max=_CHECKPOINTS_KEPT, **kwargs)
+  return tf.estimator.RunConfig(model_dir=FLAGS.model_dir,
+                                **_checkpointing(), **kwargs)
 
 
 def _model_fn_creator(detection_model_fn, *args, **kwargs):
@@ -263,9 +266,8 @@ def _train(job):
   if FLAGS.use_tpu:
     parts = training_jobs.build(
         job, tpu_run_config.run_config(
-            FLAGS.model_dir, True, FLAGS.tpu_name,
-            save_checkpoints_steps=FLAGS.checkpoint_every_n,
-            num_shards=None),
+            FLAGS.model_dir, True, FLAGS.tpu_name, num_shards=None,
+            **_checkpointing()),
         use_tpu_estimator=True, use_tpu=True,
         model_fn_creator=_model_fn_creator)
   else:

@@ -96,7 +96,7 @@ def _run_config():
   return tpu_run_config.run_config(
       FLAGS.model_dir, FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone,
       FLAGS.gcp_project, FLAGS.iterations_per_loop, FLAGS.num_shards,
-      FLAGS.save_checkpoints_steps)
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps or None)
 
 
 def main(unused_argv):

@@ -204,3 +204,16 @@ def test_two_workers_apply_the_same_updates(config, tmp_path):
            not np.array_equal(chief[name], initial[name])]
   assert len(moved) > len(chief) // 2, len(moved)
   assert not glob.glob(os.path.join(model_dir, 'tmp_worker_0'))
+
+
+def test_a_tpu_that_cannot_be_found_is_one_line(tmp_path, monkeypatch):
+  def no_tpu(*args, **kwargs):
+    del args, kwargs  # Unused.
+    raise ValueError('Please provide a TPU Name to connect to.')
+  monkeypatch.setattr(tf.distribute.cluster_resolver, 'TPUClusterResolver',
+                      no_tpu)
+  line = _one_error_line(run_command('model_main_tf2', [
+      '--model_dir=%s' % tmp_path, '--pipeline_config_path=P', '--use_tpu',
+      '--tpu_name=nope']))
+  assert line.startswith('error: --use_tpu: cannot find the Cloud TPU '
+                         '(--tpu_name=nope): Please provide a TPU Name')

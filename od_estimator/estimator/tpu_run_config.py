@@ -8,7 +8,7 @@ from od_estimator import errors
 
 def run_config(model_dir, use_tpu, tpu_name=None, tpu_zone=None,
                gcp_project=None, iterations_per_loop=100, num_shards=8,
-               save_checkpoints_steps=None):
+               **kwargs):
   """tpu_config.RunConfig; resolves the Cloud TPU only when use_tpu.
 
   Args:
@@ -17,8 +17,9 @@ def run_config(model_dir, use_tpu, tpu_name=None, tpu_zone=None,
     tpu_name, tpu_zone, gcp_project: the TPU for the cluster resolver
       (None: detected from the GCE metadata).
     iterations_per_loop: training steps per TPU loop.
-    num_shards: TPU cores.
-    save_checkpoints_steps: checkpoint interval (None: every 10 minutes).
+    num_shards: TPU cores (None: all of the TPU's).
+    **kwargs: more RunConfig arguments (save_checkpoints_steps, ...); None
+      values are left out (RunConfig's defaults).
 
   Raises:
     errors.UserInputError: use_tpu, and no TPU by that name is found.
@@ -46,11 +47,8 @@ def run_config(model_dir, use_tpu, tpu_name=None, tpu_zone=None,
     if not model_dir.startswith('gs://'):
       logging.warning('--model_dir=%s is not a gs:// path; a Cloud TPU '
                       'node cannot reach local files.', model_dir)
-  kwargs = {}
-  if save_checkpoints_steps:
-    kwargs['save_checkpoints_steps'] = save_checkpoints_steps
   return tpu_config.RunConfig(
       cluster=cluster, model_dir=model_dir,
       tpu_config=tpu_config.TPUConfig(
           iterations_per_loop=iterations_per_loop, num_shards=num_shards),
-      **kwargs)
+      **{name: value for name, value in kwargs.items() if value is not None})
