@@ -172,9 +172,8 @@ def _cluster_workers():
   """(TF_CONFIG, its training tasks) for --num_workers > 1, checked.
 
   Raises:
-    errors.UserInputError: no TF_CONFIG, tasks other than a chief, workers
-      and an evaluator, or another number of chief and workers than
-      --num_workers.
+    errors.UserInputError: no TF_CONFIG, tasks other than a chief and
+      workers, or another number of them than --num_workers.
   """
   example = ('{"cluster": {"worker": ["host1:port", ...]}, "task": '
              '{"type": "worker", "index": i}}')
@@ -185,12 +184,12 @@ def _cluster_workers():
         'e.g. %s; or leave --num_workers at 1 to train here.' % (
             FLAGS.num_workers, FLAGS.num_workers, example))
   cluster = tf_config['cluster']
-  others = sorted(set(cluster) - {'chief', 'worker', 'evaluator'})
+  others = sorted(set(cluster) - {'chief', 'worker'})
   if others:
     raise errors.UserInputError(
-        '--num_workers: synchronous training has no %s tasks; TF_CONFIG '
-        'names the workers (and an optional chief and evaluator): %s' % (
-            ', '.join(others), example))
+        '--num_workers: synchronous training has no %s tasks (evaluate in '
+        'another job, with --checkpoint_dir); TF_CONFIG names the workers '
+        '(and an optional chief): %s' % (', '.join(others), example))
   workers = list(cluster.get('chief', [])) + list(cluster.get('worker', []))
   if len(workers) != FLAGS.num_workers:
     raise errors.UserInputError(
@@ -246,8 +245,8 @@ def _train_on_workers(job):
   """Synchronous training on the TF_CONFIG workers (--num_workers > 1).
 
   The Estimator runs MultiWorkerMirroredStrategy through train_and_evaluate
-  (its distribute coordinator); an evaluator task of TF_CONFIG, if any,
-  evaluates. Built in a graph, as the strategy's collective ops are graph
+  (its distribute coordinator); with no evaluator task it trains only.
+  Built in a graph, as the strategy's collective ops are graph
   ops here (eagerly, copying the strategy fails on the cluster devices).
   """
   tf_config, _ = _cluster_workers()
