@@ -6,6 +6,9 @@ import sys
 COMMANDS = {
     'detect': ('od_estimator.detect',
                'run an exported model on images; COCO json + drawings'),
+    'inspect_checkpoint': ('od_estimator.inspect_checkpoint',
+                           'list what a checkpoint (TF1 or TF2) holds and '
+                           'what it feeds'),
     'validate': ('od_estimator.validate',
                  'check a pipeline.config before launch'),
 }
@@ -13,7 +16,8 @@ COMMANDS = {
 
 def _usage():
   lines = ['usage: od-estimator COMMAND [flags]', '', 'commands:']
-  lines += ['  %-10s %s' % (name, summary)
+  width = max(len(name) for name in COMMANDS)
+  lines += ['  %-*s  %s' % (width, name, summary)
             for name, (_, summary) in sorted(COMMANDS.items())]
   lines.append('')
   lines.append('`od-estimator COMMAND --help` describes a command.')

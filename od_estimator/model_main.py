@@ -23,8 +23,9 @@ in train_and_evaluate and 143 / 130 when evaluating only.
 
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
-share of the input files. Parameter servers serve until stopped. Several
-GPUs of one machine: add --num_gpus=N (MirroredStrategy).
+share of the input files. Parameter servers serve until stopped: SIGTERM
+or Ctrl-C ends one at once. Several GPUs of one machine: add --num_gpus=N
+(MirroredStrategy).
 """
 
 from absl import flags

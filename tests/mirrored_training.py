@@ -108,6 +108,24 @@ def first_losses(model_dir, tags=('Loss/total_loss',)):
                for tag in estimator_tag + list(tags))
 
 
+def assert_losses_match(single, mirrored, summed_terms):
+  """The first step's losses (first_losses) of both runs agree.
+
+  Each loss is a sum of non-negative per-anchor, per-proposal or per-image
+  terms, which the runs group differently: as in update_tolerances, two
+  float32 orders of n terms differ by up to n eps of their sum, doubled
+  for the rounding the terms carry from the forward pass.
+
+  Args:
+    single, mirrored: first_losses of the two runs.
+    summed_terms: the longest sum behind any value of the model.
+  """
+  assert min(single) > 0
+  np.testing.assert_allclose(
+      mirrored, single, atol=0,
+      rtol=2 * summed_terms * np.finfo(np.float32).eps)
+
+
 def variables(checkpoint):
   reader = tf.train.load_checkpoint(checkpoint)
   return {name: reader.get_tensor(name)

@@ -4,7 +4,13 @@ Chief, worker, parameter server and evaluator are separate processes, as on
 a real cluster. All but the parameter server exit on their own; parameter
 servers serve until they are stopped (Estimator's design), so the test
 stops it once the others are done, as a cluster manager would.
+
+One cluster per model family, the same checks for each: the light tiny SSD,
+and tiny_faster_rcnn's two-stage model on the fake feature extractor of
+tests/fakes.py (1x1 convs), which tests/fake_extractor_model_main.py
+registers before it runs model_main.
 """
+import dataclasses
 import glob
 import json
 import os
@@ -19,12 +25,46 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from od_estimator.input_pipeline import inputs
 from tests import local_ports
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
-TRAIN_STEPS = 4
 # Generous: on a 2-core machine also busy with other work, a run took 6 min.
 DEADLINE_SECS = 600
 FINISHING_TASKS = ('chief', 'worker', 'evaluator')
+
+
+@dataclasses.dataclass(frozen=True)
+class _Family:
+  """What every task of one model family's cluster runs.
+
+  Attributes:
+    module: the command, run as `python -m module`, with model_main's flags.
+    write_config: root folder -> pipeline config path (data in root/data).
+    train_steps: --num_train_steps. The worker starts 5 s after the chief
+      (TensorFlow's delay) and skips training when the chief has finished
+      by then: the chief's steps must outlast that.
+    flags: more flags of the command.
+  """
+  module: str
+  write_config: object
+  train_steps: int
+  flags: tuple = ()
+
+
+FAMILIES = {
+    'ssd': _Family(
+        'od_estimator.model_main',
+        lambda root: tiny_ssd.write_config(root, root / 'data'), 4,
+        ('--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES,)),
+    'faster_rcnn': _Family(
+        'tests.fake_extractor_model_main',
+        lambda root: tiny_faster_rcnn.write_config(root, root / 'data',
+                                                   extractor='fake'),
+        # Its 1x1-conv extractor builds in a second and steps 35 to 60 times
+        # a second on a shared 2-core machine (the SSD about once): 500
+        # steps outlast the worker's delay by seconds.
+        500),
+}
 # Only parsed, never connected to.
 CLUSTER = {'chief': ['host0:1'], 'worker': ['host1:1', 'host2:1'],
            'ps': ['host3:1']}
@@ -52,12 +92,12 @@ def test_no_input_context_outside_a_cluster(monkeypatch):
   assert inputs.worker_input_context(None) is None
 
 
-def _launch(task_type, cluster, args, log_path):
+def _launch(module, task_type, cluster, args, log_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps({
       'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        [sys.executable, '-m', 'od_estimator.model_main'] + args, env=env,
+        [sys.executable, '-m', module] + args, env=env,
         stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 
@@ -84,30 +124,46 @@ def _scalars(directory, tag):
   return sorted(points)
 
 
-@pytest.fixture(scope='module')
-def cluster_run(tmp_path_factory):
-  """Runs the cluster.
+@dataclasses.dataclass(frozen=True)
+class _Run:
+  """What one cluster run left.
 
-  Returns:
-    (model_dir, {task: log text}, tasks killed at the deadline,
-    {finishing task: exit code}, whether the ps still served at the end).
+  Attributes:
+    train_steps: its --num_train_steps.
+    model_dir: its --model_dir.
+    logs: {task: log text}.
+    stragglers: the finishing tasks still running at the deadline.
+    codes: {task: exit code}.
+    ps_served: whether the ps still served once the others were done.
   """
-  root = tmp_path_factory.mktemp('cluster')
-  config = tiny_ssd.write_config(root, root / 'data')
+  train_steps: int
+  model_dir: str
+  logs: dict
+  stragglers: list
+  codes: dict
+  ps_served: bool
+
+
+@pytest.fixture(scope='module', params=sorted(FAMILIES))
+def cluster_run(request, tmp_path_factory):
+  """Runs the cluster of one model family; returns its _Run."""
+  family = FAMILIES[request.param]
+  root = tmp_path_factory.mktemp('cluster_' + request.param)
+  config = family.write_config(root)
   model_dir = str(root / 'model')
   with local_ports.reserved(3) as ports:
     chief, worker, ps = ['localhost:%d' % port for port in ports]
     cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
     args = ['--pipeline_config_path=%s' % config,
             '--model_dir=%s' % model_dir,
-            '--num_train_steps=%d' % TRAIN_STEPS, '--log_every_n_steps=1',
-            '--eval_throttle_secs=2',
-            # Each evaluation on 1 of the 8 validation images.
-            '--sample_1_of_n_eval_examples=8',
-            '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+            '--num_train_steps=%d' % family.train_steps,
+            '--log_every_n_steps=1', '--eval_throttle_secs=2',
+            # Each evaluation on the first validation image only.
+            '--sample_1_of_n_eval_examples=8'] + list(family.flags)
     logs = {task: str(root / ('%s.log' % task))
             for task in ('ps',) + FINISHING_TASKS}
-    processes = {task: _launch(task, cluster, args, logs[task])
+    processes = {task: _launch(family.module, task, cluster, args,
+                               logs[task])
                  for task in logs}
     deadline = time.monotonic() + DEADLINE_SECS
     try:
@@ -119,7 +175,8 @@ def cluster_run(tmp_path_factory):
                     if processes[task].poll() is None]
       ps_served = processes['ps'].poll() is None
       # The parameter server never returns on its own: stopping it is the
-      # normal end of a cluster run, not a failure.
+      # normal end of a cluster run, not a failure. SIGTERM, as a cluster
+      # manager sends, must end it at once.
       for process in processes.values():
         if process.poll() is None:
           process.send_signal(signal.SIGTERM)
@@ -129,9 +186,11 @@ def cluster_run(tmp_path_factory):
         except subprocess.TimeoutExpired:
           process.kill()
           process.wait()
-  texts = {task: _read(path) for task, path in logs.items()}
-  codes = {task: processes[task].returncode for task in FINISHING_TASKS}
-  return model_dir, texts, stragglers, codes, ps_served
+  return _Run(
+      family.train_steps, model_dir,
+      {task: _read(path) for task, path in logs.items()}, stragglers,
+      {task: process.returncode for task, process in processes.items()},
+      ps_served)
 
 
 def _tail(text):
@@ -139,28 +198,37 @@ def _tail(text):
 
 
 def test_every_task_but_ps_exits_on_its_own(cluster_run):
-  _, logs, stragglers, codes, ps_served = cluster_run
-  assert ps_served, _tail(logs['ps'])  # serves until stopped, by design
-  assert not stragglers, 'killed after %d s: %s\n%s' % (
-      DEADLINE_SECS, stragglers,
-      '\n'.join(_tail(logs[task]) for task in stragglers))
-  for task, code in codes.items():
-    assert code == 0, (task, _tail(logs[task]))
+  logs = cluster_run.logs
+  # Serves until stopped, by design.
+  assert cluster_run.ps_served, _tail(logs['ps'])
+  assert not cluster_run.stragglers, 'killed after %d s: %s\n%s' % (
+      DEADLINE_SECS, cluster_run.stragglers,
+      '\n'.join(_tail(logs[task]) for task in cluster_run.stragglers))
+  for task in FINISHING_TASKS:
+    assert cluster_run.codes[task] == 0, (task, _tail(logs[task]))
+
+
+def test_sigterm_ends_the_ps(cluster_run):
+  # Killed instead (-SIGKILL) when it ignored SIGTERM: it serves inside
+  # TensorFlow's server.join(), where a Python handler never runs.
+  assert cluster_run.codes['ps'] == -signal.SIGTERM, (
+      _tail(cluster_run.logs['ps']))
 
 
 def test_chief_writes_the_final_checkpoint(cluster_run):
-  model_dir, logs = cluster_run[:2]
+  model_dir, logs = cluster_run.model_dir, cluster_run.logs
   # Chief and worker update the parameters asynchronously, so the last step
   # may pass num_train_steps by the steps already under way.
   final_step = _final_step(model_dir)
-  assert final_step and final_step >= TRAIN_STEPS, _tail(logs['chief'])
+  assert final_step and final_step >= cluster_run.train_steps, (
+      _tail(logs['chief']))
   assert os.path.exists(os.path.join(model_dir, 'pipeline.config'))
   assert 'Loss for final step' in logs['chief']
   assert 'Loss for final step' in logs['worker']
 
 
 def test_training_tasks_read_their_own_file_shard(cluster_run):
-  logs = cluster_run[1]
+  logs = cluster_run.logs
   # Two training tasks and two train files: each reads one.
   for task, index in (('chief', 0), ('worker', 1)):
     assert 'Input pipeline %d of 2 reads 1 of these' % index in logs[task], (
@@ -169,14 +237,14 @@ def test_training_tasks_read_their_own_file_shard(cluster_run):
 
 
 def test_evaluator_writes_metrics_of_the_final_checkpoint(cluster_run):
-  model_dir, logs = cluster_run[:2]
+  model_dir, logs = cluster_run.model_dir, cluster_run.logs
   points = _scalars(os.path.join(model_dir, 'eval_0'),
                     'DetectionBoxes_Precision/mAP')
   # The evaluator stops after a checkpoint whose global step reached
   # num_train_steps. That may be the chief's first one: it is named after
   # the step when the chief began saving, while the worker, already
   # training, can finish every step before the save does.
-  assert points and points[-1][0] >= TRAIN_STEPS, (
+  assert points and points[-1][0] >= cluster_run.train_steps, (
       points, _tail(logs['evaluator']))
   assert glob.glob(os.path.join(model_dir, 'export', 'Servo', '*',
                                 'saved_model.pb'))

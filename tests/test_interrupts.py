@@ -61,6 +61,14 @@ def test_a_deferred_block_completes_before_the_signal_is_raised():
   assert completed == ['file']
 
 
+def test_a_serving_task_leaves_signals_to_their_default_action():
+  # Inside a command's scope, as a ps task's server.join() runs; the
+  # cluster run of test_cluster sends the real SIGTERM.
+  with interrupts.stopping_on_signals('serving'):
+    interrupts.end_process_on_signals()
+    assert _handlers() == [signal.SIG_DFL] * len(interrupts.SIGNALS)
+
+
 def test_outside_the_main_thread_it_says_so_and_changes_nothing(caplog):
   before = _handlers()
   seen = []

@@ -384,6 +384,17 @@ def test_damaged_fine_tune_checkpoint(data_dir, capsys):
                         'is truncated' % (path, prefix, prefix)), out
 
 
+def test_full_fine_tuning_from_a_folder_passes(data_dir, capsys):
+  # The TF2 type, and a folder: fine-tuning reads its latest checkpoint.
+  small_checkpoints.save(data_dir / 'fine_tune_folder', [5])
+  text = _good_config(data_dir).replace(
+      'batch_size: 16', 'batch_size: 16 fine_tune_checkpoint: "%s" '
+      'fine_tune_checkpoint_type: "full"' % (data_dir / 'fine_tune_folder'))
+  code, out, path = _run(data_dir, text, capsys, name='full_ft.config')
+  assert code == 0, out
+  assert out.strip().endswith('%s: OK' % path)
+
+
 def test_relative_paths_are_read_from_the_launch_directory(
     data_dir, capsys, monkeypatch):
   (data_dir / 'relative.config').write_text(

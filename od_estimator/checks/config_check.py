@@ -19,6 +19,7 @@ from od_estimator.metrics import metric_sets
 from od_estimator.input_pipeline import inputs
 from od_estimator.checks import record_scanner
 from od_estimator.checks import tpu_check
+from od_estimator.estimator import object_checkpoint
 from od_estimator.builders import dataset_builder
 from od_estimator.builders import decoder_builder
 from od_estimator.builders import graph_rewriter_builder
@@ -30,7 +31,7 @@ from od_estimator.config import config_util
 from od_estimator.utils import label_map_util
 from od_estimator.protos import input_reader_pb2
 
-FINE_TUNE_CHECKPOINT_TYPES = ('', 'classification', 'detection')
+FINE_TUNE_CHECKPOINT_TYPES = ('',) + tuple(sorted(object_checkpoint.PARTS))
 _PLACEHOLDER = 'PATH_TO_BE_CONFIGURED'
 _REMOTE_PREFIXES = ('gs://', 's3://', 'hdfs://', 'http://', 'https://')
 # Bad records --scan_records lists before it stops.
@@ -293,13 +294,17 @@ def _check_train_config(train_config, report):
   if kind not in FINE_TUNE_CHECKPOINT_TYPES:
     report.error('train_config.fine_tune_checkpoint_type',
                  'unknown type %r' % kind,
-                 hint='one of "classification", "detection"')
+                 hint='one of "classification", "detection", "full"')
   if not checkpoint:
     return
   if _is_remote(checkpoint):
     report.note('fine_tune_checkpoint %s is remote; not checked here.' %
                 checkpoint)
-  elif not tf.io.gfile.exists(checkpoint + '.index'):
+    return
+  if tf.io.gfile.isdir(checkpoint) and tf.train.latest_checkpoint(checkpoint):
+    # A folder: fine-tuning reads its latest checkpoint.
+    checkpoint = tf.train.latest_checkpoint(checkpoint)
+  if not tf.io.gfile.exists(checkpoint + '.index'):
     hint = _placeholder_hint(checkpoint, report)
     if tf.io.gfile.isdir(checkpoint):
       hint = ('give the checkpoint prefix, e.g. %s' %

@@ -23,10 +23,10 @@ import tensorflow as tf
 from tensorflow.python.tpu import tpu_function
 
 from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
-from od_estimator.utils import variables_helper
 
 GCS_PREFIX = 'gs://'
 DEFAULT_NUM_SHARDS = 8  # model_tpu_main's --num_shards default.
@@ -353,13 +353,9 @@ def _check_restore(step, train_config, report):
   kind = model_lib.fine_tune_checkpoint_type(train_config)
   try:
     with step.graph.as_default():
-      wanted = step.model.restore_map(
-          fine_tune_checkpoint_type=kind,
-          load_all_detection_checkpoint_vars=(
-              train_config.load_all_detection_checkpoint_vars))
-      available, _, mismatched = (
-          variables_helper.get_variables_available_in_checkpoint_with_report(
-              wanted, checkpoint, include_global_step=False))
+      matched = fine_tune.match_checkpoint(step.model, train_config)
+      available, missing, mismatched, _ = matched
+      wanted = matched.wanted
       if available:
         step.scaffold_fn()
   except (ValueError, tf.errors.OpError) as error:
@@ -369,7 +365,7 @@ def _check_restore(step, train_config, report):
   if available:
     report.note('TPU: scaffold_fn restores %d of the %d variables a %r '
                 'checkpoint should hold from %s.' % (len(available),
-                                                     len(wanted), kind,
+                                                     wanted, kind,
                                                      checkpoint))
     return
   if mismatched:
@@ -386,7 +382,7 @@ def _check_restore(step, train_config, report):
             'this one holds e.g. %s' % ', '.join(names[:2]))
   report.error(field, 'scaffold_fn would restore nothing: none of the %d '
                'variables a %r checkpoint should hold (e.g. %s) is in %s' % (
-                   len(wanted), kind, sorted(wanted)[0] if wanted else '-',
+                   wanted, kind, missing[0] if missing else '-',
                    checkpoint), hint=hint)
 
 

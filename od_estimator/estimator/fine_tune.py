@@ -9,11 +9,20 @@ restore_map asks for (same name and shape) is taken for one of another
 model or feature extractor: the launch stops while the graph is built,
 before anything is written, unless the hparam allow_partial_fine_tune is
 true (--hparams_overrides=allow_partial_fine_tune=true).
+
+Both checkpoint formats are read, told apart by the file (so
+fine_tune_checkpoint_version changes nothing): name-based ones (TF1) by
+variable name, object-based ones (TF2, see object_checkpoint) by object path
+and Keras name. `full` (the whole model, shapes permitting) is the TF2
+type; with a TF1 checkpoint it means `detection` with
+load_all_detection_checkpoint_vars.
 """
 from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.estimator import object_checkpoint
+from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import variables_helper
 
 
@@ -29,39 +38,76 @@ def fine_tune_checkpoint_type(train_config):
 _EXAMPLES = 5
 
 
-def restore_map(model, train_config, allow_partial=False):
-  """{checkpoint name: variable} present in fine_tune_checkpoint, logged.
+def match_checkpoint(model, train_config):
+  """What fine_tune_checkpoint gives this model: object_checkpoint.Matched.
 
   Raises:
-    errors.UserInputError: the checkpoint type is unknown, no checkpoint is
-      there, or (unless allow_partial) it gives fewer than half of the
-      variables asked for (see too_few_message).
+    errors.UserInputError: the checkpoint type is unknown or no checkpoint
+      is there.
   """
   checkpoint = train_config.fine_tune_checkpoint
   kind = fine_tune_checkpoint_type(train_config)
-  if kind not in ('detection', 'classification'):
+  if kind not in object_checkpoint.PARTS:
     raise errors.UserInputError(
-        'train_config.fine_tune_checkpoint_type %r is not '
-        'supported; use "detection" or "classification"' % kind)
-  wanted = model.restore_map(
-      fine_tune_checkpoint_type=kind,
-      load_all_detection_checkpoint_vars=(
-          train_config.load_all_detection_checkpoint_vars))
+        'train_config.fine_tune_checkpoint_type %r is not supported; use '
+        '"classification", "detection" or "full"' % kind)
   try:
-    available, missing, mismatched = (
-        variables_helper.get_variables_available_in_checkpoint_with_report(
-            wanted, checkpoint, include_global_step=False))
+    prefix = checkpoint_contents.resolve(checkpoint)
+    object_based = checkpoint_contents.is_object_based(prefix)
   except tf.errors.NotFoundError:
     raise errors.UserInputError(
         'train_config.fine_tune_checkpoint %r: no checkpoint found there. '
         'Give a checkpoint prefix (.../model.ckpt) or directory, or train '
         'from scratch with --hparams_overrides=load_pretrained=false.' %
         checkpoint) from None
-  log_restore_report(checkpoint, kind, available, missing, mismatched)
-  if 2 * len(available) < len(wanted) and not allow_partial:
+  return match_prefix(model, kind, prefix, object_based,
+                      train_config.load_all_detection_checkpoint_vars)
+
+
+def match_prefix(model, kind, prefix, object_based, load_all=False):
+  """object_checkpoint.Matched of the checkpoint at `prefix`, either format.
+
+  Args:
+    model: the DetectionModel, its graph built.
+    kind: 'classification', 'detection' or 'full'.
+    prefix: the checkpoint's prefix.
+    object_based: whether it is a TF2 checkpoint (see checkpoint_contents).
+    load_all: load_all_detection_checkpoint_vars (TF1 'detection' only).
+  """
+  if object_based:
+    if load_all and kind == 'detection':
+      logging.info('load_all_detection_checkpoint_vars does nothing with a '
+                   'TF2 checkpoint, as in the original; use '
+                   'fine_tune_checkpoint_type "full" to restore the heads.')
+    return object_checkpoint.restore_map(model, kind, prefix)
+  if kind == 'full':
+    kind, load_all = 'detection', True
+  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
+                             load_all_detection_checkpoint_vars=load_all)
+  available, missing, mismatched = (
+      variables_helper.get_variables_available_in_checkpoint_with_report(
+          wanted, prefix, include_global_step=False))
+  return object_checkpoint.Matched(available, missing, mismatched, [])
+
+
+def restore_map(model, train_config, allow_partial=False):
+  """{checkpoint key: variable} present in fine_tune_checkpoint, logged.
+
+  Raises:
+    errors.UserInputError: see match_checkpoint; or (unless allow_partial)
+      the checkpoint gives fewer than half of the variables asked for (see
+      too_few_message).
+  """
+  checkpoint = train_config.fine_tune_checkpoint
+  kind = fine_tune_checkpoint_type(train_config)
+  matched = match_checkpoint(model, train_config)
+  log_restore_report(checkpoint, kind, *matched)
+  if 2 * len(matched.available) < matched.wanted and not allow_partial:
     raise errors.UserInputError(too_few_message(
-        checkpoint, kind, len(available), len(wanted), missing, mismatched))
-  return available
+        checkpoint, kind, len(matched.available), matched.wanted,
+        matched.missing,
+        matched.mismatched))
+  return matched.available
 
 
 def _examples(items):
@@ -71,7 +117,8 @@ def _examples(items):
 
 def too_few_message(checkpoint, kind, restored, wanted, missing, mismatched):
   """The one-line refusal of a checkpoint that gives too little."""
-  held = sorted(tf.train.list_variables(checkpoint))
+  held = [(value.keras_name or value.path, value.shape) for value in
+          checkpoint_contents.read(checkpoint_contents.resolve(checkpoint))]
   parts = ['train_config.fine_tune_checkpoint %s (%s): only %d of the %d '
            'variables this model restores from it are there with the same '
            'name and shape (fewer than half: a checkpoint of another model '
@@ -93,10 +140,17 @@ def too_few_message(checkpoint, kind, restored, wanted, missing, mismatched):
   return ' '.join(parts)
 
 
-def log_restore_report(checkpoint, kind, available, missing, mismatched):
-  """Logs the names restored from and skipped in fine_tune_checkpoint."""
+def log_restore_report(checkpoint, kind, available, missing, mismatched,
+                       left_out=()):
+  """Logs the names restored from and skipped in fine_tune_checkpoint.
+
+  left_out: object paths of an object-based checkpoint's values, in the
+  part `kind` restores, that feed no variable of this model.
+  """
   logging.info('Fine-tuning from %s (%s): restoring %d variables: %s',
-               checkpoint, kind, len(available), ', '.join(sorted(available)))
+               checkpoint, kind, len(available),
+               ', '.join(sorted(checkpoint_contents.object_path(key)
+                                for key in available)))
   if missing:
     logging.warning('Fine-tuning: skipping %d variables not in the '
                     'checkpoint: %s', len(missing), ', '.join(missing))
@@ -105,6 +159,11 @@ def log_restore_report(checkpoint, kind, available, missing, mismatched):
         'Fine-tuning: skipping %d variables of another shape (checkpoint vs '
         'model): %s', len(mismatched),
         ', '.join('%s %s vs %s' % entry for entry in mismatched))
+  if left_out:
+    logging.warning(
+        'Fine-tuning: leaving out %d values of the checkpoint that feed no '
+        'variable of this model (`od-estimator inspect_checkpoint` lists '
+        'them): %s', len(left_out), ', '.join(left_out))
 
 
 def build_scaffold_fn(model, train_config, use_tpu, load_pretrained=True,

@@ -5,13 +5,17 @@ Evaluation, Estimator.predict and the Servo export read the weights through
 SavedModel / frozen-graph export and the TFLite graph through `restore`
 (then re-save them under the variables' own names). Both map the
 variables with `variables_to_restore`: each trainable variable from its
-`<name>/ExponentialMovingAverage` entry, every other one from its own name.
+`<name>/ExponentialMovingAverage` entry, every other one from its own name;
+from a TF2 checkpoint (exports, which know it), each variable from its
+value's key, the averages from its `average` slot (see object_checkpoint).
 """
 from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.builders import optimizer_builder
+from od_estimator.estimator import object_checkpoint
+from od_estimator.utils import checkpoint_contents
 
 _GLOBAL_STEP = 'global_step'
 _EMA_NAME = 'ExponentialMovingAverage'
@@ -39,6 +43,10 @@ def variables_to_restore(use_moving_averages, checkpoint_prefix=None,
       raw values.
   """
   variables = tf.compat.v1.global_variables()
+  if checkpoint_prefix is not None and checkpoint_contents.is_object_based(
+      checkpoint_prefix):
+    return _object_based_variables_to_restore(
+        variables, use_moving_averages, checkpoint_prefix, no_ema_collection)
   if (use_moving_averages and checkpoint_prefix is not None and
       not has_moving_averages(checkpoint_prefix)):
     # E.g. released checkpoints trained without averaging: one line instead
@@ -55,6 +63,19 @@ def variables_to_restore(use_moving_averages, checkpoint_prefix=None,
         (var.op.name if any(s in var.op.name for s in no_ema_collection)
          else name): var for name, var in name_map.items()}
   return name_map
+
+
+def _object_based_variables_to_restore(variables, use_moving_averages,
+                                       checkpoint_prefix, no_ema_collection):
+  """variables_to_restore of a TF2 checkpoint: keys by object path."""
+  values = checkpoint_contents.read(checkpoint_prefix)
+  if use_moving_averages and not object_checkpoint.has_moving_averages(
+      values):
+    logging.info('%s holds no moving averages; exporting the raw weights.',
+                 checkpoint_prefix)
+    use_moving_averages = False
+  return object_checkpoint.whole_model_keys(
+      variables, values, use_moving_averages, no_ema_collection or ())
 
 
 def scaffold():

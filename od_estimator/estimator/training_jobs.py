@@ -147,6 +147,9 @@ def train_and_evaluate(job, parts, throttle_secs=0, preemptible=True):
     preemption.TrainingPreempted: a signal stopped training once its
       checkpoint was saved (no evaluation and export follow).
   """
+  if parts['estimator'].config.task_type == 'ps':
+    # Serves until stopped: a signal must end it (see interrupts).
+    interrupts.end_process_on_signals()
   preemption_hook = preemption.PreemptionHook(
       parts['estimator'].model_dir,
       parts['configs']['eval_config'].batch_size or 1) if preemptible else None

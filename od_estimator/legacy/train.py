@@ -43,6 +43,7 @@ from od_estimator.legacy import configs as legacy_configs
 from od_estimator.legacy import step_logging
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import flag_checks
+from od_estimator.utils import interrupts
 
 flags.DEFINE_string('master', '', 'Name of the TensorFlow master to use.')
 flags.DEFINE_integer('task', 0, 'task id')
@@ -143,6 +144,7 @@ def main(unused_argv):
                      command='legacy_train')
   server = cluster.start_server(run_config)
   if run_config.task_type == 'ps':
+    interrupts.end_process_on_signals()
     server.join()
     return 0
   sync = None

@@ -78,6 +78,20 @@ def in_main_thread():
   return threading.current_thread() is threading.main_thread()
 
 
+def end_process_on_signals():
+  """SIGTERM and Ctrl-C end this process at once, as without handlers.
+
+  For a parameter server task: it serves from TensorFlow's server.join(),
+  which never gives the main thread back to Python, so a Python handler
+  would never run and the task would ignore both signals until killed.
+  It holds nothing to save (the chief checkpoints the variables). Only
+  the main thread can change handlers; elsewhere this does nothing.
+  """
+  if in_main_thread():
+    for signum in SIGNALS:
+      signal.signal(signum, signal.SIG_DFL)
+
+
 class SignalScope:
   """SIGTERM / SIGINT handlers raising Interrupted for one piece of work.
 

@@ -313,6 +313,56 @@ class _FourVariableModel:
             for i in range(4)}
 
 
+class _AskedModel:
+  """Records how its restore map was asked for (one variable 'v')."""
+
+  def __init__(self):
+    self.asked = []
+
+  def restore_map(self, fine_tune_checkpoint_type,
+                  load_all_detection_checkpoint_vars):
+    self.asked.append((fine_tune_checkpoint_type,
+                       load_all_detection_checkpoint_vars))
+    return {'v': tf.compat.v1.get_variable('v', [2])}
+
+
+def test_full_with_a_tf1_checkpoint_is_detection_with_every_variable(
+    tmp_path):
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=_save_variables(tmp_path / 'model.ckpt',
+                                           {'v': [2]}),
+      fine_tune_checkpoint_type='full')
+  model = _AskedModel()
+  with tf.Graph().as_default():
+    assert list(fine_tune.restore_map(model, train_config)) == ['v']
+  assert model.asked == [('detection', True)]
+
+
+def test_tf2_classification_checkpoint_into_tf1_names_is_refused(
+    tmp_path):
+  # _AskedModel's one variable 'v' is no Keras backbone variable.
+  prefix = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(
+      str(tmp_path / 'ckpt'))
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type='classification')
+  with tf.Graph().as_default():
+    with pytest.raises(errors.UserInputError,
+                       match='is a TF2 .object-based. checkpoint, whose '
+                       'classification part restores into the feature '
+                       'extractor types of TF2 names'):
+      fine_tune.restore_map(_AskedModel(), train_config)
+
+
+def test_unknown_fine_tune_checkpoint_type_names_the_supported_ones():
+  train_config = train_pb2.TrainConfig(fine_tune_checkpoint='model.ckpt',
+                                       fine_tune_checkpoint_type='backbone')
+  with pytest.raises(errors.UserInputError,
+                     match=r"fine_tune_checkpoint_type 'backbone' is not "
+                     r'supported; use "classification", "detection" or '
+                     r'"full"'):
+    fine_tune.restore_map(_AskedModel(), train_config)
+
+
 @pytest.mark.parametrize('matching, refused', [(0, True), (1, True),
                                                (2, False), (4, False)])
 def test_fewer_than_half_restored_is_refused(tmp_path, matching, refused):

@@ -1,5 +1,6 @@
 """'ssd_mobilenet_v2_keras' and 'ssd_resnet50_v1_fpn_keras': names, shapes,
-restoring the original's TF2 (object-based) checkpoints.
+restore maps (restoring the original's TF2 checkpoints:
+tests/estimator/test_object_checkpoint.py).
 
 Expected names and shapes are those of the original's TF2 models, built
 from its samples ssd_mobilenet_v2_pets_keras.config and
@@ -9,20 +10,16 @@ and ResNet50 are slow to build on TF 2.15).
 """
 import collections
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from google.protobuf import text_format
 
-from od_estimator.estimator import fine_tune
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v2_keras_feature_extractor
 from od_estimator.models import ssd_resnet_v1_fpn_keras_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.protos import model_pb2
-from od_estimator.protos import train_pb2
-from tests import plain_session
 
 MOBILENET_KERAS = ssd_mobilenet_v2_keras_feature_extractor
 RESNET_KERAS = ssd_resnet_v1_fpn_keras_feature_extractor
@@ -194,59 +191,6 @@ def test_mobilenet_restore_maps(mobilenet_ssd):
   assert set(everything) == set(mobilenet_ssd.variables)
   assert all(variable.op.name == name
              for name, variable in everything.items())
-
-
-def _write_tf2_checkpoint(directory, shapes):
-  """A TF2 object-based checkpoint as the original's TF2 model writes one.
-
-  Variables get the given names (their names in the original's TF2 model)
-  and the value i + 1 for the i-th name; the keys are object paths.
-  """
-  model = tf.Module()
-  model.feature_extractor = tf.Module()
-  model.feature_extractor.layers = [
-      tf.Variable(np.full(shape, index + 1.0, np.float32), name=name)
-      for index, (name, shape) in enumerate(sorted(shapes.items()))]
-  return tf.train.Checkpoint(model=model).save(str(directory / 'ckpt'))
-
-
-def _train_config(checkpoint, kind, load_all=False):
-  return train_pb2.TrainConfig(fine_tune_checkpoint=checkpoint,
-                               fine_tune_checkpoint_type=kind,
-                               load_all_detection_checkpoint_vars=load_all)
-
-
-def test_fine_tune_from_tf2_classification_checkpoint(mobilenet_ssd,
-                                                      tmp_path):
-  backbone = {name: shape for name, shape in mobilenet_ssd.variables.items()
-              if not name.startswith(('BoxPredictor/',
-                                      MOBILENET_FEATURE_MAPS))}
-  checkpoint = _write_tf2_checkpoint(tmp_path, backbone)
-  with mobilenet_ssd.graph.as_default():
-    available = fine_tune.restore_map(
-        mobilenet_ssd.model, _train_config(checkpoint, 'classification'))
-  assert sorted(v.op.name for v in available.values()) == sorted(backbone)
-  assert all(key.startswith('model/feature_extractor/layers/')
-             for key in available)
-
-
-def test_fine_tune_from_tf2_detection_checkpoint(mobilenet_ssd, tmp_path):
-  checkpoint = _write_tf2_checkpoint(tmp_path, mobilenet_ssd.variables)
-  with mobilenet_ssd.graph.as_default():
-    available = fine_tune.restore_map(
-        mobilenet_ssd.model, _train_config(checkpoint, 'detection',
-                                           load_all=True))
-    assert len(available) == len(mobilenet_ssd.variables)
-    tf.compat.v1.train.init_from_checkpoint(checkpoint, available)
-    variables = list(available.values())
-    with plain_session.session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      values = sess.run(variables)
-  expected_values = {name: index + 1.0 for index, name in
-                     enumerate(sorted(mobilenet_ssd.variables))}
-  for variable, value in zip(variables, values):
-    np.testing.assert_array_equal(
-        value, np.full(value.shape, expected_values[variable.op.name]))
 
 
 def test_mobilenet_override_needs_scaled_batch_norm_and_activation():

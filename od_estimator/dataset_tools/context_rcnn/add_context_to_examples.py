@@ -165,7 +165,7 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord,
                  if output_type == 'tf_sequence_example' else tf.train.Example)
   _ = (pipeline
        | 'ReadInputTFRecord' >> beam.io.ReadFromTFRecord(
-           input_tfrecord, coder=beam.coders.BytesCoder())
+           beam_tool.beam_glob(input_tfrecord), coder=beam.coders.BytesCoder())
        | 'RekeyExamples' >> beam.FlatMap(
            _rekey, sequence_key, time_horizon, reduce_image_size,
            max_image_dimension)

@@ -6,41 +6,31 @@ the workers, converted by a function that may run an exported detector on
 the record, and written as sharded TFRecords (`<prefix>-SSSSS-of-NNNNN`).
 Each worker loads the SavedModel once (DoFn.setup), shared by its threads.
 
-The flags a tool does not define are Beam pipeline options (--runner,
---direct_num_workers, --project, ...); DirectRunner is the default. Beam
-is an optional install extra: without it, main says how to install it.
+Flags, Beam's pipeline options and the run are beam_tool's. This module
+imports without Beam, so `--help` works; its DoFns are made only once
+beam_tool.import_beam() has found Beam.
 """
-import logging
 import sys
 
 from google.protobuf import message
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import beam_tool
 from od_estimator.dataset_tools.context_rcnn import exported_detector
 from od_estimator.utils import flag_checks
 
 try:
   import apache_beam as beam
-  from apache_beam.io import filesystems
-  from apache_beam.options import pipeline_options
   from apache_beam.utils import shared
 except ModuleNotFoundError as missing:
   if not (missing.name or '').startswith('apache_beam'):
     raise
-  beam = None  # require_beam() says how to install it.
+  beam = None  # beam_tool.import_beam() refuses before a DoFn is made.
 
-_MISSING_BEAM = ('apache_beam is not installed; these tools are Beam '
-                 'pipelines: pip install od_estimator[beam]')
-# The logger Beam reports a failed DoFn on, with its traceback.
-
-
-def require_beam():
-  """Raises errors.UserInputError saying how to install Beam if missing."""
-  if beam is None:
-    raise errors.UserInputError(_MISSING_BEAM)
+# The flags both tools define as --<tool>_<name> and construct_pipeline
+# takes as <name>.
+_TOOL_FLAGS = ('input_tfrecord', 'output_tfrecord', 'model_dir')
 
 
 def add_tool_flags(parser, tool, model_help):
@@ -61,64 +51,6 @@ def add_tool_flags(parser, tool, model_help):
   parser.add_argument('--num_shards', type=flag_checks.at_least(0),
                       default=0, help='Output files; 0 lets the runner '
                       'choose.')
-
-
-def parse_known_flags(parser, argv):
-  """(the tool's flags as a dict, the flags left for Beam).
-
-  The parser should not allow abbreviations (a Beam option could be taken
-  for one of the tool's flags). absl's logging flags are accepted and
-  dropped (tool_flags.add_logging_flags).
-  """
-  tool_flags.add_logging_flags(parser)
-  args, pipeline_args = parser.parse_known_args(argv)
-  args = vars(args)
-  for name in ('logtostderr', 'alsologtostderr'):
-    del args[name]
-  return args, pipeline_args
-
-
-def pipeline_options_from(pipeline_args):
-  """PipelineOptions of the flags a tool left over (--runner, ...).
-
-  Raises:
-    errors.UserInputError: for a flag that is neither the tool's nor a Beam
-      pipeline option (Beam would drop it with a warning).
-  """
-  require_beam()
-  options = pipeline_options.PipelineOptions(pipeline_args)
-  beam_logger = logging.getLogger(pipeline_options.__name__)
-  level = beam_logger.level
-  beam_logger.setLevel(logging.ERROR)  # Its warnings say what we raise.
-  try:
-    unknown = set(options.get_all_options(retain_unknown_options=True)) - set(
-        options.get_all_options())
-  finally:
-    beam_logger.setLevel(level)
-  if unknown:
-    raise errors.UserInputError(
-        'unknown flag%s %s: neither a flag of this tool (see --help) nor a '
-        'Beam pipeline option.' % (
-            's' if len(unknown) > 1 else '',
-            ', '.join('--' + name for name in sorted(unknown))))
-  return options
-
-
-def input_files(pattern, flag):
-  """The files matching a glob (Beam's file systems: local, gs://, ...).
-
-  Raises:
-    errors.UserInputError: naming the flag, when nothing matches.
-  """
-  require_beam()
-  try:
-    (result,) = filesystems.FileSystems.match([pattern])
-    files = sorted(metadata.path for metadata in result.metadata_list)
-  except (IOError, ValueError) as error:  # Beam's BeamIOError is an IOError.
-    raise errors.UserInputError('%s %s: %s' % (flag, pattern, error)) from None
-  if not files:
-    raise errors.UserInputError('%s %s: no file matches.' % (flag, pattern))
-  return files
 
 
 def _compression(path):
@@ -158,8 +90,11 @@ class ConvertWithModel(beam.DoFn if beam else object):
       outputs: the signature outputs detect() returns.
       convert: a picklable function of (tf.train.Example, detect).
       namespace: the metrics namespace of the outcome counters.
+
+    Raises:
+      errors.UserInputError: without Beam, naming the install extra.
     """
-    require_beam()
+    beam_tool.import_beam()
     self._model_dir = model_dir
     self._model_flag = model_flag
     self._outputs = tuple(outputs)
@@ -196,27 +131,34 @@ class ConvertWithModel(beam.DoFn if beam else object):
             error.message)) from None
 
     results, outcome = self._convert(example, detect)
-    beam.metrics.Metrics.counter(self._namespace, outcome).inc()
+    beam_tool.count(self._namespace, outcome)
     for result in results:
       yield result.SerializeToString()
 
 
-def construct(pipeline, input_pattern, input_flag, output_prefix, num_shards,
-              convert_fn):
-  """Adds read -> convert -> write to `pipeline`.
+def construct(pipeline, tool, input_pattern, output_prefix, num_shards,
+              model_dir, outputs, convert, namespace):
+  """Adds read -> convert with the model -> write to `pipeline`.
 
   Args:
     pipeline: a beam.Pipeline.
+    tool: the prefix of the tool's flags ('detection'), for messages.
     input_pattern: glob of the input TFRecords.
-    input_flag: the flag that gave it, for messages.
     output_prefix: output files are <prefix>-SSSSS-of-NNNNN.
     num_shards: output files; 0 lets the runner choose.
-    convert_fn: a ConvertWithModel.
+    model_dir: the exported detector (exported_detector.check_model_dir).
+    outputs: the signature outputs convert's detect() returns.
+    convert: see ConvertWithModel.
+    namespace: the metrics namespace of the outcome counters.
 
   Raises:
-    errors.UserInputError: when the glob matches nothing.
+    errors.UserInputError: for an unusable model or a glob matching nothing.
   """
-  files = input_files(input_pattern, input_flag)
+  model_flag = '--%s_model_dir' % tool
+  model_dir = exported_detector.check_model_dir(model_dir, model_flag, outputs)
+  files = beam_tool.input_files(input_pattern, '%s_input_tfrecord' % tool)
+  convert_fn = ConvertWithModel(model_dir, model_flag, outputs, convert,
+                                namespace)
   _ = (pipeline
        | 'InputFiles' >> beam.Create(files)
        | 'ReadInputTFRecord' >> beam.ParDo(_ReadRecords())
@@ -226,27 +168,31 @@ def construct(pipeline, input_pattern, input_flag, output_prefix, num_shards,
                                                   num_shards=num_shards))
 
 
-def run_tool(pipeline_args, construct_fn, output_prefix, output_flag,
-             namespace, outcomes):
-  """A tool's main after its flags: builds, runs and summarises a pipeline.
+def run_tool(parser, tool, construct_pipeline, namespace, outcomes, argv):
+  """A tool's main: parses its flags, runs its pipeline, prints its counts.
 
   Args:
-    pipeline_args: the flags left for Beam (pipeline_options_from).
-    construct_fn: function adding the tool's transforms to a pipeline.
-    output_prefix: the output files' prefix; its folder is created.
-    output_flag: the flag that gave it, for errors.
+    parser: the tool's beam_tool.argument_parser, with add_tool_flags'.
+    tool: the prefix of its flags ('detection').
+    construct_pipeline: the tool's construct_pipeline, called with the
+      pipeline and the flags as keyword arguments (_TOOL_FLAGS without the
+      prefix).
     namespace: the metrics namespace of the tool's outcome counters.
     outcomes: {outcome name: what its count means}, one stderr line each.
+    argv: the command line without the program name, or None for sys.argv.
   """
-  require_beam()
-  options = pipeline_options_from(pipeline_args)
+  args, options = beam_tool.parse_flags(parser, argv)
+  for name in _TOOL_FLAGS:
+    args[name] = args.pop('%s_%s' % (tool, name))
+  output_prefix = args['output_tfrecord']
   folder, _, name = output_prefix.rpartition('/')
   # Where Beam stages the output files: a failed run leaves them behind.
   staging = '%s/beam-temp-%s-*' % (folder or '.', name)
   staged_before = set(tf.io.gfile.glob(staging))
   try:
-    counts, _ = beam_tool.run(options, construct_fn, namespace,
-                              output_prefix, output_flag)
+    counts, _ = beam_tool.run(
+        options, lambda pipeline: construct_pipeline(pipeline, **args),
+        namespace, output_prefix, '%s_output_tfrecord' % tool)
   except BaseException:
     for path in set(tf.io.gfile.glob(staging)) - staged_before:
       tf.io.gfile.rmtree(path)

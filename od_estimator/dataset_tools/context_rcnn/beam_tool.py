@@ -30,14 +30,14 @@ def import_beam():
   """The apache_beam module.
 
   Raises:
-    errors.UserInputError: when Beam is not installed, naming the extra.
+    errors.UserInputError: when Beam does not import, naming the extra.
   """
   try:
     import apache_beam  # pylint: disable=g-import-not-at-top
   except ImportError as error:
     raise errors.UserInputError(
-        'this tool is an Apache Beam pipeline and Beam is not installed '
-        '(%s): %s' % (error, INSTALL_HINT)) from None
+        'Apache Beam is not installed (%s); this tool is a Beam pipeline: '
+        '%s' % (error, INSTALL_HINT)) from None
   return apache_beam
 
 
@@ -108,15 +108,24 @@ def pipeline_options(beam, pipeline_args):
   except _Collected:
     pass
   if unknown:
+    # Flags by name (--num_shard of --num_shard=2); a stray value as it is.
+    names = [token.split('=', 1)[0] for token in unknown
+             if token.startswith('-')] or unknown
     raise errors.UserInputError(
-        'unknown flag(s) %s: neither a flag of this tool (see --help) nor '
-        'an Apache Beam pipeline option%s' % (
-            ' '.join(unknown), ' of --runner=%s' % runner if runner else ''))
+        'unknown flag%s %s: neither a flag of this tool nor an Apache Beam '
+        'pipeline option%s; see --help for the tool\'s flags' % (
+            's' if len(names) > 1 else '', ', '.join(names),
+            ' of --runner=%s' % runner if runner else ''))
   return options
 
 
 def input_files(pattern, flag):
-  """The files a TFRecord glob matches, checked before a pipeline starts.
+  """The files a TFRecord glob matches, sorted; checked before a pipeline
+  starts.
+
+  Args:
+    pattern: the glob (TensorFlow's file systems: local, gs://, ...).
+    flag: the flag that gave it, without the dashes.
 
   Raises:
     errors.UserInputError: naming the flag when the glob matches nothing.
@@ -127,8 +136,17 @@ def input_files(pattern, flag):
     raise errors.UserInputError('--%s=%s: %s' % (
         flag, pattern, error.message)) from None
   if not files:
-    raise errors.UserInputError('--%s=%s matches no file' % (flag, pattern))
-  return files
+    raise errors.UserInputError(
+        '--%s=%s matches no file; give a glob of the input TFRecord files' % (
+            flag, pattern))
+  return sorted(files)
+
+
+def beam_glob(pattern):
+  """The glob as Beam's readers must get it: a local relative glob made
+  absolute (Beam's file matcher finds nothing for a glob without a folder,
+  such as `in-*.record`); URLs (gs://, ...) stay as they are."""
+  return pattern if '://' in pattern else os.path.abspath(pattern)
 
 
 def prepare_output(prefix, flag):

@@ -26,6 +26,7 @@ import functools
 
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import beam_model_io
+from od_estimator.dataset_tools.context_rcnn import beam_tool
 from od_estimator.dataset_tools.context_rcnn import exported_detector
 
 _NAMESPACE = 'detection_data_generation'
@@ -108,16 +109,12 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord, model_dir,
   Raises:
     errors.UserInputError: for a glob matching nothing or an unusable model.
   """
-  model_dir = exported_detector.check_model_dir(
-      model_dir, '--detection_model_dir', exported_detector.DETECTION_OUTPUTS)
   beam_model_io.construct(
-      pipeline, input_tfrecord, '--detection_input_tfrecord', output_tfrecord,
-      num_shards, beam_model_io.ConvertWithModel(
-          model_dir, '--detection_model_dir',
-          exported_detector.DETECTION_OUTPUTS,
-          functools.partial(add_detections,
-                            confidence_threshold=confidence_threshold),
-          _NAMESPACE))
+      pipeline, 'detection', input_tfrecord, output_tfrecord, num_shards,
+      model_dir, exported_detector.DETECTION_OUTPUTS,
+      functools.partial(add_detections,
+                        confidence_threshold=confidence_threshold),
+      _NAMESPACE)
 
 
 def _score(text):
@@ -132,28 +129,20 @@ def _score(text):
   return value
 
 
-def parse_args(argv):
-  """(the tool's flags as a dict, the remaining Beam pipeline flags)."""
-  parser = argparse.ArgumentParser(
-      allow_abbrev=False, description='Adds an exported detector\'s boxes '
-      'to tf.Examples (a Beam pipeline; other flags are Beam pipeline '
-      'options such as --runner).')
+def _parser():
+  parser = beam_tool.argument_parser(
+      'Adds an exported detector\'s boxes to tf.Examples, as an Apache Beam '
+      'pipeline.')
   beam_model_io.add_tool_flags(parser, 'detection', '')
   parser.add_argument('--confidence_threshold', type=_score, default=0.9,
                       help='Lowest score of a detection kept as a box.')
-  return beam_model_io.parse_known_flags(parser, argv)
+  return parser
 
 
 @tool_flags.reporting_input_errors
 def main(argv=None):
-  args, pipeline_args = parse_args(argv)
-  beam_model_io.run_tool(
-      pipeline_args, lambda pipeline: construct_pipeline(
-          pipeline, args['detection_input_tfrecord'],
-          args['detection_output_tfrecord'], args['detection_model_dir'],
-          args['confidence_threshold'], args['num_shards']),
-      args['detection_output_tfrecord'], 'detection_output_tfrecord',
-      _NAMESPACE, OUTCOMES)
+  beam_model_io.run_tool(_parser(), 'detection', construct_pipeline,
+                         _NAMESPACE, OUTCOMES, argv)
 
 
 if __name__ == '__main__':

@@ -27,7 +27,6 @@ Every other feature of the input is kept.
     [--top_k_embedding_count 1] [--bottom_k_embedding_count 0] \
     [--num_shards 0] [--embedding_type final_box_features] [--runner ...]
 """
-import argparse
 import calendar
 import datetime
 import functools
@@ -37,6 +36,7 @@ import numpy as np
 from od_estimator import errors
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import beam_model_io
+from od_estimator.dataset_tools.context_rcnn import beam_tool
 from od_estimator.dataset_tools.context_rcnn import exported_detector
 from od_estimator.utils import flag_checks
 
@@ -175,24 +175,19 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord, model_dir,
             embedding_type, ', '.join(sorted(EMBEDDING_OUTPUTS))))
   features_output = EMBEDDING_OUTPUTS[embedding_type]
   outputs = exported_detector.DETECTION_OUTPUTS + (features_output,)
-  model_dir = exported_detector.check_model_dir(
-      model_dir, '--embedding_model_dir', outputs)
   beam_model_io.construct(
-      pipeline, input_tfrecord, '--embedding_input_tfrecord', output_tfrecord,
-      num_shards, beam_model_io.ConvertWithModel(
-          model_dir, '--embedding_model_dir', outputs,
-          functools.partial(add_embedding, top_k=top_k_embedding_count,
-                            bottom_k=bottom_k_embedding_count,
-                            features_output=features_output),
-          _NAMESPACE))
+      pipeline, 'embedding', input_tfrecord, output_tfrecord, num_shards,
+      model_dir, outputs,
+      functools.partial(add_embedding, top_k=top_k_embedding_count,
+                        bottom_k=bottom_k_embedding_count,
+                        features_output=features_output),
+      _NAMESPACE)
 
 
-def parse_args(argv):
-  """(the tool's flags as a dict, the remaining Beam pipeline flags)."""
-  parser = argparse.ArgumentParser(
-      allow_abbrev=False, description='Adds context embeddings from an '
-      'exported Faster R-CNN to tf.Examples (a Beam pipeline; other flags '
-      'are Beam pipeline options such as --runner).')
+def _parser():
+  parser = beam_tool.argument_parser(
+      'Adds context embeddings from an exported Faster R-CNN to tf.Examples, '
+      'as an Apache Beam pipeline.')
   beam_model_io.add_tool_flags(
       parser, 'embedding', ' from a config with output_final_box_features: '
       'true (it serves detection_features)')
@@ -206,20 +201,13 @@ def parse_args(argv):
                       help='The features embedded: final_box_features '
                       '(detection_features) or rpn_box_features '
                       '(cropped_rpn_box_features).')
-  return beam_model_io.parse_known_flags(parser, argv)
+  return parser
 
 
 @tool_flags.reporting_input_errors
 def main(argv=None):
-  args, pipeline_args = parse_args(argv)
-  beam_model_io.run_tool(
-      pipeline_args, lambda pipeline: construct_pipeline(
-          pipeline, args['embedding_input_tfrecord'],
-          args['embedding_output_tfrecord'], args['embedding_model_dir'],
-          args['top_k_embedding_count'], args['bottom_k_embedding_count'],
-          args['num_shards'], args['embedding_type']),
-      args['embedding_output_tfrecord'], 'embedding_output_tfrecord',
-      _NAMESPACE, OUTCOMES)
+  beam_model_io.run_tool(_parser(), 'embedding', construct_pipeline,
+                         _NAMESPACE, OUTCOMES, argv)
 
 
 if __name__ == '__main__':

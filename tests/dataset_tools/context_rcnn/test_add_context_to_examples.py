@@ -375,15 +375,38 @@ def _one_error(result):
     (['--sequence_key=image/filename'], 'one of image/seq_id, image/location'),
     (['--time_horizon=fortnight'], 'year, month, week, day, hour, minute'),
     (['--image_ids_to_keep=/no/such.json'], '--image_ids_to_keep file'),
-    (['--num_shard=2'], 'unknown flag(s) --num_shard=2'),
+    (['--runner=NoSuchRunner'], 'error: --runner=NoSuchRunner: Unexpected'),
 ])
 def test_bad_flags_are_one_line(data, flags, message):
   assert message in _one_error(_command(data, flags))
 
 
+def test_unknown_flags_are_named(data):
+  line = _one_error(_command(data, ['--num_shard=2', '--runer', 'Direct']))
+  assert line == ('error: unknown flags --num_shard, --runer: neither a flag '
+                  'of this tool nor an Apache Beam pipeline option; see '
+                  '--help for the tool\'s flags')
+
+
+def test_a_glob_without_a_folder_reads_the_current_one(data, monkeypatch):
+  monkeypatch.chdir(data['root'])
+  prefix = str(data['root'] / 'bare' / 'out.record')
+  result = run_command(_TOOL, ['--input_tfrecord', 'in.record-*',
+                               '--output_tfrecord', prefix])
+  assert result.returncode == 0, result.stderr[-3000:]
+  records = [record for shard in sorted(glob.glob(prefix + '-*'))
+             for record in tf.data.TFRecordDataset(shard).as_numpy_iterator()]
+  assert len(records) == len(data['examples'])
+
+
 def test_empty_glob_is_one_line(data):
-  line = _one_error(_command(data, [], pattern=str(data['root'] / 'no-*')))
-  assert 'no-*' in line and 'matches no file' in line
+  pattern = str(data['root'] / 'no-*')
+  line = _one_error(_command(data, [], pattern=pattern))
+  assert line == ('error: --input_tfrecord=%s matches no file; give a glob '
+                  'of the input TFRecord files' % pattern)
+  line = _one_error(_command(data, [], pattern='nofs://bucket/*'))
+  assert line.startswith('error: --input_tfrecord=nofs://bucket/*: File '
+                         'system scheme \'nofs\' not implemented')
 
 
 def test_a_bad_record_stops_the_pipeline_with_its_name(data):

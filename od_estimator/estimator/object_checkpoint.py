@@ -1,0 +1,222 @@
+"""Restoring from object-based (TF2) checkpoints, as the original's TF2 code
+reads them: fine-tuning, and whole models (evaluation, export).
+
+The original fine-tunes from a part of the checkpoint's object graph per
+fine_tune_checkpoint_type (its SSD's restore_from_objects):
+
+  classification  the Keras backbone: `feature_extractor/...`, as its
+                  classification checkpoints hold it (we also take
+                  `model/_feature_extractor/classification_backbone/...`
+                  from a detection checkpoint);
+  detection       the whole feature extractor, backbone and FPN or extra
+                  feature maps, no heads: `model/_feature_extractor/...`;
+  full            the whole model, heads included: `model/...`.
+
+Within that part, each saved model value feeds the variable of this graph
+that has its Keras name (the name the object graph records for it; our
+Keras-named models give their variables the original's names). Where the
+name does not identify it, its object path does: a process that built its
+model twice (a notebook) saves the second one's added layers below a
+numbered Keras model name (`ssd_mobile_net_v2_keras_feature_extractor_1/
+FeatureMaps/...`) at the object paths of the first, which name them
+without the number. Fine-tuning never restores optimizer slots: the
+original restores the model objects alone, so a checkpoint holding moving
+averages (`average` slots of its ExponentialMovingAverage optimizer)
+fine-tunes from the raw weights there too; its evaluation swaps the
+averages in (whole_model_keys with use_moving_averages).
+"""
+import collections
+import re
+
+from absl import logging
+import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator.utils import checkpoint_contents
+
+# fine_tune_checkpoint_type -> object paths of the part it restores.
+PARTS = {
+    'classification': ('feature_extractor/',
+                       'model/_feature_extractor/classification_backbone/'),
+    'detection': ('model/_feature_extractor/',),
+    'full': ('model/',),
+}
+
+# Roots of the model's values: a training or exported checkpoint's model,
+# a classification checkpoint's backbone.
+_MODEL_ROOTS = ('model/', 'feature_extractor/')
+
+# A name below a Keras model numbered by Keras (`<model>_<n>/<layer>/<w>`).
+_NUMBERED_MODEL = re.compile(r'^([^/]+)_\d+/(?=[^/]+/)')
+
+class Matched(collections.namedtuple('Matched', [
+    'available',   # {checkpoint key: variable}, for init_from_checkpoint
+    'missing',     # sorted names of wanted variables the part lacks
+    'mismatched',  # sorted (name, checkpoint shape, variable shape)
+    'left_out',    # sorted object paths of the part's values fed nowhere
+])):
+  """Which wanted variables a checkpoint gives, and what it does not."""
+
+  @property
+  def wanted(self):
+    """How many variables were asked for."""
+    return len(self.available) + len(self.missing) + len(self.mismatched)
+
+
+def model_values(values):
+  """The saved values that are model weights (no slot, no bookkeeping)."""
+  return [value for value in values
+          if value.slot_of is None and value.keras_name and
+          value.path.startswith(_MODEL_ROOTS)]
+
+
+def kinds_restoring(path):
+  """The fine_tune_checkpoint_types whose part holds object path `path`."""
+  return [kind for kind, prefixes in sorted(PARTS.items())
+          if path.startswith(prefixes)]
+
+
+def wanted_variables(model, kind):
+  """{variable name: variable} that `kind` restores into this graph.
+
+  classification: the Keras backbone's variables, which sit at the graph's
+  root as `<layer>/<weight>` (the extractor's added layers are below its
+  own Keras name); detection: the feature extractor's; full: the model's.
+  """
+  if kind == 'full':
+    wanted = model.restore_map(fine_tune_checkpoint_type='detection',
+                               load_all_detection_checkpoint_vars=True)
+    wanted.pop(tf.compat.v1.GraphKeys.GLOBAL_STEP, None)
+    return wanted
+  wanted = model.restore_map(fine_tune_checkpoint_type=kind,
+                             load_all_detection_checkpoint_vars=False)
+  if kind == 'classification':
+    wanted = {name: variable for name, variable in wanted.items()
+              if name.count('/') == 1}
+  return wanted
+
+
+def match(wanted, values, kind):
+  """Pairs the wanted variables with the saved values of `kind`'s part.
+
+  Args:
+    wanted: {variable name: variable}, from wanted_variables.
+    values: checkpoint_contents.read of the checkpoint.
+    kind: 'classification', 'detection' or 'full'.
+
+  Returns:
+    Matched.
+  """
+  by_name = collections.defaultdict(list)
+  left_out = []
+  for value in model_values(values):
+    if value.path.startswith(PARTS[kind]):
+      name = _identity(value.keras_name, wanted)
+      if name is None:
+        left_out.append(value.path)
+      else:
+        by_name[name].append(value)
+  available, missing, mismatched = {}, [], []
+  used = set()
+  for name, variable in sorted(wanted.items()):
+    saved = by_name.get(name, [])
+    if len(saved) != 1:
+      # Not there, or a name shared by two values (the object paths then
+      # tell them apart, and nothing says which one this variable is).
+      missing.append(name)
+      continue
+    value, = saved
+    used.add(value.key)
+    shape = variable.shape.as_list()
+    if value.shape == shape:
+      available[value.key] = variable
+    else:
+      mismatched.append((name, value.shape, shape))
+  left_out += [value.path for group in by_name.values() for value in group
+               if value.key not in used]
+  return Matched(available, missing, mismatched, sorted(left_out))
+
+
+def _identity(keras_name, wanted):
+  """The wanted variable name a saved value's Keras name stands for, or None.
+
+  The name itself, or the name without the number Keras gave a model that
+  the writing process had built before (same object path, see above).
+  """
+  if keras_name in wanted:
+    return keras_name
+  unnumbered = _NUMBERED_MODEL.sub(r'\1/', keras_name)
+  return unnumbered if unnumbered in wanted else None
+
+
+def restore_map(model, kind, checkpoint_prefix):
+  """Matched for an object-based checkpoint; logs a note on averages.
+
+  Args:
+    model: the DetectionModel, its graph built.
+    kind: 'classification', 'detection' or 'full'.
+    checkpoint_prefix: an object-based checkpoint's prefix.
+
+  Raises:
+    errors.UserInputError: the model has no Keras backbone to restore
+      (classification into a feature extractor of TF1 names).
+  """
+  values = checkpoint_contents.read(checkpoint_prefix)
+  if has_moving_averages(values):
+    logging.info('%s holds moving averages; fine-tuning starts from its raw '
+                 'weights, as the original does.', checkpoint_prefix)
+  wanted = wanted_variables(model, kind)
+  if not wanted:
+    raise errors.UserInputError(
+        'train_config.fine_tune_checkpoint %s is a TF2 (object-based) '
+        'checkpoint, whose %s part restores into the feature extractor '
+        'types of TF2 names (those ending in _keras); this model has no '
+        'variable of such names. Use a TF1 checkpoint, or the _keras type '
+        'of this feature extractor.' % (checkpoint_prefix, kind))
+  return match(wanted, values, kind)
+
+
+# Path of the training step's value in the original's training checkpoints.
+_STEP_PATH = 'step'
+
+
+def whole_model_keys(variables, values, use_moving_averages=False,
+                     keep_raw=()):
+  """{checkpoint key: variable} restoring a whole model from a TF2 checkpoint.
+
+  Args:
+    variables: the default graph's global variables.
+    values: checkpoint_contents.read of the checkpoint.
+    use_moving_averages: trainable variables read the `average` slot of
+      their value where the checkpoint has one.
+    keep_raw: name substrings of variables that never read an average.
+
+  Returns:
+    dict; a variable no value stands for keeps its own name as key (so
+    restoring reports it missing), global_step reads the training step.
+  """
+  names = {variable.op.name: variable for variable in variables}
+  trainable = {variable.op.name
+               for variable in tf.compat.v1.trainable_variables()}
+  averages = {value.slot_of: value.key for value in values
+              if value.slot_name == checkpoint_contents.AVERAGE_SLOT}
+  keys = {}
+  for value in values:
+    if value.slot_of is not None or not (
+        value.path.startswith(PARTS['full']) or value.path == _STEP_PATH):
+      continue
+    name = _identity(value.keras_name, names)
+    if name is None or name in keys:
+      continue
+    key = value.key
+    if (use_moving_averages and name in trainable and
+        not any(part in name for part in keep_raw)):
+      key = averages.get(value.path, key)
+    keys[name] = key
+  return {keys.get(name, name): variable for name, variable in names.items()}
+
+
+def has_moving_averages(values):
+  """Whether a TF2 checkpoint holds the original's moving averages."""
+  return any(value.slot_name == checkpoint_contents.AVERAGE_SLOT
+             for value in values)

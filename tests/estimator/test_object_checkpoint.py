@@ -1,0 +1,309 @@
+"""Fine-tuning from the original's TF2 (object-based) checkpoints.
+
+For the TF2 sample configs that build here. Each checkpoint is written by
+tests/tf2_checkpoints.py with the keys and Keras names the original's TF2
+code writes (tests/data/tf2_checkpoint_keys/), value i + 1 for its i-th
+value (-(i + 1) for optimizer slots, moving averages included), and read
+into our graph of the same config, built once per module at the smallest
+size it takes (variable shapes do not depend on the image size).
+"""
+import collections
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
+from od_estimator.estimator import fine_tune
+from od_estimator.estimator import moving_averages
+from od_estimator.estimator import object_checkpoint
+from od_estimator.protos import train_pb2
+from od_estimator.utils import checkpoint_contents
+from tests import log_capture
+from tests import plain_session
+from tests import tf2_checkpoints
+from tests import upstream_folder
+
+MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
+RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
+KINDS = ('classification', 'detection', 'full')
+
+Built = collections.namedtuple('Built', ['name', 'graph', 'model',
+                                         'variables'])
+
+
+def _build(name, size):
+  """Our training graph of sample config `name`, at size x size pixels."""
+  configs = config_util.get_configs_from_pipeline_file(
+      upstream_folder.config_path(name, tf2=True))
+  model_config = configs['model']
+  resizer = model_config.ssd.image_resizer.fixed_shape_resizer
+  resizer.height = resizer.width = size
+  graph = tf.Graph()
+  with graph.as_default():
+    model = model_builder.build(model_config, is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, size, size, 3])))
+    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+  return Built(name, graph, model, variables)
+
+
+# Config -> image size: the smallest each builds at (FPN levels 3 to 7).
+SIZES = {MOBILENET: 128, RESNET: 256}
+
+
+@pytest.fixture(scope='module')
+def graphs():
+  """graph(config) -> Built, each config built once."""
+  cache = {}
+
+  def graph(name):
+    if name not in cache:
+      cache[name] = _build(name, SIZES[name])
+    return cache[name]
+  return graph
+
+
+@pytest.fixture(params=[MOBILENET, RESNET])
+def built(request, graphs):
+  return graphs(request.param)
+
+
+@pytest.fixture
+def mobilenet(graphs):
+  return graphs(MOBILENET)
+
+
+def _value_fn(lines):
+  """value_fn for tf2_checkpoints.write: i + 1, negative for slots."""
+  index = {fact.key: i + 1 for i, fact in enumerate(lines)}
+
+  def value(fact):
+    sign = -1 if '/.OPTIMIZER_SLOT/' in fact.key else 1
+    return np.full(fact.shape, sign * index[fact.key])
+  return value
+
+
+@pytest.fixture(scope='module')
+def written(tmp_path_factory):
+  """write(facts name, lines=None) -> (prefix, lines); each written once."""
+  folder = tmp_path_factory.mktemp('tf2_checkpoints')
+  cache = {}
+
+  def write(name, lines=None):
+    if name not in cache:
+      lines = lines or tf2_checkpoints.facts(name)
+      cache[name] = (tf2_checkpoints.write(str(folder / name), lines,
+                                           _value_fn(lines)), lines)
+    return cache[name]
+  return write
+
+
+def _checkpoint_for(config, kind):
+  """The facts of the checkpoint a `kind` fine-tuning of `config` reads."""
+  return config + ('.classification' if kind == 'classification' else '')
+
+
+@pytest.mark.parametrize('name', [
+    MOBILENET, MOBILENET + '.classification',
+    MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
+    RESNET + '.classification'])
+def test_written_checkpoints_have_the_originals_keys_and_names(written,
+                                                                name):
+  prefix, lines = written(name)
+  values = checkpoint_contents.read(prefix)
+  assert [(v.key, v.keras_name, v.shape, v.dtype) for v in values] == [
+      tuple(fact) for fact in lines]
+  slots = [v for v in values if v.slot_of]
+  assert all(v.key.startswith(v.slot_of + '/.OPTIMIZER_SLOT/')
+             for v in slots)
+  averaged = {v.slot_of for v in slots if v.slot_name == 'average'}
+  trainable = {v.path for v in object_checkpoint.model_values(values)
+               if not v.path.endswith(('/moving_mean', '/moving_variance'))}
+  assert averaged == (trainable if 'average' in name else set())
+
+
+def test_our_names_and_shapes_are_the_originals(built):
+  model_facts = {fact.keras_name: fact.shape
+                 for fact in tf2_checkpoints.facts(built.name)
+                 if fact.key.startswith('model/') and
+                 '/.OPTIMIZER_SLOT/' not in fact.key}
+  assert {name: variable.shape.as_list()
+          for name, variable in built.variables.items()
+          if name != 'global_step'} == model_facts
+
+
+def _train_config(prefix, kind):
+  return train_pb2.TrainConfig(
+      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type=kind,
+      fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_restores_with_nothing_skipped(built, written, kind):
+  prefix, _ = written(_checkpoint_for(built.name, kind))
+  with built.graph.as_default():
+    matched = fine_tune.match_checkpoint(built.model,
+                                         _train_config(prefix, kind))
+    wanted = object_checkpoint.wanted_variables(built.model, kind)
+  assert (matched.missing, matched.mismatched, matched.left_out) == (
+      [], [], [])
+  assert sorted(v.op.name for v in matched.available.values()) == sorted(
+      wanted)
+  root = {'classification': 'feature_extractor/',
+          'detection': 'model/_feature_extractor/', 'full': 'model/'}[kind]
+  assert all(key.startswith(root) for key in matched.available)
+  model_variables = set(built.variables) - {'global_step'}
+  backbone = {fact.keras_name for fact in tf2_checkpoints.facts(
+      built.name + '.classification') if fact.key != 'save_counter/'
+              '.ATTRIBUTES/VARIABLE_VALUE'}
+  heads = {name for name in model_variables
+           if name.startswith(('BoxPredictor/',
+                               'WeightSharedConvolutionalBoxPredictor/'))}
+  assert set(wanted) == {
+      'classification': backbone, 'detection': model_variables - heads,
+      'full': model_variables}[kind]
+
+
+def test_classification_from_a_detection_checkpoint(mobilenet, written):
+  prefix, _ = written(MOBILENET)
+  with mobilenet.graph.as_default():
+    matched = fine_tune.match_checkpoint(
+        mobilenet.model, _train_config(prefix, 'classification'))
+  assert (matched.missing, matched.mismatched) == ([], [])
+  assert len(matched.available) == 260
+  assert all(key.startswith('model/_feature_extractor/classification_backbone/')
+             for key in matched.available)
+
+
+def test_full_restores_the_raw_weights_not_the_averages(mobilenet, written):
+  prefix, lines = written(MOBILENET + '.use_moving_average')
+  expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
+              for fact in lines if fact.key.startswith('model/') and
+              '/.OPTIMIZER_SLOT/' not in fact.key}
+  with mobilenet.graph.as_default():
+    with log_capture.absl_messages() as messages:
+      available = fine_tune.restore_map(mobilenet.model,
+                                        _train_config(prefix, 'full'))
+    tf.compat.v1.train.init_from_checkpoint(prefix, available)
+    variables = list(available.values())
+    with plain_session.session() as sess:
+      sess.run([v.initializer for v in variables])
+      values = sess.run(variables)
+  assert len(variables) == len(expected)
+  for variable, value in zip(variables, values):
+    np.testing.assert_array_equal(
+        value, np.full(value.shape, expected[variable.op.name]))
+  assert any('holds moving averages; fine-tuning starts from its raw '
+             'weights' in message for message in messages)
+
+
+@pytest.mark.parametrize('kind', ['detection', 'full'])
+def test_a_model_built_twice_restores_by_object_path(mobilenet, written,
+                                                     kind):
+  # Its added layers' Keras names carry a number ours do not.
+  prefix, lines = written(MOBILENET + '.built_twice')
+  numbered = {fact.key for fact in lines
+              if '_feature_extractor_1/FeatureMaps/' in fact.keras_name}
+  assert len(numbered) == 40
+  with mobilenet.graph.as_default():
+    matched = fine_tune.match_checkpoint(mobilenet.model,
+                                         _train_config(prefix, kind))
+    wanted = object_checkpoint.wanted_variables(mobilenet.model, kind)
+  assert (matched.missing, matched.mismatched, matched.left_out) == (
+      [], [], [])
+  assert len(matched.available) == len(wanted)
+  assert numbered <= set(matched.available)
+
+
+def test_the_averaged_variables_are_our_trainable_ones(mobilenet):
+  averaged = {fact.keras_name[:-len('/average')]
+              for fact in tf2_checkpoints.facts(MOBILENET +
+                                                '.use_moving_average')
+              if fact.key.endswith('/optimizer/average/.ATTRIBUTES/'
+                                   'VARIABLE_VALUE')}
+  with mobilenet.graph.as_default():
+    trainable = {v.op.name for v in tf.compat.v1.trainable_variables()}
+  assert trainable == averaged
+
+
+@pytest.mark.parametrize('use_moving_averages', [True, False])
+def test_whole_model_restore_reads_the_averages_when_asked(
+    mobilenet, written, use_moving_averages):
+  # As evaluation and export restore (moving_averages.restore).
+  prefix, lines = written(MOBILENET + '.use_moving_average')
+  values = _value_fn(lines)
+  by_key = {fact.key: values(fact).flat[0] for fact in lines}
+  suffix = '/.ATTRIBUTES/VARIABLE_VALUE'
+  with mobilenet.graph.as_default():
+    tf.compat.v1.train.get_or_create_global_step()  # As in a training graph.
+    trainable = set(tf.compat.v1.trainable_variables())
+    expected = {}
+    for fact in lines:
+      if fact.key.startswith('model/') and '.OPTIMIZER_SLOT' not in fact.key:
+        average = fact.key[:-len(suffix)] + '/.OPTIMIZER_SLOT/optimizer/' \
+            'average' + suffix
+        expected[fact.keras_name] = by_key[fact.key]
+        if use_moving_averages and average in by_key:
+          expected[fact.keras_name] = by_key[average]
+    expected['global_step'] = by_key['step' + suffix]
+    variables = tf.compat.v1.global_variables()
+    with plain_session.session() as sess:
+      moving_averages.restore(sess, use_moving_averages, prefix)
+      restored = dict(zip([v.op.name for v in variables],
+                          sess.run(variables)))
+  assert {name: value.flat[0] if np.ndim(value) else value
+          for name, value in restored.items()} == expected
+  averaged = [v.op.name for v in trainable if expected[v.op.name] < 0]
+  assert len(averaged) == (len(trainable) if use_moving_averages else 0)
+
+
+def _other_model(lines):
+  """The facts with 10 more classes and one more feature map layer."""
+  changed = []
+  for fact in lines:
+    if 'ClassPredictor' in fact.keras_name and '.OPTIMIZER_SLOT' not in (
+        fact.key):
+      anchors = fact.shape[-1] // 91
+      fact = fact._replace(shape=fact.shape[:-1] + [anchors * 101])
+    changed.append(fact)
+  extra = 'model/_feature_extractor/feature_map_generator/convolutions/6/0/'
+  changed.append(tf2_checkpoints.Fact(
+      extra + 'kernel/.ATTRIBUTES/VARIABLE_VALUE',
+      'ssd_mobile_net_v2_keras_feature_extractor/FeatureMaps/'
+      'layer_19_1_Conv2d_6_1x1_64_conv/kernel', [1, 1, 128, 64], 'float32'))
+  return changed
+
+
+def test_other_shapes_are_skipped_and_extra_values_left_out(mobilenet,
+                                                           written):
+  prefix, _ = written('other_model', _other_model(
+      tf2_checkpoints.facts(MOBILENET)))
+  with mobilenet.graph.as_default():
+    with log_capture.absl_messages() as messages:
+      available = fine_tune.restore_map(mobilenet.model,
+                                        _train_config(prefix, 'full'))
+  log = '\n'.join(messages)
+  assert len(available) == 324 - 12
+  assert ('skipping 12 variables of another shape (checkpoint vs model): '
+          'BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/bias [303] '
+          'vs [273], BoxPredictor/ConvolutionalClassHead_0/ClassPredictor/'
+          'kernel [1, 1, 576, 303] vs [1, 1, 576, 273],') in log
+  assert ('leaving out 1 values of the checkpoint that feed no variable of '
+          'this model (`od-estimator inspect_checkpoint` lists them): '
+          'model/_feature_extractor/feature_map_generator/convolutions/6/0/'
+          'kernel') in log
+  assert 'not in the checkpoint' not in log
+
+
+def test_a_checkpoint_of_another_backbone_is_refused(mobilenet, written):
+  # The first values of ResNet50's classification checkpoint.
+  prefix, _ = written('resnet_part', tf2_checkpoints.facts(
+      RESNET + '.classification')[:20])
+  with mobilenet.graph.as_default():
+    with pytest.raises(errors.UserInputError,
+                       match=r'only 0 of the 260 variables .* It holds 20 '
+                       r'variables, e.g. conv1_conv/kernel \[7, 7, 3, 64\]'):
+      fine_tune.restore_map(mobilenet.model,
+                            _train_config(prefix, 'classification'))
