@@ -58,12 +58,11 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
+from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import flag_checks
 
 # The original's TF2 trainer keeps this many checkpoints (the Estimator 5).
 _CHECKPOINTS_KEPT = 7
-# Saved by tf.train.Checkpoint (object-based), never by tf.train.Saver.
-_OBJECT_GRAPH_KEY = '_CHECKPOINTABLE_OBJECT_GRAPH'
 
 flags.DEFINE_string('pipeline_config_path', None, 'Path to pipeline config '
                     'file.')
@@ -156,8 +155,7 @@ def check_checkpoint_dir(checkpoint_dir):
   if latest is None:
     return
   try:
-    object_based = tf.train.load_checkpoint(latest).has_tensor(
-        _OBJECT_GRAPH_KEY)
+    object_based = checkpoint_contents.is_object_based(latest)
   except (tf.errors.OpError, ValueError):
     return  # Damaged or gone: checkpoint_health says which.
   if object_based:
