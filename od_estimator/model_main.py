@@ -32,6 +32,7 @@ from absl import flags
 import tensorflow as tf
 
 from od_estimator import command_line
+from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import training_jobs
@@ -163,7 +164,8 @@ def main(unused_argv):
   flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   job = _job()
   checkpoint = training_jobs.checkpoint_to_evaluate(job)
-  parts = training_jobs.build(job, _run_config(), checkpoint)
+  parts = training_jobs.build(job, _run_config(), launch_check.check,
+                              checkpoint)
   if FLAGS.checkpoint_dir:
     result = training_jobs.evaluate(job, parts, checkpoint)
   else:

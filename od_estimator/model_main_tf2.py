@@ -54,6 +54,7 @@ import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator import errors
+from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
@@ -252,7 +253,7 @@ def _train_on_workers(job):
     strategy = (
         tf.compat.v1.distribute.experimental.MultiWorkerMirroredStrategy())
     parts = training_jobs.build(
-        job, _run_config(train_distribute=strategy),
+        job, _run_config(train_distribute=strategy), launch_check.check,
         writes_model_dir=_is_chief(tf_config),
         model_fn_creator=_model_fn_creator)
     training_jobs.train_and_evaluate(job, parts, preemptible=False)
@@ -265,10 +266,10 @@ def _train(job):
         job, tpu_run_config.run_config(
             FLAGS.model_dir, True, FLAGS.tpu_name, num_shards=None,
             **_checkpointing()),
-        use_tpu_estimator=True, use_tpu=True,
+        launch_check.check, use_tpu_estimator=True, use_tpu=True,
         model_fn_creator=_model_fn_creator)
   else:
-    parts = training_jobs.build(job, _run_config(),
+    parts = training_jobs.build(job, _run_config(), launch_check.check,
                                 model_fn_creator=_model_fn_creator)
   training_jobs.train(job, parts)
 
@@ -280,7 +281,8 @@ def main(unused_argv):
   if FLAGS.checkpoint_dir:
     check_checkpoint_dir(FLAGS.checkpoint_dir)
     checkpoint = training_jobs.checkpoint_to_evaluate(job)
-    parts = training_jobs.build(job, _run_config(), checkpoint)
+    parts = training_jobs.build(job, _run_config(), launch_check.check,
+                                checkpoint)
     training_jobs.print_metrics(training_jobs.evaluate(job, parts,
                                                        checkpoint))
     return None

@@ -14,7 +14,6 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.checks import launch_check
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
@@ -72,13 +71,16 @@ def checkpoint_to_evaluate(job):
       evaluating=True)
 
 
-def build(job, run_config, checkpoint=None, writes_model_dir=True,
+def build(job, run_config, check, checkpoint=None, writes_model_dir=True,
           **kwargs):
   """The Estimator and inputs of create_estimator_and_inputs for `job`.
 
   Args:
     job: the Job.
     run_config: the RunConfig.
+    check: fn(configs, pipeline_config_path, evaluation_only) raising to
+      refuse the launch before anything is built (the commands pass
+      checks.launch_check.check).
     checkpoint: the checkpoint evaluated first (checkpoint_to_evaluate).
     writes_model_dir: a training job's chief: check the checkpoint it
       resumes from and write the as-run pipeline.config.
@@ -97,7 +99,7 @@ def build(job, run_config, checkpoint=None, writes_model_dir=True,
       resume_from_last_good=job.resume_from_last_good,
       evaluated_checkpoint=checkpoint,
       check_configs=functools.partial(
-          launch_check.check, pipeline_config_path=job.pipeline_config_path,
+          check, pipeline_config_path=job.pipeline_config_path,
           evaluation_only=bool(job.checkpoint_dir) and
           not job.eval_training_data),
       **kwargs)
