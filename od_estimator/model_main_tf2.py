@@ -256,6 +256,12 @@ def _train_on_workers(job):
         job, _run_config(train_distribute=strategy), launch_check.check,
         writes_model_dir=_is_chief(tf_config),
         model_fn_creator=_model_fn_creator)
+    batch_size = parts['configs']['train_config'].batch_size
+    if batch_size % FLAGS.num_workers:
+      raise errors.UserInputError(
+          'train_config.batch_size=%d is the batch of all workers, split '
+          "among them (as the original's TF2 trainer): make it a multiple "
+          'of --num_workers=%d.' % (batch_size, FLAGS.num_workers))
     training_jobs.train_and_evaluate(job, parts, preemptible=False)
 
 

@@ -3,7 +3,8 @@
 One tiny SSD (tiny_ssd.LIGHT_OVERRIDES) trains 3 steps and its folder is
 then evaluated with --checkpoint_dir, both in this process (run_command);
 the flag errors need no model. Two worker processes on localhost train
-synchronously (--num_workers=2) and are compared variable by variable.
+the tiniest model synchronously (--num_workers=2) and are compared
+variable by variable.
 """
 import glob
 import json
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 from tests import event_tags
 from tests import local_ports
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
@@ -142,6 +144,20 @@ def test_a_worker_count_other_than_tf_configs_is_one_line(tmp_path,
   assert '--num_workers=2 but the TF_CONFIG cluster has 3' in line
 
 
+def test_a_batch_the_workers_cannot_share_is_one_line(config, tmp_path,
+                                                     monkeypatch):
+  monkeypatch.setenv('TF_CONFIG', json.dumps({
+      'cluster': {'worker': ['localhost:1', 'localhost:2']},
+      'task': {'type': 'worker', 'index': 0}}))
+  assert 'batch_size=4' in tiny_ssd.LIGHT_OVERRIDES
+  line = _one_error_line(run_command('model_main_tf2', [
+      '--model_dir=%s' % (tmp_path / 'model'), '--pipeline_config_path=%s' %
+      config, '--num_workers=2', '--hparams_overrides=%s' %
+      tiny_ssd.LIGHT_OVERRIDES.replace('batch_size=4', 'batch_size=3')]))
+  assert ('train_config.batch_size=3 is the batch of all workers, split '
+          'among them') in line
+
+
 def test_a_folder_of_object_based_checkpoints_is_one_line(config, tmp_path):
   folder = str(tmp_path / 'tf2_trained')
   tf.train.Checkpoint(step=tf.Variable(7, dtype=tf.int64)).save(
@@ -159,7 +175,7 @@ def _launch_worker(index, addresses, args, log_path):
       'task': {'type': 'worker', 'index': index}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        [sys.executable, '-m', 'od_estimator.model_main_tf2'] + args,
+        [sys.executable, '-m', 'tests.fake_extractor_model_main_tf2'] + args,
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 
@@ -171,11 +187,15 @@ def _values(checkpoint):
           if 'Momentum' not in name}
 
 
-def test_two_workers_apply_the_same_updates(config, tmp_path):
+def test_two_workers_apply_the_same_updates(tmp_path):
+  """On the tiniest model (tiny_faster_rcnn's, 1x1-conv extractor): the
+  light SSD takes about three times as long to build in both workers."""
   model_dir = str(tmp_path / 'model')
+  # A batch of 2: one image per worker.
+  config = tiny_faster_rcnn.write_config(tmp_path, tmp_path / 'data',
+                                         extractor='fake', batch_size=2)
   args = ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-          '--num_train_steps=1', '--num_workers=2', '--log_every_n_steps=0',
-          '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+          '--num_train_steps=1', '--num_workers=2', '--log_every_n_steps=0']
   logs = [str(tmp_path / ('worker%d.log' % index)) for index in (0, 1)]
   with local_ports.reserved(2) as ports:
     addresses = ['localhost:%d' % port for port in ports]
