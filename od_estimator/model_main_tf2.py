@@ -18,8 +18,9 @@ Estimator): run the training command on each with --num_workers=N and a
 TF_CONFIG naming the N workers, e.g. on the second
   TF_CONFIG='{"cluster": {"worker": ["host1:2222", "host2:2222"]},
               "task": {"type": "worker", "index": 1}}'
-Every worker reads its share of the input files; each step averages the
-gradients of all. Worker 0 (or a "chief" task) writes the checkpoints and
+Every worker reads its share of the input files; train_config.batch_size
+is the batch of all workers together, as the original's; each step
+averages the gradients of all. Worker 0 (or a "chief" task) writes the checkpoints and
 summaries to --model_dir, a folder all can reach; each other worker writes
 its copies to model_dir/tmp_worker_<index>.
 
