@@ -51,7 +51,8 @@ def runs(config, tmp_path_factory):
 
   Returns:
     (model_dir, training's result, the files it left, evaluation's
-    result, the evaluation's seconds).
+    result, the evaluation's seconds, the result of the evaluation of
+    the training data).
   """
   model_dir = str(tmp_path_factory.mktemp('tf2_model'))
   common = _common(config, model_dir)
@@ -62,12 +63,16 @@ def runs(config, tmp_path_factory):
   evaluation = run_command('model_main_tf2', common + [
       '--checkpoint_dir=%s' % model_dir,
       '--eval_timeout=%d' % EVAL_TIMEOUT_SECS])
-  return (model_dir, training, trained_files, evaluation,
-          time.monotonic() - start)
+  seconds = time.monotonic() - start
+  on_training_data = run_command('model_main_tf2', common + [
+      '--checkpoint_dir=%s' % model_dir, '--eval_on_train_data',
+      '--sample_1_of_n_eval_on_train_examples=4'])
+  return (model_dir, training, trained_files, evaluation, seconds,
+          on_training_data)
 
 
 def test_trains_only_with_a_checkpoint_every_n_steps_and_the_last(runs):
-  model_dir, training, files, _, _ = runs
+  model_dir, training, files = runs[:3]
   assert training.returncode == 0, training.stderr[-3000:]
   for step in (0, 2, 3):
     assert 'model.ckpt-%d.index' % step in files, files
@@ -83,7 +88,7 @@ def test_trains_only_with_a_checkpoint_every_n_steps_and_the_last(runs):
 
 
 def test_checkpoint_dir_evaluates_until_the_last_step(runs):
-  model_dir, _, _, evaluation, seconds = runs
+  model_dir, _, _, evaluation, seconds, _ = runs
   assert evaluation.returncode == 0, evaluation.stderr[-3000:]
   assert 'Evaluation at step %d:' % TRAIN_STEPS in evaluation.stdout
   # Stopped after the final checkpoint, not at the timeout.
@@ -93,6 +98,15 @@ def test_checkpoint_dir_evaluates_until_the_last_step(runs):
   for tag in ('DetectionBoxes_Precision/mAP', 'DetectionBoxes_Recall/AR@100',
               'Loss/total_loss'):
     assert tag in tags, (tag, sorted(tags))
+
+
+def test_eval_on_train_data_evaluates_the_training_data(runs):
+  model_dir, on_training_data = runs[0], runs[-1]
+  assert on_training_data.returncode == 0, on_training_data.stderr[-3000:]
+  assert 'Evaluation at step %d:' % TRAIN_STEPS in on_training_data.stdout
+  tags = event_tags.scalar_tags(os.path.join(model_dir,
+                                             'eval_training_data'))
+  assert 'DetectionBoxes_Precision/mAP' in tags, sorted(tags)
 
 
 def test_help_lists_the_flags_and_the_layout_differences():
