@@ -7,19 +7,19 @@ without the evaluation and export a finished training goes on to.
 """
 import re
 import subprocess
-import sys
 import time
 
 import tensorflow as tf
 
+from tests import plain_command
 from tests import tiny_ssd
 
 DEADLINE_SECS = 600
 
 # model_main training a step count it never reaches before the signal,
-# with a progress line per step.
-COMMAND = [sys.executable, '-m', 'od_estimator.model_main',
-           '--num_train_steps=100000', '--log_every_n_steps=1']
+# with a progress line per step (tests/plain_command: without grappler).
+FLAGS = ['--num_train_steps=100000', '--log_every_n_steps=1']
+COMMAND = plain_command.command('od_estimator.model_main') + FLAGS
 
 
 class Training:

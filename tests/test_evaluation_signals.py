@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -20,6 +19,7 @@ import tensorflow as tf
 
 from od_estimator.estimator import preemption
 from od_estimator.utils import interrupts
+from tests import plain_command
 from tests import tiny_ssd
 from tests.command_modules import import_command
 
@@ -60,7 +60,7 @@ def test_ctrl_c_stops_an_evaluation_only_run(trained, tmp_path):
   log_path = str(tmp_path / 'eval.log')
   with open(log_path, 'w') as log:
     process = subprocess.Popen(
-        [sys.executable, '-m', 'od_estimator.model_main',
+        plain_command.command('od_estimator.model_main') + [
          '--pipeline_config_path=%s' % config, '--model_dir=%s' % eval_dir,
          '--checkpoint_dir=%s' % checkpoint_dir, '--eval_timeout_secs=600',
          '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],

@@ -22,7 +22,6 @@ compared.
 import glob
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -34,6 +33,7 @@ from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from tests import event_tags
+from tests import plain_command
 from tests import tflite_runs
 from tests import tiny_ssd
 
@@ -85,7 +85,7 @@ def trained(tmp_path_factory):
   config_util.save_pipeline_config(pipeline_config, str(root))
   model_dir = str(root / 'model')
   result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
+      plain_command.command('od_estimator.model_main') + [
        '--pipeline_config_path=%s' % path, '--model_dir=%s' % model_dir,
        '--num_train_steps=%d' % STEPS, '--save_checkpoints_steps=%d' % STEPS,
        # The evaluation (its metrics are only looked up) on 1 of the 8

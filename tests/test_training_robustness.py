@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -23,10 +22,11 @@ import tensorflow as tf
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
 from tests import log_capture
+from tests import plain_command
 from tests import tiny_ssd
 from tests import upstream_folder
 
-MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+MODEL_MAIN = plain_command.command('od_estimator.model_main')
 TRAIN_STEPS = 4
 CHECKPOINT_EVERY = 2
 EXPLODING_RATE = 1e30

@@ -1,6 +1,7 @@
 """model_main --xla: the flag is accepted and a tiny training compiles."""
 import os
 import signal
+import sys
 
 import tensorflow as tf
 
@@ -28,7 +29,9 @@ def test_model_main_trains_two_steps_with_xla(tmp_path):
   # SIGTERM once two steps are logged: a checkpoint at the step reached,
   # without the evaluation and export that are not the subject here.
   training = signalled_training.Training(
-      signalled_training.COMMAND + [
+      # The command as users run it: XLA's clustering beside grappler's.
+      [sys.executable, '-m', 'od_estimator.model_main'] +
+      signalled_training.FLAGS + [
           '--xla', '--pipeline_config_path=%s' % config,
           '--model_dir=%s' % model_dir,
           '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
