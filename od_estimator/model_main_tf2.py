@@ -31,8 +31,9 @@ Where the layout differs from the original's TF2 trainer:
   - Checkpoints are model.ckpt-N (name-based, as every Estimator and the
     TF1 API), not ckpt-N (object-based). This command's --checkpoint_dir
     and the exporters read them. A model_dir of the original's TF2
-    trainer, holding ckpt-N only, is not evaluated yet: one error line
-    says so.
+    trainer (ckpt-N) is not evaluated yet (one error line says so): the
+    exporters read it, and fine_tune_checkpoint_type "full" trains on
+    from it.
   - Training summaries go to --model_dir itself, not model_dir/train
     (TensorBoard on --model_dir shows training and evaluation).
     Evaluation summaries go to model_dir/eval, as the original's
@@ -163,8 +164,9 @@ def check_checkpoint_dir(checkpoint_dir):
   if object_based:
     raise errors.UserInputError(
         '--checkpoint_dir=%s holds TF2 object-based checkpoints (%s, as the '
-        "original's model_main_tf2 writes), which cannot be evaluated yet; "
-        'evaluate a --model_dir this command trained (model.ckpt-N).' %
+        "original's model_main_tf2 writes), which evaluation cannot restore "
+        'yet; the exporters read them, and fine_tune_checkpoint_type "full" '
+        'trains on from one into a --model_dir this command evaluates.' %
         (checkpoint_dir, latest))
 
 
