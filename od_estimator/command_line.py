@@ -47,7 +47,7 @@ _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
 fail = errors.fail
 
 
-def run_training(main, model_dir, doc, module_name):
+def run_training(main, model_dir, doc, module_name, check_cluster=None):
   """Runs a training command's absl `main`, or prints its --help.
 
   Args:
@@ -56,6 +56,8 @@ def run_training(main, model_dir, doc, module_name):
       a non-finite loss names its last good checkpoint.
     doc: the module docstring, printed first by --help.
     module_name: the module whose flags --help lists.
+    check_cluster: fn() raising UserInputError when TF_CONFIG cannot be
+      used, once the flags are parsed (default check_tf_config).
 
   Returns:
     0 after --help; otherwise absl exits with main's status, or with 1: one
@@ -65,14 +67,23 @@ def run_training(main, model_dir, doc, module_name):
     return _print_help(doc, module_name)
 
   def checked_main(argv):
-    check_tf_config()
+    (check_cluster or check_tf_config)()
     file_safety.check_directory_destination(model_dir(), '--model_dir')
     # A full disk: one line (disk_full.describe), the failed save removed.
     with disk_full.reported(model_dir()):
       return main(argv)
 
   program = os.path.splitext(os.path.basename(sys.argv[0]))[0]
-  _run_at_boundary(lambda: app.run(checked_main), program, model_dir)
+  _run_at_boundary(lambda: app.run(checked_main, flags_parser=_parse_flags),
+                   program, model_dir)
+
+
+def _parse_flags(argv):
+  """absl's parse, a bad flag (unknown, or a wrong value) one error line."""
+  try:
+    return app.flags.FLAGS(argv)
+  except app.flags.Error as error:
+    raise errors.UserInputError('%s (--help lists the flags)' % error)
 
 
 def check_tf_config():
@@ -82,9 +93,25 @@ def check_tf_config():
   that is not an object or a task missing from its cluster is one line
   naming TF_CONFIG, before anything is built.
   """
+  if parsed_tf_config() is None:
+    return
+  try:
+    tf.estimator.RunConfig()
+  except ValueError as error:
+    raise errors.UserInputError('TF_CONFIG does not describe a usable task: '
+                                '%s (TF_CONFIG=%s)' % (
+                                    error, os.environ['TF_CONFIG']))
+
+
+def parsed_tf_config():
+  """TF_CONFIG as a dict, or None when unset or empty.
+
+  Raises:
+    errors.UserInputError: malformed JSON, or a value that is not an object.
+  """
   text = os.environ.get('TF_CONFIG')
   if not text:
-    return
+    return None
   try:
     parsed = json.loads(text)
   except ValueError as error:
@@ -95,11 +122,7 @@ def check_tf_config():
     raise errors.UserInputError(
         'TF_CONFIG must be a JSON object with "cluster" and "task", got: %s'
         % text)
-  try:
-    tf.estimator.RunConfig()
-  except ValueError as error:
-    raise errors.UserInputError('TF_CONFIG does not describe a usable task: '
-                                '%s (TF_CONFIG=%s)' % (error, text))
+  return parsed
 
 
 def _run_at_boundary(command, name, model_dir=lambda: None):

@@ -28,23 +28,16 @@ or Ctrl-C ends one at once. Several GPUs of one machine: add --num_gpus=N
 (MirroredStrategy).
 """
 
-import functools
-
 from absl import flags
-import numpy as np
 import tensorflow as tf
 
 from od_estimator import command_line
-from od_estimator import errors
 from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
-from od_estimator.estimator import progress
+from od_estimator.estimator import training_jobs
 from od_estimator.estimator import xla
-from od_estimator.utils import checkpoint_health
-from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
-from od_estimator.utils import interrupts
 
 # An evaluator task polls for new checkpoints this often by default.
 _EVALUATOR_THROTTLE_SECS = 30
@@ -145,107 +138,40 @@ def _throttle_secs(run_config):
   return 0
 
 
-def _evaluate_only(parts, checkpoint):
-  """Evaluates --checkpoint_dir; a signal stops it, saying how far it got."""
-  progress = preemption.EvaluationProgress(
-      parts['configs']['eval_config'].batch_size or 1)
-  try:
-    return _evaluate_checkpoints(parts, checkpoint, [progress])
-  except interrupts.Interrupted as stop:
-    if progress.running:
-      stop.add(progress.describe())
-    raise stop.add('nothing in --checkpoint_dir=%s was changed' %
-                   FLAGS.checkpoint_dir)
+def _job():
+  """The run the flags ask for."""
+  return training_jobs.Job(
+      pipeline_config_path=FLAGS.pipeline_config_path,
+      num_train_steps=FLAGS.num_train_steps,
+      sample_1_of_n_eval_examples=FLAGS.sample_1_of_n_eval_examples,
+      sample_1_of_n_eval_on_train_examples=(
+          FLAGS.sample_1_of_n_eval_on_train_examples),
+      hparams_overrides=FLAGS.hparams_overrides,
+      checkpoint_dir=FLAGS.checkpoint_dir,
+      eval_training_data=FLAGS.eval_training_data,
+      run_once=FLAGS.run_once, max_eval_retries=FLAGS.max_eval_retries,
+      eval_timeout_secs=FLAGS.eval_timeout_secs,
+      resume_from_last_good=FLAGS.resume_from_last_good,
+      log_every_n_steps=FLAGS.log_every_n_steps)
 
 
-def _evaluate_checkpoints(parts, checkpoint, hooks):
-  """Evaluates `checkpoint` (--run_once) or each new one; returns metrics."""
-  estimator = parts['estimator']
-  if FLAGS.eval_training_data:
-    name, input_fn = 'training_data', parts['eval_on_train_input_fn']
-  else:
-    name, input_fn = 'validation_data', parts['eval_input_fns'][0]
-  if FLAGS.run_once:
-    if not checkpoint:
-      raise errors.UserInputError('no checkpoint in --checkpoint_dir=%s' %
-                                  FLAGS.checkpoint_dir)
-    return estimator.evaluate(input_fn, steps=None, hooks=hooks,
-                              checkpoint_path=checkpoint, name=name)
-  return model_lib.continuous_eval(
-      estimator, FLAGS.checkpoint_dir, input_fn, parts['train_steps'], name,
-      FLAGS.max_eval_retries, timeout_secs=FLAGS.eval_timeout_secs,
-      hooks=hooks, skip_damaged=FLAGS.resume_from_last_good)
-
-
-def _train_and_evaluate(parts):
-  if parts['estimator'].config.task_type == 'ps':
-    # Serves until stopped: a signal must end it (see interrupts).
-    interrupts.end_process_on_signals()
-  preemption_hook = preemption.PreemptionHook(
-      parts['estimator'].model_dir,
-      parts['configs']['eval_config'].batch_size or 1)
-  hooks = [progress.ProgressHook(FLAGS.log_every_n_steps,
-                                 parts['train_steps']), preemption_hook]
-  train_spec, eval_specs = model_lib.create_train_and_eval_specs(
-      parts['train_input_fn'], parts['eval_input_fns'],
-      parts['eval_on_train_input_fn'], parts['predict_input_fn'],
-      parts['train_steps'], eval_on_train_data=False, hooks=hooks,
-      throttle_secs=_throttle_secs(parts['estimator'].config),
-      saving_listeners=[preemption_hook.saving_listener()],
-      eval_hooks=[preemption_hook.evaluation_hook()])
-  try:
-    return tf.estimator.train_and_evaluate(parts['estimator'], train_spec,
-                                           eval_specs[0])
-  finally:
-    preemption_hook.restore_handlers()
-
-
-def _print_metrics(result):
-  """Prints every scalar the evaluation returned, one per line, on stdout.
-
-  Whatever the metrics family (COCO, PASCAL, Open Images, masks, every
-  model's losses): only global_step, which heads the list, and non-scalar
-  values are left out.
-  """
-  metrics = result[0] if isinstance(result, tuple) else result
-  if not isinstance(metrics, dict):
-    return
-  print('Evaluation at step %s:' % metrics.get('global_step'))
-  for name in sorted(metrics):
-    value = np.asarray(metrics[name])
-    if name != 'global_step' and value.ndim == 0 and (
-        value.dtype.kind in 'biuf'):
-      print('  %-50s %.4f' % (name, value))
+_print_metrics = training_jobs.print_metrics
 
 
 def main(unused_argv):
   flags.mark_flag_as_required('model_dir')
   flags.mark_flag_as_required('pipeline_config_path')
   flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
-  hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
-  checkpoint = checkpoint_health.resume_point(
-      FLAGS.checkpoint_dir, '--checkpoint_dir', FLAGS.resume_from_last_good,
-      evaluating=True) if FLAGS.checkpoint_dir else None
-  parts = model_lib.create_estimator_and_inputs(
-      run_config=_run_config(), hparams=hparams,
-      pipeline_config_path=FLAGS.pipeline_config_path,
-      train_steps=FLAGS.num_train_steps,
-      sample_1_of_n_eval_examples=FLAGS.sample_1_of_n_eval_examples,
-      sample_1_of_n_eval_on_train_examples=(
-          FLAGS.sample_1_of_n_eval_on_train_examples),
-      save_final_config=FLAGS.checkpoint_dir is None,
-      resume_from_last_good=FLAGS.resume_from_last_good,
-      evaluated_checkpoint=checkpoint,
-      check_configs=functools.partial(
-          launch_check.check,
-          pipeline_config_path=FLAGS.pipeline_config_path,
-          evaluation_only=bool(FLAGS.checkpoint_dir) and
-          not FLAGS.eval_training_data))
+  job = _job()
+  checkpoint = training_jobs.checkpoint_to_evaluate(job)
+  parts = training_jobs.build(job, _run_config(), launch_check.check,
+                              checkpoint)
   if FLAGS.checkpoint_dir:
-    result = _evaluate_only(parts, checkpoint)
+    result = training_jobs.evaluate(job, parts, checkpoint)
   else:
     try:
-      result = _train_and_evaluate(parts)
+      result = training_jobs.train_and_evaluate(
+          job, parts, _throttle_secs(parts['estimator'].config))
     except preemption.TrainingPreempted as stop:
       # The checkpoint is saved: exit without the evaluation and export.
       return stop.exit_status

@@ -23,15 +23,13 @@ last intact one; --resume_from_last_good resumes from (or evaluates) that.
 import functools
 
 from absl import flags
-from absl import logging
-import tensorflow as tf
-from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator import command_line
-from od_estimator import errors
 from od_estimator.checks import launch_check
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
+from od_estimator.estimator import tpu_run_config
+from od_estimator.estimator import training_jobs
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
@@ -95,36 +93,10 @@ _COUNT_FLAGS = {
 
 
 def _run_config():
-  """tpu_config.RunConfig; resolves the TPU only when --use_tpu."""
-  cluster = None
-  if FLAGS.use_tpu:
-    try:
-      cluster = tf.distribute.cluster_resolver.TPUClusterResolver(
-          tpu=[FLAGS.tpu_name] if FLAGS.tpu_name else None,
-          zone=FLAGS.tpu_zone, project=FLAGS.gcp_project)
-    except (ValueError, RuntimeError) as error:
-      # No TPU by that name (or none named, off Cloud): the flags are wrong.
-      raise errors.UserInputError(
-          '--use_tpu: cannot find the Cloud TPU (--tpu_name=%s --tpu_zone=%s '
-          '--gcp_project=%s): %s. Name a TPU of this project and zone, or '
-          'pass --use_tpu=false to run on CPU/GPU.' % (
-              FLAGS.tpu_name, FLAGS.tpu_zone, FLAGS.gcp_project,
-              str(error).splitlines()[0] if str(error) else
-              type(error).__name__)) from None
-    # TPU workers (not this host) read and write model_dir; a local path
-    # only fails once training starts.
-    if not FLAGS.model_dir.startswith('gs://'):
-      logging.warning('--model_dir=%s is not a gs:// path; a Cloud TPU '
-                      'node cannot reach local files.', FLAGS.model_dir)
-  kwargs = {}
-  if FLAGS.save_checkpoints_steps:
-    kwargs['save_checkpoints_steps'] = FLAGS.save_checkpoints_steps
-  return tpu_config.RunConfig(
-      cluster=cluster, model_dir=FLAGS.model_dir,
-      tpu_config=tpu_config.TPUConfig(
-          iterations_per_loop=FLAGS.iterations_per_loop,
-          num_shards=FLAGS.num_shards),
-      **kwargs)
+  return tpu_run_config.run_config(
+      FLAGS.model_dir, FLAGS.use_tpu, FLAGS.tpu_name, FLAGS.tpu_zone,
+      FLAGS.gcp_project, FLAGS.iterations_per_loop, FLAGS.num_shards,
+      save_checkpoints_steps=FLAGS.save_checkpoints_steps or None)
 
 
 def main(unused_argv):
@@ -160,15 +132,11 @@ def main(unused_argv):
       **overrides)
   estimator = parts['estimator']
   if FLAGS.mode == 'train':
-    preemption_hook = preemption.PreemptionHook(estimator.model_dir)
     try:
-      estimator.train(input_fn=parts['train_input_fn'],
-                      max_steps=parts['train_steps'], hooks=[preemption_hook],
-                      saving_listeners=[preemption_hook.saving_listener()])
+      training_jobs.train(training_jobs.Job(FLAGS.pipeline_config_path,
+                                            log_every_n_steps=0), parts)
     except preemption.TrainingPreempted as stop:
       return stop.exit_status
-    finally:
-      preemption_hook.restore_handlers()
     return
   if FLAGS.eval_training_data:
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']

@@ -9,10 +9,8 @@ tasks) on the tiniest two-stage model, tiny_faster_rcnn's config with
 run from the repository root, with model_main's flags.
 """
 from od_estimator import model_main
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
 
 if __name__ == '__main__':
-  faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
-      'fake'] = fakes.FakeFasterRCNNFeatureExtractor
+  fakes.register_fake_faster_rcnn_extractor()
   model_main.run()

@@ -9,6 +9,7 @@ from od_estimator.core import anchor_generator
 from od_estimator.core import box_list
 from od_estimator.core import box_predictor
 from od_estimator.models import faster_rcnn_feature_extractor
+from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import ssd_feature_extractor
 
 # The four quadrants of the unit square, row-major: the anchors of a 2x2
@@ -186,3 +187,9 @@ class FakeSecondStageBoxPredictor(box_predictor.BoxPredictor):
         box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND: tf.reshape(
             class_logits, [-1, 1, self.num_classes + 1]),
     }
+
+
+def register_fake_faster_rcnn_extractor():
+  """Registers FakeFasterRCNNFeatureExtractor as feature extractor 'fake'."""
+  faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
+      'fake'] = FakeFasterRCNNFeatureExtractor

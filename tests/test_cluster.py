@@ -10,17 +10,13 @@ and tiny_faster_rcnn's two-stage model on the fake feature extractor of
 tests/fakes.py (1x1 convs), which tests/fake_extractor_model_main.py
 registers before it runs model_main.
 """
-import contextlib
 import dataclasses
-import fcntl
 import glob
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
@@ -28,6 +24,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from od_estimator.input_pipeline import inputs
+from tests import local_ports
 from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
@@ -95,58 +92,6 @@ def test_no_input_context_outside_a_cluster(monkeypatch):
   assert inputs.worker_input_context(None) is None
 
 
-def _ephemeral_range_start():
-  try:
-    with open('/proc/sys/net/ipv4/ip_local_port_range') as f:
-      return int(f.read().split()[0])
-  except (OSError, ValueError, IndexError):
-    return 32768  # Linux's default
-
-
-def _is_free(port):
-  with socket.socket() as sock:
-    try:
-      sock.bind(('localhost', port))
-    except OSError:
-      return False
-  return True
-
-
-@contextlib.contextmanager
-def _reserved_ports(count):
-  """Yields `count` free localhost ports, reserved until the block ends.
-
-  TensorFlow's gRPC servers bind their ports themselves and refuse a port
-  another socket holds, so a port cannot be handed over bound. Ports from
-  bind(0) come from the kernel's ephemeral range, where any process's
-  outgoing connection or bind(0) may take one before the servers bind it.
-  These come from below that range, which the kernel never hands out on
-  its own, and a lock file per port keeps concurrent runs of this test off
-  each other's ports.
-  """
-  stop = _ephemeral_range_start()
-  start = max(1024, stop - 8000)
-  first = start + os.getpid() % (stop - start)
-  locks = os.path.join(tempfile.gettempdir(), 'od_estimator_test_ports')
-  os.makedirs(locks, exist_ok=True)
-  ports = []
-  with contextlib.ExitStack() as stack:
-    for offset in range(stop - start):
-      port = start + (first - start + offset) % (stop - start)
-      lock = stack.enter_context(
-          open(os.path.join(locks, '%d.lock' % port), 'w'))
-      try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      except OSError:
-        continue  # reserved by a concurrent run
-      if _is_free(port):
-        ports.append(port)
-        if len(ports) == count:
-          yield ports
-          return
-    raise RuntimeError('no %d free ports in [%d, %d)' % (count, start, stop))
-
-
 def _launch(module, task_type, cluster, args, log_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps({
       'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
@@ -206,7 +151,7 @@ def cluster_run(request, tmp_path_factory):
   root = tmp_path_factory.mktemp('cluster_' + request.param)
   config = family.write_config(root)
   model_dir = str(root / 'model')
-  with _reserved_ports(3) as ports:
+  with local_ports.reserved(3) as ports:
     chief, worker, ps = ['localhost:%d' % port for port in ports]
     cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
     args = ['--pipeline_config_path=%s' % config,

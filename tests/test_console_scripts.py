@@ -18,7 +18,8 @@ SCRIPTS = sorted(
     entry for entry in importlib.metadata.entry_points(group='console_scripts')
     if entry.value.startswith('od_estimator.'))
 # The original's commands, under their original names.
-ORIGINAL_COMMANDS = {'model_main', 'model_tpu_main', 'export_inference_graph',
+ORIGINAL_COMMANDS = {'model_main', 'model_main_tf2', 'model_tpu_main',
+                     'export_inference_graph',
                      'export_tflite_ssd_graph', 'create_coco_tf_record',
                      'create_pascal_tf_record',
                      # The Context R-CNN tools (Beam pipelines).

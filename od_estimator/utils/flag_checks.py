@@ -30,6 +30,17 @@ def check_minimums(flag_values, minimums):
           name, value, minimum, ' (%s)' % hint if hint else ''))
 
 
+def check_required(flag_values, names):
+  """Raises UserInputError naming the first of `names` left unset.
+
+  absl's mark_flag_as_required only checks flags parsed after it is
+  called; a command's main runs once they are parsed.
+  """
+  for name in names:
+    if getattr(flag_values, name) in (None, ''):
+      raise errors.UserInputError('--%s is required.' % name)
+
+
 NUM_TRAIN_STEPS = (0, 'leave it unset, or 0, to train for '
                    'train_config.num_steps')
 SAMPLE_1_OF_N = (1, '1 evaluates every example, n every n-th')
