@@ -6,7 +6,7 @@ import sys
 COMMANDS = {
     'detect': ('od_estimator.detect',
                'run an exported model on images; COCO json + drawings'),
-    'inspect_checkpoint': ('od_estimator.inspect_checkpoint',
+    'inspect_checkpoint': ('od_estimator.checks.inspect_checkpoint',
                            'list what a checkpoint (TF1 or TF2) holds and '
                            'what it feeds'),
     'validate': ('od_estimator.validate',

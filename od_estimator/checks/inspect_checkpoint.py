@@ -3,7 +3,7 @@
 Usage:
   od-estimator inspect_checkpoint PATH [--pipeline_config_path=CONFIG]
       [--config_override=TEXT]
-  python -m od_estimator.inspect_checkpoint ...   (same flags)
+  python -m od_estimator.checks.inspect_checkpoint ...   (same flags)
 
 PATH is a checkpoint prefix (model.ckpt-123, ckpt-1) or a folder (its latest
 checkpoint). One line per saved value, for name-based (TF1) and
