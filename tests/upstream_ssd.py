@@ -74,18 +74,22 @@ Built = collections.namedtuple('Built', [
     'boxes', 'classes', 'anchors'])  # predicted on one random image
 
 
-def built(path):
+def built(path, training=None):
   """The config's model, built and predicted once per process.
 
   Configs whose model (as built) and mode are the same share one build.
+  training: build the training graph; None: is_training(path) (a config of
+  the TF1 folder).
   """
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   if zoo_name(path):
     size = model_config.ssd.image_resizer.fixed_shape_resizer.height
   else:
     size = _shrink(model_config.ssd) or REDUCED_SIZE
+  if training is None:
+    training = is_training(path)
   return _build(model_config.SerializeToString(deterministic=True), size,
-                is_training(path))
+                training)
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,13 +115,13 @@ def _build(serialized_model_config, size, training):
                boxes, classes, anchors)
 
 
-def check_builds_and_predicts(path):
+def check_builds_and_predicts(path, training=None):
   """The config's model predicts boxes and classes for every anchor."""
   extractor_type = config_util.get_configs_from_pipeline_file(
       path)['model'].ssd.feature_extractor.type
   assert (extractor_type in
           ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
-  model = built(path)
+  model = built(path, training)
   num_anchors = model.anchors.shape[0]
   num_class_slots = model.model_config.ssd.num_classes + (
       1 if model.model_config.ssd.add_background_class else 0)

@@ -25,10 +25,12 @@ META_ARCH_BUILDER_MAP = {
     'ssd': ssd_model_builder.build,
     'faster_rcnn': faster_rcnn_model_builder.build,
     'center_net': _unsupported(
-        'model.center_net is not supported (TF2-only in the original; SSD '
-        'only).'),
+        'model.center_net is not supported: od_estimator builds ssd and '
+        'faster_rcnn models (CenterNet, a TF2-only family of the original, '
+        'is not provided).'),
     'experimental_model': _unsupported(
-        'model.experimental_model is not supported (SSD only).'),
+        'model.experimental_model is not supported: od_estimator builds ssd '
+        'and faster_rcnn models.'),
 }
 
 

@@ -6,6 +6,7 @@ string (e.g. "ssd_mobilenet_v2").
 """
 import inspect
 
+from od_estimator import errors
 from od_estimator.builders import anchor_generator_builder
 from od_estimator.builders import box_predictor_builder
 from od_estimator.builders import hyperparams_builder
@@ -84,14 +85,14 @@ def _build_ssd_feature_extractor(feature_extractor_config, is_training,
     An SSDFeatureExtractor.
 
   Raises:
-    ValueError: for an unknown type (listing the known ones) or a set field
-      the extractor's constructor does not take.
+    UserInputError: for an unknown type (listing the known ones).
+    ValueError: for a set field the extractor's constructor does not take.
   """
   del freeze_batchnorm
   feature_type = feature_extractor_config.type
   extractors = ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS
   if feature_type not in extractors:
-    raise ValueError(
+    raise errors.UserInputError(
         '%s.type %r is not supported; available types: %s' %
         (_FE, feature_type, ', '.join(sorted(extractors)) or '(none)'))
   extractor_class = extractors[feature_type]

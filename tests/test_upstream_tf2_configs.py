@@ -1,0 +1,71 @@
+"""The original's TF2-era sample configs (../shared/upstream_configs_tf2).
+
+Every one parses. The SSD configs whose feature extractor od_estimator
+provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
+one build per distinct model) and predict, with the TF2 variable names (the
+Keras layers' own, no `FeatureExtractor/` scope). The others are refused
+with one line naming the field and the type.
+"""
+import pytest
+import tensorflow as tf
+
+from od_estimator import errors
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
+from od_estimator.models import ssd_feature_extractor_registry
+from tests import upstream_folder
+from tests import upstream_ssd
+
+
+def _model(path):
+  return config_util.get_configs_from_pipeline_file(path)['model']
+
+
+def _builds(path):
+  """Whether od_estimator provides the config's architecture."""
+  model = _model(path)
+  return (model.WhichOneof('model') == 'ssd' and
+          model.ssd.feature_extractor.type in
+          ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS)
+
+
+def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
+  del upstream_configs_tf2  # the folder exists (else: skipped)
+  paths = upstream_folder.paths(tf2=True)
+  assert any(_builds(path) for path in paths)
+  assert any(_model(path).WhichOneof('model') == 'faster_rcnn'
+             for path in paths)
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(tf2=True))
+def test_every_config_parses(path):
+  configs = config_util.get_configs_from_pipeline_file(path)
+  assert configs['model'].WhichOneof('model')
+  assert configs['train_config'].batch_size > 0
+  assert configs['train_input_config'].WhichOneof('input_reader')
+  assert configs['eval_input_configs']
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(tf2=True,
+                                                       keep=_builds))
+def test_ssd_config_builds_and_predicts_with_tf2_names(path):
+  upstream_ssd.check_builds_and_predicts(path, training=False)
+  names = upstream_ssd.built(path, training=False).shapes
+  assert not [name for name in names if name.startswith('FeatureExtractor/')]
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=lambda path: not _builds(path)))
+def test_other_configs_are_refused_by_name(path):
+  model = _model(path)
+  family = model.WhichOneof('model')
+  with tf.Graph().as_default():
+    with pytest.raises(errors.UserInputError) as raised:
+      model_builder.build(model, is_training=False)
+  message = str(raised.value)
+  assert message.startswith('model.%s' % family), message
+  assert '\n' not in message
+  if family in ('ssd', 'faster_rcnn'):
+    extractor = getattr(model, family).feature_extractor
+    assert (repr(extractor.type) in message or
+            'feature_extractor.fpn' in message), message
