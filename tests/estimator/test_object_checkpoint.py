@@ -28,6 +28,8 @@ from tests import upstream_folder
 
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
 RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
+RESNET101 = 'ssd_resnet101_v1_fpn_640x640_coco17_tpu-8'
+RESNET152 = 'ssd_resnet152_v1_fpn_640x640_coco17_tpu-8'
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -50,7 +52,7 @@ def _build(name, size):
 
 
 # Config -> image size: the smallest each builds at (FPN levels 3 to 7).
-SIZES = {MOBILENET: 128, RESNET: 256}
+SIZES = {MOBILENET: 128, RESNET: 256, RESNET101: 256, RESNET152: 256}
 
 
 @pytest.fixture(scope='module')
@@ -65,7 +67,7 @@ def graphs():
   return graph
 
 
-@pytest.fixture(params=[MOBILENET, RESNET])
+@pytest.fixture(params=[MOBILENET, RESNET, RESNET101, RESNET152])
 def built(request, graphs):
   return graphs(request.param)
 
