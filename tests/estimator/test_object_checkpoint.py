@@ -19,6 +19,7 @@ from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.estimator import object_checkpoint
+from od_estimator.export import original_object_paths
 from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from tests import log_capture
@@ -134,6 +135,17 @@ def test_our_names_and_shapes_are_the_originals(built):
   assert {name: variable.shape.as_list()
           for name, variable in built.variables.items()
           if name != 'global_step'} == model_facts
+
+
+def test_exported_object_paths_are_the_originals(built):
+  # exporter_main_v2 writes checkpoint/ckpt-0 under these paths.
+  names = [name for name in built.variables if name != 'global_step']
+  paths = original_object_paths.original_paths(names)
+  suffix = '/.ATTRIBUTES/VARIABLE_VALUE'
+  assert {paths[name] + suffix: name for name in names} == {
+      fact.key: fact.keras_name for fact in tf2_checkpoints.facts(built.name)
+      if fact.key.startswith('model/') and
+      '/.OPTIMIZER_SLOT/' not in fact.key}
 
 
 def _train_config(prefix, kind):
