@@ -1,8 +1,8 @@
 """SSD FPN on the Keras ResNet v1 layout (ssd_resnet{50,101,152}_v1_fpn_keras).
 
-The original builds this type only in TF2. Its backbone is the Keras
-ResNet50/101/152 application (see nets/resnet_v1_keras.py), not slim's resnet_v1_50,
-and its FPN passes each level's smoothed map (not the raw sum) on to the
+The original builds these types only in TF2. Their backbone is the Keras
+ResNet50/101/152 application (see nets/resnet_v1_keras.py), not slim's
+resnet_v1_<d>, and their FPN passes each level's smoothed map (not the raw sum) on to the
 next finer level. We build the same computation with tf-slim layers and the
 Keras variable names, so the original's TF2 checkpoints restore:
 

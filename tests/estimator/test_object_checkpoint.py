@@ -5,7 +5,9 @@ tests/tf2_checkpoints.py with the keys and Keras names the original's TF2
 code writes (tests/data/tf2_checkpoint_keys/), value i + 1 for its i-th
 value (-(i + 1) for optimizer slots, moving averages included), and read
 into our graph of the same config, built once per module at the smallest
-size it takes (variable shapes do not depend on the image size).
+size it takes (variable shapes do not depend on the image size). The same
+facts check the object paths exporter_main_v2 writes our variables under.
+ResNet-101 and -152 graph builds take about 8 and 13 s.
 """
 import collections
 
