@@ -7,22 +7,47 @@ build with its Keras names, the path follows from the name:
   <layer>/<weight> (the Keras backbone at the graph's root)
       model/_feature_extractor/classification_backbone/
       layer_with_weights-N/<weight>, N counting the backbone's layers that
-      have weights, in the order they are built (the Keras application's);
+      have weights in the Keras application's order: the order they are
+      built, except that a ResNet block's shortcut conv and batch norm
+      follow its third conv and batch norm respectively (the functional
+      model's topological order: 1_conv, 1_bn, 2_conv, 2_bn, 0_conv,
+      3_conv, 0_bn, 3_bn);
   <extractor>/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<type>/<w>
       (type conv or batchnorm)
       model/_feature_extractor/feature_map_generator/convolutions/<i>/<j>/<w>,
       j counting conv, batch norm and activation layers of map i;
   BoxPredictor/Convolutional<Box|Class>Head_<i>/<predictor>/<weight>
       model/_box_predictor/_prediction_heads/<box_encodings|
-      class_predictions_with_background>/<i>/<layers>/0/<weight>.
+      class_predictions_with_background>/<i>/<layers>/0/<weight>;
+  ResNet<d>V1_FPN/FeatureMaps/top_down/projection_<k>/<w> (k = 1..n)
+      model/_feature_extractor/_fpn_features_generator/top_layers/0/<w>
+      for k = n (the coarsest level), residual_blocks/<n-1-k>/0/<w> else;
+  ResNet<d>V1_FPN/FeatureMaps/top_down/smoothing_<k>_<conv|batchnorm>/<w>
+      model/_feature_extractor/_fpn_features_generator/conv_layers/
+      <n-1-k>/<0|1>/<w>;
+  ResNet<d>V1_FPN/bottom_up_block<l>_<conv|batchnorm>/<w>
+      model/_feature_extractor/_coarse_feature_layers/<l-5>/<0|1>/<w>;
+  WeightSharedConvolutionalBoxPredictor/<Box|Class>PredictionTower/
+  conv2d_<i>/kernel, .../conv2d_<i>/BatchNorm/feature_<f>/<w>
+      model/_box_predictor/_head_scope_conv_layers/<tower>/<i>/kernel,
+      model/_box_predictor/_base_tower_layers_for_heads/<box_encodings|
+      class_predictions_with_background>/<f>/<3i+1>/<w> (the per-level
+      batch norms; each tower layer is conv, batch norm, activation);
+  WeightSharedConvolutionalBoxPredictor/WeightSharedConvolutional
+  <Box|Class>Head/<BoxPredictor|ClassPredictor>/<w>
+      model/_box_predictor/_box_prediction_head/_box_encoder_layers/0/<w>,
+      model/_box_predictor/_prediction_heads/
+      class_predictions_with_background/_class_predictor_layers/0/<w>.
 
 `original_paths` answers for a whole model or not at all: a model with a
-value outside these layouts (other backbones' feature pyramids and
-predictors, the TF1 names) gets None.
+value outside these layouts (other backbones' feature pyramids, the TF1
+names) gets None.
 """
 import re
 
-_BACKBONE = 'model/_feature_extractor/classification_backbone'
+_EXTRACTOR = 'model/_feature_extractor'
+_PREDICTOR = 'model/_box_predictor'
+_BACKBONE = _EXTRACTOR + '/classification_backbone'
 _FEATURE_MAPS = re.compile(
     r'^[^/]+/FeatureMaps/layer_19_([12])_Conv2d_(\d+)_\d+x\d+(?:_s2)?_\d+_'
     r'(conv|batchnorm)/(\w+)$')
@@ -31,6 +56,26 @@ _LAYERS_PER_CONV = 3
 _HEADS = re.compile(
     r'^BoxPredictor/Convolutional(Box|Class)Head_(\d+)/'
     r'(?:BoxEncodingPredictor|ClassPredictor)/(kernel|bias)$')
+_RESNET_LAYER = re.compile(r'^conv(\d)_block(\d+)_(\d)_(conv|bn)$')
+# Place of each layer of a ResNet block in the Keras model's layer list.
+_RESNET_BLOCK_ORDER = ('1_conv', '1_bn', '2_conv', '2_bn', '0_conv', '3_conv',
+                       '0_bn', '3_bn')
+_FPN = re.compile(
+    r'^ResNet\d+V1_FPN/(?:FeatureMaps/top_down/(projection|smoothing)_(\d+)|'
+    r'bottom_up_block(\d+))(?:_(conv|batchnorm))?/(\w+)$')
+# FPN level of the first bottom-up (coarse) layer's input: stage conv5.
+_FIRST_COARSE_LEVEL = 5
+_WEIGHT_SHARED = re.compile(
+    r'^WeightSharedConvolutionalBoxPredictor/(?:(Box|Class)PredictionTower/'
+    r'conv2d_(\d+)/(?:BatchNorm/feature_(\d+)/)?|WeightSharedConvolutional'
+    r'(Box|Class)Head/(?:BoxPredictor|ClassPredictor)/)(\w+)$')
+_TOWER_HEADS = {'Box': 'box_encodings',
+                'Class': 'class_predictions_with_background'}
+_WEIGHT_SHARED_HEADS = {
+    'Box': '_box_prediction_head/_box_encoder_layers/0/',
+    'Class': '_prediction_heads/class_predictions_with_background/'
+             '_class_predictor_layers/0/',
+}
 _HEAD_PATHS = {
     'Box': 'box_encodings/%s/_box_encoder_layers/0/%s',
     'Class': 'class_predictions_with_background/%s/_class_predictor_layers/'
@@ -38,20 +83,64 @@ _HEAD_PATHS = {
 }
 
 
-def _added_layer_path(name):
+def _fpn_path(match, top):
+  """The path of a ResNet FPN value; top: its highest projection index."""
+  kind, index, coarse_level, layer, weight = match.groups()
+  sublayer = int(layer == 'batchnorm')
+  if coarse_level:
+    return '%s/_coarse_feature_layers/%d/%d/%s' % (
+        _EXTRACTOR, int(coarse_level) - _FIRST_COARSE_LEVEL, sublayer, weight)
+  index = int(index)
+  if kind == 'projection' and index == top:
+    return '%s/_fpn_features_generator/top_layers/0/%s' % (_EXTRACTOR, weight)
+  group = 'residual_blocks' if kind == 'projection' else 'conv_layers'
+  return '%s/_fpn_features_generator/%s/%d/%d/%s' % (
+      _EXTRACTOR, group, top - 1 - index, sublayer, weight)
+
+
+def _weight_shared_path(match):
+  """The path of a weight-shared predictor value."""
+  tower, conv, feature, head, weight = match.groups()
+  if head:
+    return '%s/%s%s' % (_PREDICTOR, _WEIGHT_SHARED_HEADS[head], weight)
+  if feature is None:
+    return '%s/_head_scope_conv_layers/%sPredictionTower/%s/%s' % (
+        _PREDICTOR, tower, conv, weight)
+  return '%s/_base_tower_layers_for_heads/%s/%s/%d/%s' % (
+      _PREDICTOR, _TOWER_HEADS[tower], feature,
+      int(conv) * _LAYERS_PER_CONV + 1, weight)
+
+
+def _added_layer_path(name, top_projection):
   """The path of a feature map or predictor value, or None."""
+  match = _FPN.match(name)
+  if match:
+    return _fpn_path(match, top_projection)
+  match = _WEIGHT_SHARED.match(name)
+  if match:
+    return _weight_shared_path(match)
   match = _FEATURE_MAPS.match(name)
   if match:
     layer, conv, kind, weight = match.groups()
     index = (int(layer) - 1) * _LAYERS_PER_CONV + (kind == 'batchnorm')
-    return 'model/_feature_extractor/feature_map_generator/convolutions/' \
-        '%s/%d/%s' % (conv, index, weight)
+    return '%s/feature_map_generator/convolutions/%s/%d/%s' % (
+        _EXTRACTOR, conv, index, weight)
   match = _HEADS.match(name)
   if match:
     head, level, weight = match.groups()
-    return 'model/_box_predictor/_prediction_heads/' + (
+    return _PREDICTOR + '/_prediction_heads/' + (
         _HEAD_PATHS[head] % (level, weight))
   return None
+
+
+def _keras_layer_order(layer):
+  """Sort key of a backbone layer: ResNet block layers in Keras order."""
+  match = _RESNET_LAYER.match(layer)
+  if not match:
+    return (0, 0, 0)  # Stays where it was built (a stable sort).
+  stage, block, conv, kind = match.groups()
+  return (int(stage), int(block),
+          _RESNET_BLOCK_ORDER.index('%s_%s' % (conv, kind)))
 
 
 def original_paths(names):
@@ -66,14 +155,19 @@ def original_paths(names):
     no path in the layouts above.
   """
   paths = {}
-  backbone_layers = {}
+  backbone_layers = sorted(
+      dict.fromkeys(name.split('/')[0] for name in names
+                    if name.count('/') == 1), key=_keras_layer_order)
+  backbone_layers = {layer: i for i, layer in enumerate(backbone_layers)}
+  top_projection = max([int(match.group(2)) for match in map(_FPN.match, names)
+                        if match and match.group(1) == 'projection'] or [0])
   for name in names:
     if name.count('/') == 1:
       layer, weight = name.split('/')
-      index = backbone_layers.setdefault(layer, len(backbone_layers))
-      paths[name] = '%s/layer_with_weights-%d/%s' % (_BACKBONE, index, weight)
+      paths[name] = '%s/layer_with_weights-%d/%s' % (
+          _BACKBONE, backbone_layers[layer], weight)
       continue
-    paths[name] = _added_layer_path(name)
+    paths[name] = _added_layer_path(name, top_projection)
     if paths[name] is None:
       return None
   return paths

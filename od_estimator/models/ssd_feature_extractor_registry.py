@@ -73,4 +73,10 @@ SSD_FEATURE_EXTRACTORS = {
     'ssd_resnet50_v1_fpn_keras':
         ssd_resnet_v1_fpn_keras_feature_extractor
         .SSDResNet50V1FpnKerasFeatureExtractor,
+    'ssd_resnet101_v1_fpn_keras':
+        ssd_resnet_v1_fpn_keras_feature_extractor
+        .SSDResNet101V1FpnKerasFeatureExtractor,
+    'ssd_resnet152_v1_fpn_keras':
+        ssd_resnet_v1_fpn_keras_feature_extractor
+        .SSDResNet152V1FpnKerasFeatureExtractor,
 }

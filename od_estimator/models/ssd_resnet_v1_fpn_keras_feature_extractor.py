@@ -1,15 +1,18 @@
-"""SSD FPN on the Keras ResNet v1 layout ('ssd_resnet50_v1_fpn_keras').
+"""SSD FPN on the Keras ResNet v1 layout (ssd_resnet{50,101,152}_v1_fpn_keras).
 
-The original builds this type only in TF2. Its backbone is the Keras
-ResNet50 application (see nets/resnet_v1_keras.py), not slim's resnet_v1_50,
-and its FPN passes each level's smoothed map (not the raw sum) on to the
+The original builds these types only in TF2. Their backbone is the Keras
+ResNet50/101/152 application (see nets/resnet_v1_keras.py), not slim's
+resnet_v1_<d>, and their FPN passes each level's smoothed map (not the raw sum) on to the
 next finer level. We build the same computation with tf-slim layers and the
 Keras variable names, so the original's TF2 checkpoints restore:
 
   conv1_conv/kernel, conv<s>_block<b>_<k>_{conv,bn}/...   (backbone)
-  ResNet50V1_FPN/FeatureMaps/top_down/projection_<n>/{kernel,bias}
-  ResNet50V1_FPN/FeatureMaps/top_down/smoothing_<n>_{conv,batchnorm}/...
-  ResNet50V1_FPN/bottom_up_block<l>_{conv,batchnorm}/...   (levels 6, 7)
+  ResNet<d>V1_FPN/FeatureMaps/top_down/projection_<n>/{kernel,bias}
+  ResNet<d>V1_FPN/FeatureMaps/top_down/smoothing_<n>_{conv,batchnorm}/...
+  ResNet<d>V1_FPN/bottom_up_block<l>_{conv,batchnorm}/...   (levels 6, 7)
+
+where <d> is the depth (50, 101, 152); only the number of blocks per stage
+differs.
 
 FPN level l (2..5) is built on stage conv<l>; its stride is 2**l.
 """
@@ -224,3 +227,15 @@ class SSDResNet50V1FpnKerasFeatureExtractor(
     SSDResNetV1FpnKerasFeatureExtractor):
   """'ssd_resnet50_v1_fpn_keras'."""
   _BACKBONE = ('resnet_v1_50', 'ResNet50V1_FPN')
+
+
+class SSDResNet101V1FpnKerasFeatureExtractor(
+    SSDResNetV1FpnKerasFeatureExtractor):
+  """'ssd_resnet101_v1_fpn_keras'."""
+  _BACKBONE = ('resnet_v1_101', 'ResNet101V1_FPN')
+
+
+class SSDResNet152V1FpnKerasFeatureExtractor(
+    SSDResNetV1FpnKerasFeatureExtractor):
+  """'ssd_resnet152_v1_fpn_keras'."""
+  _BACKBONE = ('resnet_v1_152', 'ResNet152V1_FPN')
