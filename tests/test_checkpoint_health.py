@@ -21,6 +21,7 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.estimator import model_lib
+from od_estimator.estimator import training_jobs
 from od_estimator.utils import checkpoint_health
 from tests import file_trees
 from tests import log_capture
@@ -218,9 +219,10 @@ def test_model_main_resumes_from_last_good(damaged, monkeypatch, capsys):
   with open(data, 'rb') as f:
     truncated = f.read()
   resumed = []
-  monkeypatch.setattr(model_main, '_train_and_evaluate', lambda parts: (
-      resumed.append(tf.train.latest_checkpoint(parts['estimator']
-                                                .model_dir))))
+  monkeypatch.setattr(
+      training_jobs, 'train_and_evaluate', lambda job, parts, *_, **__: (
+          resumed.append(tf.train.latest_checkpoint(parts['estimator']
+                                                    .model_dir))))
   code, _ = _launch(model_main, monkeypatch, capsys, _model_main_args(
       config, model_dir, '--resume_from_last_good'), model_dir)
   assert code is None
