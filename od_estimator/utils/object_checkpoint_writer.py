@@ -50,7 +50,10 @@ class _Node(tf.Module):
     return self._slot_table[(variable.ref(), name)]
 
   def _create_or_restore_slot_variable(self, *args, **kwargs):
-    raise NotImplementedError('written only, never restored into')
+    # tf.train.Checkpoint.restore calls this on an object owning slots.
+    del args, kwargs
+    raise TypeError('a tree of object_checkpoint_writer is for writing '
+                    'checkpoints; read them with tf.train.load_checkpoint')
 
 
 def _node_at(root, parts):
