@@ -14,6 +14,7 @@ from od_estimator.models import ssd_mobilenet_v1_fpn_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_ppn_feature_extractor
 from od_estimator.models import ssd_mobilenet_v2_feature_extractor
 from od_estimator.models import ssd_mobilenet_v2_fpn_feature_extractor
+from od_estimator.models import ssd_mobilenet_v2_fpn_keras_feature_extractor
 from od_estimator.models import ssd_mobilenet_v2_keras_feature_extractor
 from od_estimator.models import ssd_mobilenet_v2_mnasfpn_feature_extractor
 from od_estimator.models import ssd_mobilenet_v3_feature_extractor
@@ -40,6 +41,9 @@ SSD_FEATURE_EXTRACTORS = {
     'ssd_mobilenet_v2_keras':
         ssd_mobilenet_v2_keras_feature_extractor
         .SSDMobileNetV2KerasFeatureExtractor,
+    'ssd_mobilenet_v2_fpn_keras':
+        ssd_mobilenet_v2_fpn_keras_feature_extractor
+        .SSDMobileNetV2FpnKerasFeatureExtractor,
     'ssd_mobilenet_v3_large':
         ssd_mobilenet_v3_feature_extractor
         .SSDMobileNetV3LargeFeatureExtractor,

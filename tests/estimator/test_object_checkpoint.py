@@ -28,6 +28,7 @@ from tests import upstream_folder
 
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
 RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
+FPNLITE = 'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8'
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -50,7 +51,7 @@ def _build(name, size):
 
 
 # Config -> image size: the smallest each builds at (FPN levels 3 to 7).
-SIZES = {MOBILENET: 128, RESNET: 256}
+SIZES = {MOBILENET: 128, RESNET: 256, FPNLITE: 128}
 
 
 @pytest.fixture(scope='module')
@@ -65,7 +66,7 @@ def graphs():
   return graph
 
 
-@pytest.fixture(params=[MOBILENET, RESNET])
+@pytest.fixture(params=[MOBILENET, RESNET, FPNLITE])
 def built(request, graphs):
   return graphs(request.param)
 
@@ -108,7 +109,7 @@ def _checkpoint_for(config, kind):
 @pytest.mark.parametrize('name', [
     MOBILENET, MOBILENET + '.classification',
     MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
-    RESNET + '.classification'])
+    RESNET + '.classification', FPNLITE, FPNLITE + '.classification'])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
