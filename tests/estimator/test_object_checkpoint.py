@@ -29,6 +29,7 @@ from tests import upstream_folder
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
 RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
 FPNLITE = 'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8'
+V1_FPN = 'ssd_mobilenet_v1_fpn_640x640_coco17_tpu-8'
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -51,7 +52,7 @@ def _build(name, size):
 
 
 # Config -> image size: the smallest each builds at (FPN levels 3 to 7).
-SIZES = {MOBILENET: 128, RESNET: 256, FPNLITE: 128}
+SIZES = {MOBILENET: 128, RESNET: 256, FPNLITE: 128, V1_FPN: 128}
 
 
 @pytest.fixture(scope='module')
@@ -66,7 +67,7 @@ def graphs():
   return graph
 
 
-@pytest.fixture(params=[MOBILENET, RESNET, FPNLITE])
+@pytest.fixture(params=[MOBILENET, RESNET, FPNLITE, V1_FPN])
 def built(request, graphs):
   return graphs(request.param)
 
@@ -109,7 +110,8 @@ def _checkpoint_for(config, kind):
 @pytest.mark.parametrize('name', [
     MOBILENET, MOBILENET + '.classification',
     MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
-    RESNET + '.classification', FPNLITE, FPNLITE + '.classification'])
+    RESNET + '.classification', FPNLITE, FPNLITE + '.classification',
+    V1_FPN, V1_FPN + '.classification'])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
