@@ -9,6 +9,7 @@ from od_estimator.models import embedded_ssd_mobilenet_v1_feature_extractor
 from od_estimator.models import ssd_inception_feature_extractor
 from od_estimator.models import ssd_mobiledet_feature_extractor
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
+from od_estimator.models import ssd_mobilenet_fpn_keras_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_fpn_feature_extractor
 from od_estimator.models import ssd_mobilenet_v1_ppn_feature_extractor
@@ -26,6 +27,9 @@ SSD_FEATURE_EXTRACTORS = {
     'ssd_mobilenet_v1_fpn':
         ssd_mobilenet_v1_fpn_feature_extractor
         .SSDMobileNetV1FpnFeatureExtractor,
+    'ssd_mobilenet_v1_fpn_keras':
+        ssd_mobilenet_fpn_keras_feature_extractor
+        .SSDMobileNetV1FpnKerasFeatureExtractor,
     'ssd_mobilenet_v1_ppn':
         ssd_mobilenet_v1_ppn_feature_extractor
         .SSDMobileNetV1PpnFeatureExtractor,
@@ -40,6 +44,9 @@ SSD_FEATURE_EXTRACTORS = {
     'ssd_mobilenet_v2_keras':
         ssd_mobilenet_v2_keras_feature_extractor
         .SSDMobileNetV2KerasFeatureExtractor,
+    'ssd_mobilenet_v2_fpn_keras':
+        ssd_mobilenet_fpn_keras_feature_extractor
+        .SSDMobileNetV2FpnKerasFeatureExtractor,
     'ssd_mobilenet_v3_large':
         ssd_mobilenet_v3_feature_extractor
         .SSDMobileNetV3LargeFeatureExtractor,

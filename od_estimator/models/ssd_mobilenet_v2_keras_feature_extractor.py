@@ -155,8 +155,12 @@ class SSDMobileNetV2KerasFeatureExtractor(
 
   def extract_features(self, preprocessed_inputs):
     """Builds the feature maps; see SSDMobileNetV2FeatureExtractor."""
-    with self._keras_named(keras_variable_name):
+    with self._keras_named(self._keras_variable_name):
       return super().extract_features(preprocessed_inputs)
+
+  def _keras_variable_name(self, name):
+    """Keras name of a variable below the extractor's scope."""
+    return keras_variable_name(name)
 
   def _backbone_end_points(self, preprocessed_inputs, scope):
     """The slim backbone with the Keras model's activation and decay."""

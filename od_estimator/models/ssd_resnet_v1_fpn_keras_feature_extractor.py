@@ -16,18 +16,16 @@ differs.
 
 FPN level l (2..5) is built on stage conv<l>; its stride is 2**l.
 """
-import contextlib
-
 import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator import errors
 from od_estimator.models import feature_map_generators
+from od_estimator.models import keras_fpn
 from od_estimator.models import keras_named_feature_extractor
 from od_estimator.models import ssd_feature_extractor
 from od_estimator.models import ssd_fpn_feature_extractor
 from od_estimator.nets import resnet_v1_keras
-from od_estimator.utils import keras_names
 
 # Smallest image side accepted, as in the original.
 _MIN_IMAGE_DIM = 129
@@ -53,14 +51,6 @@ def _default_backbone_scope():
                      epsilon=_BATCH_NORM_EPSILON, center=True,
                      scale=True) as scope:
     return scope
-
-
-def _fpn_variable_name(name):
-  """Keras name of an FPN variable (slim names below the FPN's scope)."""
-  layer = name.split('/')[-2]
-  if layer.startswith('projection_'):
-    return keras_names.keras_layer_variable(name)
-  return keras_names.keras_layer_variable(name, '_conv', '_batchnorm')
 
 
 class SSDResNetV1FpnKerasFeatureExtractor(
@@ -139,29 +129,6 @@ class SSDResNetV1FpnKerasFeatureExtractor(
     return (slim.arg_scope(self._conv_hyperparams_fn()), activation_fn,
             batch_norm_args is not None)
 
-  def _top_down(self, features, depth):
-    """The Keras FPN top-down path; features are finest first.
-
-    Each finer level adds its 1x1 projection to the upsampled output of
-    the coarser level (smoothed, unlike the slim FPN) and is smoothed by a
-    3x3 conv + batch norm + activation. The coarsest is the projection.
-
-    Returns:
-      List of [batch, h_i, w_i, depth] tensors, finest first.
-    """
-    def project(net, level):
-      return slim.conv2d(net, depth, [1, 1], activation_fn=None,
-                         normalizer_fn=None, scope='projection_%d' % level)
-
-    outputs = [project(features[-1], len(features))]
-    for level in reversed(range(len(features) - 1)):
-      top_down = feature_map_generators.nearest_neighbor_upsampling(
-          outputs[-1], scale=2)
-      top_down += project(features[level], level + 1)
-      outputs.append(slim.conv2d(top_down, depth, [3, 3],
-                                 scope='smoothing_%d' % (level + 1)))
-    return outputs[::-1]
-
   def _backbone_features(self, preprocessed_inputs):
     """ResNet outputs of levels fpn_min_level..min(fpn_max_level, 5)."""
     model_name, _ = self._BACKBONE
@@ -179,19 +146,6 @@ class SSDResNetV1FpnKerasFeatureExtractor(
     base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
     return [end_points[layer_names[level - 2]]
             for level in range(self._fpn_min_level, base_max_level + 1)]
-
-  def _fpn_feature_maps(self, features):
-    """Top-down path, then stride-2 convs up to fpn_max_level."""
-    depth = self._fpn_depth()
-    with tf.compat.v1.variable_scope('FeatureMaps/top_down'):
-      feature_maps = self._top_down(features, depth)
-    net = feature_maps[-1]
-    base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
-    for level in range(base_max_level, self._fpn_max_level):
-      net = slim.conv2d(net, depth, [3, 3], stride=2, padding='SAME',
-                        scope='bottom_up_block%d' % level)
-      feature_maps.append(net)
-    return feature_maps
 
   def extract_features(self, preprocessed_inputs):
     """Builds the FPN feature maps.
@@ -217,10 +171,15 @@ class SSDResNetV1FpnKerasFeatureExtractor(
             tf.compat.v1.get_variable_scope(), reuse=self._reuse_weights,
             auxiliary_name_scope=False):
       features = self._backbone_features(preprocessed_inputs)
-      with keras_names.renamed_variables(_fpn_variable_name), \
+      base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
+      with keras_fpn.renamed(use_depthwise=False), \
           slim.arg_scope(self._conv_hyperparams_fn()), \
           tf.compat.v1.variable_scope(self._BACKBONE[1]):
-        return self._fpn_feature_maps(features)
+        return keras_fpn.feature_maps(
+            features, self._fpn_depth(),
+            ['bottom_up_block%d' % level
+             for level in range(base_max_level, self._fpn_max_level)],
+            use_depthwise=False)
 
 
 class SSDResNet50V1FpnKerasFeatureExtractor(

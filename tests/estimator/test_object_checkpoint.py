@@ -33,6 +33,8 @@ MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
 RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
 RESNET101 = 'ssd_resnet101_v1_fpn_640x640_coco17_tpu-8'
 RESNET152 = 'ssd_resnet152_v1_fpn_640x640_coco17_tpu-8'
+FPNLITE = 'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8'
+V1_FPN = 'ssd_mobilenet_v1_fpn_640x640_coco17_tpu-8'
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -55,7 +57,8 @@ def _build(name, size):
 
 
 # Config -> image size: the smallest each builds at (FPN levels 3 to 7).
-SIZES = {MOBILENET: 128, RESNET: 256, RESNET101: 256, RESNET152: 256}
+SIZES = {MOBILENET: 128, RESNET: 256, RESNET101: 256, RESNET152: 256,
+         FPNLITE: 128, V1_FPN: 128}
 
 
 @pytest.fixture(scope='module')
@@ -70,7 +73,7 @@ def graphs():
   return graph
 
 
-@pytest.fixture(params=[MOBILENET, RESNET, RESNET101, RESNET152])
+@pytest.fixture(params=list(SIZES))
 def built(request, graphs):
   return graphs(request.param)
 
@@ -113,7 +116,8 @@ def _checkpoint_for(config, kind):
 @pytest.mark.parametrize('name', [
     MOBILENET, MOBILENET + '.classification',
     MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
-    RESNET + '.classification'])
+    RESNET + '.classification', FPNLITE, FPNLITE + '.classification',
+    V1_FPN, V1_FPN + '.classification'])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
