@@ -13,6 +13,11 @@ without a new one:
   python -m od_estimator.model_main_tf2 --pipeline_config_path=... \
       --model_dir=TRAIN_DIR --checkpoint_dir=TRAIN_DIR
 
+TRAIN_DIR may also be a model_dir of the original's TF2 trainer (ckpt-N
+and their `checkpoint` file): evaluated in place, nothing written there
+(metrics in --model_dir/eval); the step is the checkpoint's `step`, the
+last one train_config.num_steps (or --num_train_steps).
+
 Several machines, synchronously (MultiWorkerMirroredStrategy under the
 Estimator): run the training command on each with --num_workers=N and a
 TF_CONFIG naming the N workers, e.g. on the second
@@ -30,10 +35,8 @@ model_tpu_main (--model_dir on gs://). Evaluation runs on CPU/GPU.
 Where the layout differs from the original's TF2 trainer:
   - Checkpoints are model.ckpt-N (name-based, as every Estimator and the
     TF1 API), not ckpt-N (object-based). This command's --checkpoint_dir
-    and the exporters read them. A model_dir of the original's TF2
-    trainer (ckpt-N) is not evaluated yet (one error line says so): the
-    exporters read it, and fine_tune_checkpoint_type "full" trains on
-    from it.
+    and the exporters read both; fine_tune_checkpoint_type "full" trains
+    on from a ckpt-N (training does not resume from one).
   - Training summaries go to --model_dir itself, not model_dir/train
     (TensorBoard on --model_dir shows training and evaluation).
     Evaluation summaries go to model_dir/eval, as the original's
@@ -61,7 +64,6 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
-from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import flag_checks
 
 # The original's TF2 trainer keeps this many checkpoints (the Estimator 5).
@@ -86,7 +88,8 @@ flags.DEFINE_string('model_dir', None, 'Path to output model directory '
 flags.DEFINE_string('checkpoint_dir', None, 'Path to directory holding a '
                     'checkpoint. If `checkpoint_dir` is provided, this binary '
                     'operates in eval-only mode, writing resulting metrics to '
-                    '`model_dir`.')
+                    '`model_dir`. Our model.ckpt-N or the original TF2 '
+                    "trainer's ckpt-N (read in place).")
 flags.DEFINE_integer('eval_timeout', 3600, 'Number of seconds to wait for an '
                      'evaluation checkpoint before exiting.')
 flags.DEFINE_bool('use_tpu', False, 'Whether the job is executing on a TPU.')
@@ -142,32 +145,6 @@ def _job():
       log_every_n_steps=FLAGS.log_every_n_steps,
       # model_dir/eval, as the original's model_dir/eval/<input name>.
       eval_name=None)
-
-
-def check_checkpoint_dir(checkpoint_dir):
-  """Refuses a --checkpoint_dir holding the original's TF2 checkpoints.
-
-  The original's TF2 trainer writes object-based checkpoints (ckpt-N,
-  tf.train.Checkpoint), which the Estimator's graph cannot restore by
-  name; the TF2 checkpoint reader replaces this check.
-
-  Raises:
-    errors.UserInputError: the latest checkpoint is object-based.
-  """
-  latest = tf.train.latest_checkpoint(checkpoint_dir)
-  if latest is None:
-    return
-  try:
-    object_based = checkpoint_contents.is_object_based(latest)
-  except (tf.errors.OpError, ValueError):
-    return  # Damaged or gone: checkpoint_health says which.
-  if object_based:
-    raise errors.UserInputError(
-        '--checkpoint_dir=%s holds TF2 object-based checkpoints (%s, as the '
-        "original's model_main_tf2 writes), which evaluation cannot restore "
-        'yet; the exporters read them, and fine_tune_checkpoint_type "full" '
-        'trains on from one into a --model_dir this command evaluates.' %
-        (checkpoint_dir, latest))
 
 
 def _cluster_workers():
@@ -288,7 +265,6 @@ def main(unused_argv):
   flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   job = _job()
   if FLAGS.checkpoint_dir:
-    check_checkpoint_dir(FLAGS.checkpoint_dir)
     checkpoint = training_jobs.checkpoint_to_evaluate(job)
     parts = training_jobs.build(job, _run_config(), launch_check.check,
                                 checkpoint)

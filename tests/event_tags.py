@@ -30,3 +30,10 @@ def last_scalars(directory):
         if tag not in last or event.step >= last[tag].step:
           last[tag] = event
   return {tag: event.value for tag, event in last.items()}
+
+
+def scalar_steps(directory, tag):
+  """The sorted steps at which the event files in `directory` hold `tag`."""
+  return sorted(event.step for accumulator in _accumulators(directory)
+                if tag in accumulator.Tags()['scalars']
+                for event in accumulator.Scalars(tag))

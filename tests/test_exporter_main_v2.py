@@ -13,7 +13,6 @@ that our fine-tuning restores with nothing skipped.
 """
 import json
 import os
-import re
 
 import numpy as np
 import pytest
@@ -24,7 +23,6 @@ from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
-from od_estimator.estimator import moving_averages
 from od_estimator.export import exporter_v2
 from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
@@ -32,18 +30,13 @@ from tests import command_modules
 from tests import image_inputs
 from tests import tf2_checkpoints
 from tests import tiny_ssd
-from tests import upstream_folder
+from tests import tiny_tf2_ssd
 
-CONFIG = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
-TINY = ('model { ssd { num_classes: 3 image_resizer { fixed_shape_resizer { '
-        'height: 64 width: 64 } } feature_extractor { depth_multiplier: 0.25 '
-        '} } }')
+CONFIG = tiny_tf2_ssd.CONFIG
 STEP = 2
 TOLERANCE = 1e-4
 SIGNATURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
                           'exporter_main_v2', 'signatures.json')
-_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
-_DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
 _SIDE_FLAGS = ['--use_side_inputs', '--side_input_shapes=1',
                '--side_input_names=a', '--side_input_types=tf.float32']
 
@@ -61,83 +54,23 @@ def root(tmp_path_factory):
 @pytest.fixture(scope='module')
 def config(root):
   """The tiny model's pipeline.config path."""
-  pipeline_config = config_util.read_pipeline_config(
-      upstream_folder.config_path(CONFIG, tf2=True), TINY)
-  config_util.save_pipeline_config(pipeline_config, str(root))
-  return str(root / 'pipeline.config')
-
-
-def _model_shapes(config_path):
-  """{variable name: shape} of the tiny model's graph."""
-  model_config = config_util.get_configs_from_pipeline_file(config_path)[
-      'model']
-  with tf.Graph().as_default():
-    model = model_builder.build(model_config, is_training=False)
-    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
-    return {v.op.name: v.shape.as_list()
-            for v in tf.compat.v1.global_variables()}
-
-
-def _without_depth(name):
-  """A feature map layer's Keras name without its depth, which the depth
-  multiplier scales (`..._1x1_256_conv/kernel` -> `..._1x1_conv/kernel`)."""
-  return _DEPTH.sub(r'\1\2', name)
-
-
-def _tiny_facts(shapes):
-  """The original's training checkpoint lines for the tiny model.
-
-  The keys are the original's; feature map layers take the tiny model's
-  depths in their Keras names, variables their shapes, optimizer slots
-  their variable's shape; the step and optimizer scalars stay as they are.
-  """
-  ours = {_without_depth(name): name for name in shapes}
-  lines = tf2_checkpoints.facts(CONFIG)
-  by_path = {fact.key[:-len(_VALUE_SUFFIX)]: fact for fact in lines}
-  tiny = []
-  for fact in lines:
-    owner = by_path.get(fact.key.split('/.OPTIMIZER_SLOT/')[0], fact)
-    shape = shapes.get(ours.get(_without_depth(owner.keras_name)),
-                       fact.shape)
-    name = ours.get(_without_depth(fact.keras_name), fact.keras_name)
-    tiny.append(fact._replace(keras_name=name, shape=shape))
-  return tiny
-
-
-def _random_value(rng):
-  def value(fact):
-    if 'moving_variance' in fact.key:
-      return 1 + rng.uniform(0, 0.1, fact.shape)
-    return rng.normal(0, 0.1, fact.shape)
-  return value
+  return tiny_tf2_ssd.write_config(root)
 
 
 @pytest.fixture(scope='module')
 def tf2_dir(root, config):
-  """A TF2 training directory: ckpt-STEP and its `checkpoint` state file."""
+  """A TF2 training directory: ckpt-1 at step STEP and its state file."""
   directory = str(root / 'tf2_train')
-  prefix = tf2_checkpoints.write(
-      os.path.join(directory, 'ckpt-%d' % STEP),
-      _tiny_facts(_model_shapes(config)),
-      _random_value(np.random.RandomState(5)))
-  tf.compat.v1.train.update_checkpoint_state(directory, prefix)
+  tiny_tf2_ssd.write_training_folder(directory, config, [STEP])
   return directory
 
 
 @pytest.fixture(scope='module')
 def tf1_checkpoint(root, config, tf2_dir):
   """The TF2 checkpoint's weights re-saved as our model.ckpt-STEP."""
-  model_config = config_util.get_configs_from_pipeline_file(config)['model']
-  prefix = str(root / 'tf1_train' / ('model.ckpt-%d' % STEP))
-  with tf.Graph().as_default():
-    model = model_builder.build(model_config, is_training=False)
-    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
-    tf.compat.v1.train.get_or_create_global_step()
-    with tf.compat.v1.Session() as session:
-      moving_averages.restore(session, False,
-                              tf.train.latest_checkpoint(tf2_dir))
-      tf.compat.v1.train.Saver().save(session, prefix)
-  return prefix
+  return tiny_tf2_ssd.resaved_as_tf1(
+      config, tf.train.latest_checkpoint(tf2_dir),
+      str(root / 'tf1_train' / ('model.ckpt-%d' % STEP)))
 
 
 @pytest.fixture(scope='module')
@@ -244,7 +177,7 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
 
 def _model_facts():
   """(key, Keras name without depths) of the original's model values."""
-  return sorted((fact.key, _without_depth(fact.keras_name))
+  return sorted((fact.key, tiny_tf2_ssd.without_depth(fact.keras_name))
                 for fact in tf2_checkpoints.facts(CONFIG)
                 if fact.key.startswith('model/') and
                 '/.OPTIMIZER_SLOT/' not in fact.key)
@@ -256,7 +189,7 @@ def test_exported_checkpoint_has_the_originals_keys(exports, name):
   prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
   assert os.path.basename(prefix) == 'ckpt-0'
   values = checkpoint_contents.read(prefix)
-  model = sorted((v.key, _without_depth(v.keras_name)) for v in values
+  model = sorted((v.key, tiny_tf2_ssd.without_depth(v.keras_name)) for v in values
                  if v.key.startswith('model/'))
   assert model == _model_facts()
   assert {v.key.split('/')[0] for v in values} == {'model', 'save_counter'}
@@ -308,8 +241,7 @@ def test_training_directory_is_refused_as_output(config, tf2_dir):
       '--trained_checkpoint_dir=' + tf2_dir,
       '--output_directory=' + tf2_dir])
   assert cli.returncode == 1
-  assert 'holds training checkpoints (e.g. ckpt-%d.index)' % STEP in (
-      cli.stderr)
+  assert 'holds training checkpoints (e.g. ckpt-1.index)' in cli.stderr
 
 
 def test_help_lists_the_originals_flags():

@@ -20,10 +20,14 @@ import tensorflow as tf
 from tests import event_tags
 from tests import local_ports
 from tests import tiny_faster_rcnn
+from tests import file_trees
 from tests import tiny_ssd
+from tests import tiny_tf2_ssd
 from tests.command_modules import run_command
 
 TRAIN_STEPS = 3
+# Training steps of the TF2 trainer's ckpt-1 and ckpt-2.
+TF2_STEPS = (3, 6)
 EVAL_TIMEOUT_SECS = 300
 # The original's flags (its model_main_tf2.py), each listed by --help.
 ORIGINAL_FLAGS = ('pipeline_config_path', 'num_train_steps',
@@ -172,15 +176,112 @@ def test_a_batch_the_workers_cannot_share_is_one_line(config, tmp_path,
           'among them') in line
 
 
-def test_a_folder_of_object_based_checkpoints_is_one_line(config, tmp_path):
+@pytest.fixture(scope='module')
+def tf2_runs(tmp_path_factory):
+  """Evaluates a folder of the original's TF2 training checkpoints, and
+  the same weights re-saved as our model.ckpt-N.
+
+  The folder holds ckpt-1 and ckpt-2 (steps TF2_STEPS, the last the
+  config's num_steps) with moving averages, which the config's
+  eval_config.use_moving_averages evaluates; the re-saved checkpoint
+  holds those averages as its weights, evaluated without averaging.
+
+  Returns:
+    {'tf2' or 'tf1': (result, the evaluation's model_dir, seconds)}.
+  """
+  root = tmp_path_factory.mktemp('tf2_trainer_folder')
+  config = tiny_tf2_ssd.write_config(root, root / 'data',
+                                     num_steps=TF2_STEPS[-1],
+                                     use_moving_averages=True)
+  tf2_dir = str(root / 'tf2_train')
+  last = tiny_tf2_ssd.write_training_folder(
+      tf2_dir, config, TF2_STEPS,
+      facts_name=tiny_tf2_ssd.CONFIG + '.use_moving_average')
+  tf1_dir = str(root / 'tf1_train')
+  tiny_tf2_ssd.resaved_as_tf1(
+      config, last, os.path.join(tf1_dir, 'model.ckpt-%d' % TF2_STEPS[-1]),
+      use_moving_averages=True)
+  raw_config = tiny_tf2_ssd.write_config(root / 'raw', root / 'raw_data',
+                                         num_steps=TF2_STEPS[-1])
+  before = file_trees.snapshot(tf2_dir)
+  runs = {}
+  for name, folder, pipeline_config in (('tf2', tf2_dir, config),
+                                         ('tf1', tf1_dir, raw_config)):
+    model_dir = str(root / ('evaluation_' + name))
+    start = time.monotonic()
+    result = run_command('model_main_tf2', [
+        '--pipeline_config_path=%s' % pipeline_config,
+        '--model_dir=%s' % model_dir, '--checkpoint_dir=%s' % folder,
+        '--eval_timeout=%d' % EVAL_TIMEOUT_SECS])
+    runs[name] = (result, model_dir, time.monotonic() - start)
+  assert file_trees.snapshot(tf2_dir) == before
+  return runs
+
+
+def test_a_tf2_trainer_folder_is_evaluated_at_its_last_step(tf2_runs):
+  result, model_dir, seconds = tf2_runs['tf2']
+  assert result.returncode == 0, result.stderr[-3000:]
+  # Its `step`, not the N of ckpt-N; stopped there, not at the timeout.
+  assert 'Evaluation at step %d:' % TF2_STEPS[-1] in result.stdout
+  assert seconds < EVAL_TIMEOUT_SECS
+  eval_dir = os.path.join(model_dir, 'eval')
+  for tag in ('DetectionBoxes_Precision/mAP', 'DetectionBoxes_Recall/AR@100',
+              'Loss/total_loss'):
+    # The latest checkpoint only, as the original's evaluation starts.
+    assert event_tags.scalar_steps(eval_dir, tag) == [TF2_STEPS[-1]], tag
+
+
+def test_a_tf2_trainer_folder_is_evaluated_with_its_values(tf2_runs):
+  """The same metrics as its averaged weights re-saved by name (random
+  weights: any other value restored changes the loss)."""
+  for result, _, _ in tf2_runs.values():
+    assert result.returncode == 0, result.stderr[-3000:]
+  tf2, tf1 = [event_tags.last_scalars(os.path.join(tf2_runs[name][1], 'eval'))
+              for name in ('tf2', 'tf1')]
+  assert sorted(tf2) == sorted(tf1)
+  for tag in tf2:
+    np.testing.assert_allclose(tf2[tag], tf1[tag], rtol=1e-5, err_msg=tag)
+
+
+def test_a_tf2_checkpoint_of_another_model_is_one_line(config, tmp_path):
   folder = str(tmp_path / 'tf2_trained')
   tf.train.Checkpoint(step=tf.Variable(7, dtype=tf.int64)).save(
       os.path.join(folder, 'ckpt'))
   line = _one_error_line(run_command('model_main_tf2', [
       '--model_dir=%s' % (tmp_path / 'eval'), '--pipeline_config_path=%s' %
-      config, '--checkpoint_dir=%s' % folder]))
-  assert '--checkpoint_dir=%s holds TF2 object-based checkpoints' % (
-      folder) in line
+      config, '--checkpoint_dir=%s' % folder, '--hparams_overrides=%s' %
+      tiny_ssd.LIGHT_OVERRIDES]))
+  assert ('--checkpoint_dir=%s: ckpt-1 (TF2, object-based) does not fit the '
+          'model of --pipeline_config_path=%s: no value for ' % (
+              folder, config)) in line
+
+
+@pytest.mark.parametrize('layout, message', [
+    ({'model.ckpt-3.index': ''}, 'model.ckpt-3.index without the '
+     '`checkpoint` state file'),
+    ({'saved_model/saved_model.pb': '', 'pipeline.config': ''},
+     'but saved_model.'),
+])
+def test_a_folder_of_neither_kind_is_one_line(tmp_path, layout, message):
+  folder = tmp_path / 'folder'
+  for path, text in layout.items():
+    (folder / path).parent.mkdir(parents=True, exist_ok=True)
+    (folder / path).write_text(text)
+  line = _one_error_line(run_command('model_main_tf2', [
+      '--model_dir=%s' % (tmp_path / 'eval'), '--pipeline_config_path=P',
+      '--checkpoint_dir=%s' % folder]))
+  assert ('--checkpoint_dir=%s holds neither our checkpoints' % folder) in line
+  assert message in line
+
+
+def test_a_checkpoint_for_a_folder_is_one_line(tmp_path):
+  prefix = tf.train.Checkpoint(step=tf.Variable(7)).save(
+      str(tmp_path / 'ckpt'))
+  line = _one_error_line(run_command('model_main_tf2', [
+      '--model_dir=%s' % (tmp_path / 'eval'), '--pipeline_config_path=P',
+      '--checkpoint_dir=%s' % prefix]))
+  assert ('--checkpoint_dir=%s is a checkpoint; --checkpoint_dir takes the '
+          'folder holding it (%s)' % (prefix, tmp_path)) in line
 
 
 def _launch_worker(index, addresses, args, log_path):

@@ -19,9 +19,11 @@ from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_fn as model_fn_lib
+from od_estimator.estimator import object_based_evaluation
 from od_estimator.estimator import resume_check
 from od_estimator.estimator import training_graph
 from od_estimator.input_pipeline import inputs
+from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import checkpoint_health
 
 NON_FINITE_LOSS = training_graph.NON_FINITE_LOSS
@@ -131,7 +133,8 @@ def create_estimator_and_inputs(
     use_tpu_estimator=False, use_tpu=False, num_shards=1, params=None,
     override_eval_num_epochs=True, save_final_config=False,
     postprocess_on_cpu=False, export_to_tpu=None, check_configs=None,
-    resume_from_last_good=False, evaluated_checkpoint=None, **kwargs):
+    resume_from_last_good=False, evaluated_checkpoint=None,
+    checkpoint_dir=None, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -152,6 +155,8 @@ def create_estimator_and_inputs(
     resume_from_last_good: see save_final_config.
     evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
       evaluated first, which the evaluation graph is checked against.
+    checkpoint_dir: evaluation only: the --checkpoint_dir; its checkpoints
+      may also be the original's TF2 ckpt-N (object_based_evaluation).
 
   Returns:
     A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,
@@ -179,6 +184,10 @@ def create_estimator_and_inputs(
         estimator.model_dir)
   model_fn = _checked_model_fn(model_fn, run_config, checkpoint,
                                evaluated_checkpoint, save if saves else None)
+  if checkpoint_dir:
+    model_fn = object_based_evaluation.evaluating_model_fn(
+        model_fn, checkpoint_dir, configs['eval_config'].use_moving_averages,
+        pipeline_config_path)
   estimator = _build_estimator(model_fn, run_config, train_config,
                                use_tpu_estimator, use_tpu, num_shards,
                                params, export_to_tpu)
@@ -267,7 +276,9 @@ def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
   if save is not None:
     return resume_check.checked_model_fn(model_fn, run_config.model_dir,
                                          checkpoint, save)
-  if evaluated_checkpoint:
+  if evaluated_checkpoint and not checkpoint_contents.is_object_based(
+      evaluated_checkpoint):
+    # (A TF2 ckpt-N is checked as its evaluation graph is built.)
     return resume_check.checked_model_fn(
         model_fn, os.path.dirname(evaluated_checkpoint),
         evaluated_checkpoint, lambda: None, evaluating=True)
@@ -386,7 +397,8 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
                       max_retries)
       continue
     evaluated.add(checkpoint)
-    step = int(os.path.basename(checkpoint).split('-')[-1])
+    # The checkpoint's own step: a TF2 ckpt-N numbers the saves.
+    step = int(metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP])
     if train_steps and step >= train_steps:
       logging.info('Evaluated the final checkpoint (step %d).', step)
       return metrics

@@ -71,7 +71,7 @@ def _object_based_variables_to_restore(variables, use_moving_averages,
   values = checkpoint_contents.read(checkpoint_prefix)
   if use_moving_averages and not object_checkpoint.has_moving_averages(
       values):
-    logging.info('%s holds no moving averages; exporting the raw weights.',
+    logging.info('%s holds no moving averages; reading its raw weights.',
                  checkpoint_prefix)
     use_moving_averages = False
   return object_checkpoint.whole_model_keys(
@@ -102,6 +102,25 @@ def restore(sess, use_moving_averages, checkpoint_prefix,
     errors.UserInputError: naming every variable missing from the
       checkpoint and every shape that differs.
   """
+  available, missing, mismatched = match(
+      use_moving_averages, checkpoint_prefix, no_ema_collection)
+  missing = [name for name in missing if name != _GLOBAL_STEP]
+  if missing or mismatched:
+    raise errors.UserInputError(_mismatch_message(checkpoint_prefix, missing,
+                                                  mismatched))
+  sess.run(tf.compat.v1.global_variables_initializer())
+  tf.compat.v1.train.Saver(available).restore(sess, checkpoint_prefix)
+
+
+def match(use_moving_averages, checkpoint_prefix, no_ema_collection=None):
+  """What of variables_to_restore the checkpoint gives.
+
+  Returns:
+    ({checkpoint key: variable} it gives, sorted keys it lacks (a
+    variable's own name where a TF2 checkpoint has no value for it), and
+    sorted 'key (graph shape, checkpoint shape)' of values of another
+    shape).
+  """
   name_to_variable = variables_to_restore(
       use_moving_averages, checkpoint_prefix, no_ema_collection)
   shapes = tf.compat.v1.train.NewCheckpointReader(
@@ -109,19 +128,13 @@ def restore(sess, use_moving_averages, checkpoint_prefix,
   available, missing, mismatched = {}, [], []
   for name, var in sorted(name_to_variable.items()):
     if name not in shapes:
-      if var.op.name != _GLOBAL_STEP:
-        missing.append(name)
-      continue
-    if not var.shape.is_compatible_with(shapes[name]):
+      missing.append(name)
+    elif not var.shape.is_compatible_with(shapes[name]):
       mismatched.append('%s (graph %s, checkpoint %s)' % (
           name, var.shape.as_list(), shapes[name]))
-      continue
-    available[name] = var
-  if missing or mismatched:
-    raise errors.UserInputError(_mismatch_message(checkpoint_prefix, missing,
-                                                  mismatched))
-  sess.run(tf.compat.v1.global_variables_initializer())
-  tf.compat.v1.train.Saver(available).restore(sess, checkpoint_prefix)
+    else:
+      available[name] = var
+  return available, missing, mismatched
 
 
 def _mismatch_message(checkpoint_prefix, missing, mismatched):

@@ -176,8 +176,11 @@ def restore_map(model, kind, checkpoint_prefix):
   return match(wanted, values, kind)
 
 
-# Path of the training step's value in the original's training checkpoints.
+# Path of the training step's value in the original's training checkpoints,
+# and of its optimizer's step count (with moving averages, of the optimizer
+# they wrap), which stands for it in a checkpoint without `step`.
 _STEP_PATH = 'step'
+_ITERATION_PATHS = ('optimizer/iter', 'optimizer/ema_base_optimizer/iter')
 
 
 def whole_model_keys(variables, values, use_moving_averages=False,
@@ -193,7 +196,8 @@ def whole_model_keys(variables, values, use_moving_averages=False,
 
   Returns:
     dict; a variable no value stands for keeps its own name as key (so
-    restoring reports it missing), global_step reads the training step.
+    restoring reports it missing), global_step reads the training step
+    (`step`, else the optimizer's `iter`).
   """
   names = {variable.op.name: variable for variable in variables}
   trainable = {variable.op.name
@@ -213,6 +217,10 @@ def whole_model_keys(variables, values, use_moving_averages=False,
         not any(part in name for part in keep_raw)):
       key = averages.get(value.path, key)
     keys[name] = key
+  step = tf.compat.v1.GraphKeys.GLOBAL_STEP
+  if step in names and step not in keys:
+    keys.update({step: value.key for value in values
+                 if value.path in _ITERATION_PATHS})
   return {keys.get(name, name): variable for name, variable in names.items()}
 
 

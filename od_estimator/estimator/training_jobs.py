@@ -8,6 +8,8 @@ folder, and the metrics printed at the end.
 """
 import dataclasses
 import functools
+import glob
+import os
 from typing import Optional
 
 import numpy as np
@@ -20,6 +22,10 @@ from od_estimator.estimator import preemption
 from od_estimator.estimator import progress
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import interrupts
+
+
+# An export's entries (the exporters'), never a training's.
+_NOT_CHECKPOINTS = ('saved_model', 'frozen_inference_graph.pb')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,12 +69,51 @@ class Job:
 
 def checkpoint_to_evaluate(job):
   """The checkpoint of job.checkpoint_dir evaluated first (checked), or
-  None when it has none yet or the job trains."""
+  None when it has none yet or the job trains.
+
+  Its checkpoints are ours (model.ckpt-N) or the original TF2 trainer's
+  (ckpt-N); see object_based_evaluation.
+
+  Raises:
+    errors.UserInputError: job.checkpoint_dir is a checkpoint, not its
+      folder, or holds neither kind (checkpoint files no `checkpoint` state
+      file names, an export), or its latest checkpoint is damaged.
+  """
   if not job.checkpoint_dir:
     return None
+  _check_checkpoint_folder(job.checkpoint_dir)
   return checkpoint_health.resume_point(
       job.checkpoint_dir, '--checkpoint_dir', job.resume_from_last_good,
       evaluating=True)
+
+
+def _check_checkpoint_folder(directory):
+  """Refuses a --checkpoint_dir that can never give a checkpoint to evaluate.
+
+  An empty or missing folder is fine: evaluation waits for the training
+  to write there (up to --eval_timeout).
+  """
+  flag = '--checkpoint_dir=%s' % directory
+  if tf.io.gfile.exists(directory + '.index'):
+    raise errors.UserInputError(
+        '%s is a checkpoint; --checkpoint_dir takes the folder holding it '
+        '(%s), whose checkpoints are evaluated as they appear.' % (
+            flag, os.path.dirname(directory) or '.'))
+  if not tf.io.gfile.isdir(directory) or tf.train.latest_checkpoint(
+      directory):
+    return
+  found = [name for name in _NOT_CHECKPOINTS
+           if tf.io.gfile.exists(os.path.join(directory, name))]
+  indexes = tf.io.gfile.glob(os.path.join(glob.escape(directory), '*.index'))
+  if indexes:
+    found.append('%s without the `checkpoint` state file naming the latest '
+                 'checkpoint (copy it along)' % os.path.basename(indexes[0]))
+  if found:
+    raise errors.UserInputError(
+        '%s holds neither our checkpoints (model.ckpt-N) nor the TF2 '
+        "trainer's (ckpt-N) with their `checkpoint` state file, but %s. "
+        'Point it at the folder a training writes.' % (
+            flag, ', '.join(found)))
 
 
 def build(job, run_config, check, checkpoint=None, writes_model_dir=True,
@@ -97,7 +142,7 @@ def build(job, run_config, check, checkpoint=None, writes_model_dir=True,
           job.sample_1_of_n_eval_on_train_examples),
       save_final_config=writes_model_dir and job.checkpoint_dir is None,
       resume_from_last_good=job.resume_from_last_good,
-      evaluated_checkpoint=checkpoint,
+      evaluated_checkpoint=checkpoint, checkpoint_dir=job.checkpoint_dir,
       check_configs=functools.partial(
           check, pipeline_config_path=job.pipeline_config_path,
           evaluation_only=bool(job.checkpoint_dir) and
