@@ -19,9 +19,10 @@ from tests import tiny_ssd
 from tests import upstream_folder
 
 CONFIG = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
-TINY = ('model { ssd { num_classes: 3 image_resizer { fixed_shape_resizer { '
+NUM_CLASSES = 3
+TINY = ('model { ssd { num_classes: %d image_resizer { fixed_shape_resizer { '
         'height: 64 width: 64 } } feature_extractor { depth_multiplier: 0.25 '
-        '} } }')
+        '} } }' % NUM_CLASSES)
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
 
@@ -101,10 +102,13 @@ def tiny_facts(shapes, facts_name=CONFIG):
   return tiny
 
 
-def random_value(rng, step=0):
+def random_value(rng, step=0, chosen=None):
   """value_fn of tf2_checkpoints.write: random weights, `step` as the
-  training step (and the optimizer's iterations)."""
+  training step (and the optimizer's iterations); chosen(fact), when given
+  and not None, instead."""
   def value(fact):
+    if chosen is not None and chosen(fact) is not None:
+      return chosen(fact)
     if fact.keras_name == 'global_step' or fact.key.endswith(
         '/iter' + _VALUE_SUFFIX):
       return np.full(fact.shape, step)
@@ -115,11 +119,11 @@ def random_value(rng, step=0):
 
 
 def write_training_folder(directory, config_path, steps,
-                          facts_name=CONFIG, seed=5):
+                          facts_name=CONFIG, seed=5, chosen=None):
   """Writes ckpt-1 ... ckpt-<len(steps)> and their `checkpoint` state file.
 
   As the original's TF2 trainer: checkpoint N is its N-th save, at
-  training step steps[N - 1].
+  training step steps[N - 1]. Values are random_value's (with `chosen`).
 
   Returns:
     The last checkpoint's prefix.
@@ -128,7 +132,7 @@ def write_training_folder(directory, config_path, steps,
   rng = np.random.RandomState(seed)
   prefixes = [tf2_checkpoints.write(
       os.path.join(str(directory), 'ckpt-%d' % number), lines,
-      random_value(rng, step)) for number, step in enumerate(steps, 1)]
+      random_value(rng, step, chosen)) for number, step in enumerate(steps, 1)]
   tf.compat.v1.train.update_checkpoint_state(
       str(directory), prefixes[-1], all_model_checkpoint_paths=prefixes)
   return prefixes[-1]
