@@ -4,9 +4,8 @@ One tiny SSD (tiny_ssd.LIGHT_OVERRIDES) trains 3 steps and its folder is
 then evaluated with --checkpoint_dir, both in this process (run_command);
 the flag errors need no model. A folder of the original TF2 trainer's
 ckpt-N for a tiny TF2 SSD (tiny_tf2_ssd) is evaluated in place. Two
-worker processes on localhost train
-the tiniest model synchronously (--num_workers=2) and are compared
-variable by variable.
+worker processes on localhost train the tiniest model synchronously
+(--num_workers=2) and are compared variable by variable.
 """
 import glob
 import json
