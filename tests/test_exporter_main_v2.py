@@ -34,10 +34,8 @@ from tests import tf2_checkpoints
 from tests import tiny_ssd
 from tests import upstream_folder
 
-CONFIG = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
-TINY = ('model { ssd { num_classes: 3 image_resizer { fixed_shape_resizer { '
-        'height: 64 width: 64 } } feature_extractor { depth_multiplier: 0.25 '
-        '} } }')
+CONFIG = tiny_ssd.TF2_CONFIG
+TINY = tiny_ssd.TF2_TINY
 STEP = 2
 TOLERANCE = 1e-4
 SIGNATURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',

@@ -30,6 +30,13 @@ V1_OVERRIDES = (TINY_OVERRIDES +
 LIGHT_OVERRIDES = (V1_OVERRIDES +
                    ',train_config.optimizer.use_moving_average=false')
 
+# The original's TF2 sample config of MobileNet v2 (Keras names) made tiny:
+# text-format overrides of upstream_configs_tf2/TF2_CONFIG.config.
+TF2_CONFIG = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
+TF2_TINY = ('model { ssd { num_classes: 3 image_resizer { fixed_shape_resizer '
+            '{ height: 64 width: 64 } } feature_extractor { '
+            'depth_multiplier: 0.25 } } }')
+
 
 def run_config(model_dir):
   """RunConfig of in-process test training: checkpoints without the graph.

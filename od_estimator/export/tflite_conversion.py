@@ -187,6 +187,18 @@ def convert(graph_path, pipeline_config, add_postprocessing_op=True,
   return converter.convert()
 
 
+def convert_saved_model(saved_model_dir):
+  """The float `.tflite` (bytes) of export_tflite_graph_tf2's SavedModel.
+
+  The original's TF2 recipe: TFLite builtins, the postprocessing function
+  legalized into the TFLite_Detection_PostProcess custom op.
+  """
+  converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  converter.allow_custom_ops = True
+  return converter.convert()
+
+
 def write_tflite(output_dir, pipeline_config, add_postprocessing_op=True,
                  post_training_quantize=False, representative_examples=100,
                  graph_name='tflite_graph.pb', tflite_name=TFLITE_NAME):
