@@ -179,6 +179,9 @@ def export_tflite_model(pipeline_config, trained_checkpoint_dir,
   """
   input_shape = check_supported(pipeline_config, include_keypoints,
                                 label_map_path)
+  if max_detections < 1:
+    raise errors.UserInputError('--max_detections must be positive, got %d.'
+                                % max_detections)
   checkpoint = exporter.resolve_checkpoint(trained_checkpoint_dir)
   attrs = export_tflite_ssd_graph_lib.postprocessing_attrs(
       max_detections, _MAX_CLASSES_PER_DETECTION,

@@ -1,4 +1,5 @@
-"""Converts export_tflite_ssd_graph's frozen graph into a `.tflite` model.
+"""Converts export_tflite_ssd_graph's frozen graph into a `.tflite` model
+(and export_tflite_graph_tf2's SavedModel: convert_saved_model, float).
 
 Three kinds of model, chosen by the pipeline config and one flag:
 

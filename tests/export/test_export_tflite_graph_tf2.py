@@ -141,7 +141,8 @@ def test_saved_model_is_signed_as_the_originals(setup):
 
 def test_converted_model_ends_in_the_postprocess_op(converted):
   recorded = _recorded()
-  ops = [op['op_name'] for op in converted._get_ops_details()]  # pylint: disable=protected-access
+  # pylint: disable=protected-access
+  ops = [op['op_name'] for op in converted._get_ops_details()]
   assert ops.count(recorded['tflite_postprocess_op']) == 1
   assert not [op for op in ops if 'NON_MAX_SUPPRESSION' in op]
   assert converted.get_signature_list() == recorded['tflite_signatures']
@@ -201,6 +202,7 @@ def test_regular_nms_converts_to_the_same_detections(setup):
      '--centernet_include_keypoints: od_estimator has no CenterNet'),
     (['--keypoint_label_map_path=labels.txt'],
      '--keypoint_label_map_path: od_estimator has no CenterNet'),
+    (['--max_detections=0'], '--max_detections must be positive, got 0.'),
     ([], 'saved_model'),  # the export already there, without --overwrite
 ])
 def test_errors_are_one_line(setup, flags, message):
