@@ -28,17 +28,16 @@ scales from the config):
   output_2  classes         [1, max_detections], 0-based (label id - 1)
   output_3  boxes           [1, max_detections, 4] ymin, xmin, ymax, xmax
 Unlike the original's, it also runs in TensorFlow, with the detections the
-converted model gives. Convert it as the original's documentation does:
+converted model gives. Convert it as the original's documentation says:
 
   converter = tf.lite.TFLiteConverter.from_saved_model(
       'EXPORT_DIR/saved_model')
-  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-  converter.allow_custom_ops = True
   open('detect.tflite', 'wb').write(converter.convert())
 
-or add --convert to write EXPORT_DIR/detect.tflite the same way. In
-tf.lite.Interpreter, get_signature_runner()(input=image) returns the four
-outputs by those names (the TFLite runtime ships the op).
+or add --convert to write EXPORT_DIR/detect.tflite (float; TFLite builtins
+and the op, with allow_custom_ops). In tf.lite.Interpreter,
+get_signature_runner()(input=image) returns the four outputs by those
+names (the TFLite runtime ships the op).
 
 An export already in EXPORT_DIR is kept (one `error:` line) unless
 --overwrite is given; the new one is written in a hidden staging folder

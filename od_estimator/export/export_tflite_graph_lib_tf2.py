@@ -44,6 +44,9 @@ _RAW_OUTPUTS = ('raw_outputs/box_encodings:0',
                 'raw_outputs/class_predictions:0', 'anchors:0')
 # The original's TF2 route keeps one class per box in fast NMS.
 _MAX_CLASSES_PER_DETECTION = 1
+# Boxes per class in regular NMS: the op's default, as the converter (TF
+# 2.15) passes no detections_per_class from the function's settings.
+_DETECTIONS_PER_CLASS = 100
 
 
 def check_supported(pipeline_config, include_keypoints=False,
@@ -111,7 +114,7 @@ def _fast_nms(boxes, scores, attrs):
 def _regular_nms(boxes, scores, attrs):
   """Per-class NMS, then the best of all classes."""
   boxes, scores, classes, count = tf.image.combined_non_max_suppression(
-      boxes[None, :, None], scores[None], attrs['detections_per_class'].i,
+      boxes[None, :, None], scores[None], _DETECTIONS_PER_CLASS,
       attrs['max_detections'].i, attrs['nms_iou_threshold'].f,
       attrs['nms_score_threshold'].f, clip_boxes=False)
   return boxes, classes, scores, tf.cast(count, tf.float32)
@@ -121,7 +124,8 @@ def postprocess_function(attrs):
   """The tf.function the converter replaces with TFLite_Detection_PostProcess.
 
   Args:
-    attrs: the op's settings (export_tflite_ssd_graph_lib.postprocessing_attrs).
+    attrs: the op's settings (export_tflite_ssd_graph_lib.postprocessing_attrs;
+      detections_per_class is the op's default, whatever it says).
 
   Returns:
     fn(box_encodings [1, N, 4], class_predictions [1, N, classes + 1],
@@ -188,6 +192,7 @@ def export_tflite_model(pipeline_config, trained_checkpoint_dir,
       use_regular_nms=use_regular_nms,
       **export_tflite_ssd_graph_lib.config_postprocessing_settings(
           pipeline_config))
+  del attrs['detections_per_class']  # The converter would drop it.
   outputs = [SAVED_MODEL] + [tflite_conversion.TFLITE_NAME] * convert
   with file_safety.staged_outputs(output_directory, outputs, overwrite,
                                   '--output_directory') as staging:

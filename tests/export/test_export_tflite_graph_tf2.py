@@ -23,6 +23,7 @@ from od_estimator import __main__ as od_estimator_main
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.export import export_tflite_graph_lib_tf2
+from od_estimator.export import export_tflite_ssd_graph_lib
 from od_estimator.export import exporter_v2
 from od_estimator.export import tflite_conversion
 from od_estimator.utils import object_checkpoint_writer
@@ -183,18 +184,58 @@ def test_detections_are_the_checkpoints_models(setup):
                              reference['detection_boxes'][0, 0], atol=1e-5)
 
 
-def test_regular_nms_converts_to_the_same_detections(setup):
-  export_dir = str(setup['root'] / 'regular')
-  export_tflite_graph_lib_tf2.export_tflite_model(
-      setup['config'], setup['checkpoint_dir'], export_dir, 5,
+class _Postprocess(tf.Module):
+  """The postprocessing function alone, on random raw outputs."""
+
+  def __init__(self, attrs, raw_outputs):
+    super().__init__()
+    self._raw_outputs = raw_outputs
+    self._postprocess = export_tflite_graph_lib_tf2.postprocess_function(
+        attrs)
+    self.__call__ = tf.function(self._call, input_signature=[
+        tf.TensorSpec([1], tf.float32, name='input')])
+
+  def _call(self, scale):
+    box_encodings, class_predictions, anchors = self._raw_outputs
+    return self._postprocess(box_encodings * scale, class_predictions,
+                             anchors)[::-1]
+
+
+def test_regular_nms_converts_to_the_same_detections(tmp_path):
+  """--ssd_use_regular_nms: per-class NMS, in TensorFlow and in TFLite."""
+  rng = np.random.RandomState(3)
+  num_anchors, num_kept = 300, 5
+  class_predictions = rng.uniform(0, 0.5, [1, num_anchors, NUM_CLASSES + 1])
+  # Anchor 7 is the best of classes 1 and 2 (0-based): regular NMS reports
+  # it twice, fast NMS once.
+  class_predictions[0, 7, 2:] = [0.99, 0.98]
+  raw_outputs = (
+      rng.normal(0, 0.5, [1, num_anchors, 4]).astype(np.float32),
+      class_predictions.astype(np.float32),
+      np.concatenate([rng.uniform(0.2, 0.8, [num_anchors, 2]),
+                      rng.uniform(0.05, 0.3, [num_anchors, 2])],
+                     axis=1).astype(np.float32))
+  attrs = export_tflite_ssd_graph_lib.postprocessing_attrs(
+      num_kept, 1, 1e-8, 0.6, NUM_CLASSES, {
+          'y_scale': 10.0, 'x_scale': 10.0, 'h_scale': 5.0, 'w_scale': 5.0},
       use_regular_nms=True)
-  saved_model = os.path.join(export_dir, 'saved_model')
+  del attrs['detections_per_class']
+  module = _Postprocess(attrs, raw_outputs)
+  path = str(tmp_path / 'saved_model')
+  tf.saved_model.save(module, path,
+                      signatures=module.__call__.get_concrete_function())
+  scale = np.ones([1], np.float32)
+  served = dict(zip((NUM, SCORES, CLASSES, BOXES),
+                    [value.numpy() for value in module.__call__(scale)]))
+  # The original's documented conversion, without options.
   lite = _tflite_outputs(_interpreter(
-      tflite_conversion.convert_saved_model(saved_model)), setup['image'])
-  served = _saved_model_outputs(export_dir, setup['image'])
-  assert lite[BOXES].shape == (1, 5, 4) and lite[NUM][0] == 5
-  assert not tflite_runs.unmatched(_detections(lite), _detections(served),
-                                   5, 1e-5)
+      tf.lite.TFLiteConverter.from_saved_model(path).convert()), scale)
+  assert lite[BOXES].shape == (1, num_kept, 4) and lite[NUM][0] == num_kept
+  boxes, classes, scores = _detections(lite)
+  assert classes[:2].tolist() == [1, 2]
+  np.testing.assert_array_equal(boxes[0], boxes[1])
+  assert not tflite_runs.unmatched((boxes, classes, scores),
+                                   _detections(served), num_kept, 1e-5)
 
 
 @pytest.mark.parametrize('flags, message', [
