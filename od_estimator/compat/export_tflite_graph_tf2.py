@@ -20,9 +20,10 @@ EXPORT_DIR/saved_model/ is the intermediate SavedModel of the original's
 TF2 TFLite recipe. Its `serving_default` signature takes `input`, float32
 [1, height, width, 3] already normalized as the feature extractor's
 preprocess does (pixel / 127.5 - 1 for the MobileNets), and ends in the
-TFLite_Detection_PostProcess op (--max_detections boxes, fast NMS, or
-per-class NMS with --ssd_use_regular_nms; thresholds and box coder
-scales from the config):
+TFLite_Detection_PostProcess op (--max_detections boxes, fast NMS on
+each box's best class, or per-class NMS keeping up to 100 boxes a class
+with --ssd_use_regular_nms; thresholds and box coder scales from the
+config):
   output_0  num_detections  [1]
   output_1  scores          [1, max_detections]
   output_2  classes         [1, max_detections], 0-based (label id - 1)
