@@ -6,6 +6,9 @@ import sys
 COMMANDS = {
     'detect': ('od_estimator.detect',
                'run an exported model on images; COCO json + drawings'),
+    'export_tflite_graph_tf2': (
+        'od_estimator.compat.export_tflite_graph_tf2',
+        "an SSD's SavedModel for TFLite, as the original's TF2 command"),
     'inspect_checkpoint': ('od_estimator.checks.inspect_checkpoint',
                            'list what a checkpoint (TF1 or TF2) holds and '
                            'what it feeds'),

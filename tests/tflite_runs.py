@@ -21,11 +21,12 @@ def spread_out_weights():
   ops = []
   for var in tf.compat.v1.trainable_variables():
     shape = var.shape.as_list()
-    if var.op.name.endswith('depthwise_weights'):
+    # Slim names (weights, biases) and Keras ones (kernel, bias).
+    if var.op.name.endswith(('depthwise_weights', 'depthwise_kernel')):
       fan_in = shape[0] * shape[1]
-    elif var.op.name.endswith('weights'):
+    elif var.op.name.endswith(('weights', 'kernel')):
       fan_in = int(np.prod(shape[:-1]))
-    elif var.op.name.endswith('biases'):
+    elif var.op.name.endswith(('biases', 'bias')):
       ops.append(var.assign(rng.normal(0.0, _BIAS_STDDEV, shape)))
       continue
     else:

@@ -30,7 +30,6 @@ V1_OVERRIDES = (TINY_OVERRIDES +
 LIGHT_OVERRIDES = (V1_OVERRIDES +
                    ',train_config.optimizer.use_moving_average=false')
 
-
 def run_config(model_dir):
   """RunConfig of in-process test training: checkpoints without the graph.
 

@@ -15,7 +15,9 @@ does not use, and nothing in od_estimator imports them: ops (the original's
 utils.ops, with groundtruth_filters), visualization_utils (its
 utils.visualization_utils: od_estimator.utils.visualization_utils' drawing
 plus visualization_tensors and visualization_maps) and coco_tools (its
-metrics.coco_tools: coco_wrappers and coco_export).
+metrics.coco_tools: coco_wrappers and coco_export). It also holds
+export_tflite_graph_tf2, the original's TF2 TFLite command (`od-estimator
+export_tflite_graph_tf2`), kept out of the package root.
 """
 import importlib
 import importlib.abc
@@ -33,6 +35,10 @@ OURS = 'od_estimator'
 # object_detection.X is od_estimator.X (when od_estimator has an X).
 COUNTERPARTS = {
     'object_detection.eval_util': 'od_estimator.metrics.eval_util',
+    'object_detection.export_tflite_graph_lib_tf2':
+        'od_estimator.export.export_tflite_graph_lib_tf2',
+    'object_detection.export_tflite_graph_tf2':
+        'od_estimator.compat.export_tflite_graph_tf2',
     'object_detection.export_tflite_ssd_graph_lib':
         'od_estimator.export.export_tflite_ssd_graph_lib',
     'object_detection.exporter': 'od_estimator.export.exporter',

@@ -70,15 +70,13 @@ def get_const_center_size_encoded_anchors(anchors):
                      dtype=tf.float32, name=_ANCHORS)
 
 
-def append_postprocessing_op(frozen_graph_def, max_detections,
-                             max_classes_per_detection, nms_score_threshold,
-                             nms_iou_threshold, num_classes, scale_values,
-                             detections_per_class=100, use_regular_nms=False):
-  """Adds the TFLite_Detection_PostProcess custom op node.
+def postprocessing_attrs(max_detections, max_classes_per_detection,
+                         nms_score_threshold, nms_iou_threshold, num_classes,
+                         scale_values, detections_per_class=100,
+                         use_regular_nms=False):
+  """{name: AttrValue} of the TFLite_Detection_PostProcess settings.
 
   Args:
-    frozen_graph_def: frozen GraphDef holding raw_outputs/box_encodings,
-      raw_outputs/class_predictions and anchors.
     max_detections: number of boxes the op outputs.
     max_classes_per_detection: classes kept per box (fast NMS).
     nms_score_threshold: float, scores below it are dropped.
@@ -88,26 +86,8 @@ def append_postprocessing_op(frozen_graph_def, max_detections,
       faster_rcnn box coder.
     detections_per_class: boxes kept per class by regular NMS.
     use_regular_nms: per-class NMS instead of the faster class-agnostic one.
-
-  Returns:
-    A new GraphDef with the op node (named and typed like the original's)
-    whose inputs are the three raw outputs. Every other node feeds it, so
-    nothing needs stripping.
   """
-  graph_def = tf.compat.v1.GraphDef()
-  graph_def.CopyFrom(frozen_graph_def)
-  node = graph_def.node.add()
-  node.op = _POSTPROCESS_OP
-  node.name = _POSTPROCESS_OP
-  node.input.extend([_BOX_ENCODINGS, _CLASS_PREDICTIONS, _ANCHORS])
   attrs = {
-      # Lets a quantized model still output float boxes and scores.
-      '_output_quantized': attr_value_pb2.AttrValue(b=True),
-      '_support_output_type_float_in_quantized_op':
-          attr_value_pb2.AttrValue(b=True),
-      '_output_types': attr_value_pb2.AttrValue(
-          list=attr_value_pb2.AttrValue.ListValue(
-              type=[types_pb2.DT_FLOAT] * 4)),
       'max_detections': attr_value_pb2.AttrValue(i=max_detections),
       'max_classes_per_detection': attr_value_pb2.AttrValue(
           i=max_classes_per_detection),
@@ -120,13 +100,69 @@ def append_postprocessing_op(frozen_graph_def, max_detections,
   }
   for key in ('y_scale', 'x_scale', 'h_scale', 'w_scale'):
     attrs[key] = attr_value_pb2.AttrValue(f=scale_values[key])
+  return attrs
+
+
+def config_postprocessing_settings(pipeline_config):
+  """The op's settings the SSD config fixes: postprocessing_attrs kwargs.
+
+  Its NMS thresholds, number of classes and box coder scales.
+  """
+  ssd = pipeline_config.model.ssd
+  nms = ssd.post_processing.batch_non_max_suppression
+  coder = ssd.box_coder.faster_rcnn_box_coder
+  return {'nms_score_threshold': nms.score_threshold,
+          'nms_iou_threshold': nms.iou_threshold,
+          'num_classes': ssd.num_classes,
+          'scale_values': {'y_scale': coder.y_scale, 'x_scale': coder.x_scale,
+                           'h_scale': coder.height_scale,
+                           'w_scale': coder.width_scale}}
+
+
+def append_postprocessing_op(frozen_graph_def, max_detections,
+                             max_classes_per_detection, nms_score_threshold,
+                             nms_iou_threshold, num_classes, scale_values,
+                             detections_per_class=100, use_regular_nms=False):
+  """Adds the TFLite_Detection_PostProcess custom op node.
+
+  Args:
+    frozen_graph_def: frozen GraphDef holding raw_outputs/box_encodings,
+      raw_outputs/class_predictions and anchors.
+    max_detections, max_classes_per_detection, nms_score_threshold,
+      nms_iou_threshold, num_classes, scale_values, detections_per_class,
+      use_regular_nms: the op's settings, see postprocessing_attrs.
+
+  Returns:
+    A new GraphDef with the op node (named and typed like the original's)
+    whose inputs are the three raw outputs. Every other node feeds it, so
+    nothing needs stripping.
+  """
+  graph_def = tf.compat.v1.GraphDef()
+  graph_def.CopyFrom(frozen_graph_def)
+  node = graph_def.node.add()
+  node.op = _POSTPROCESS_OP
+  node.name = _POSTPROCESS_OP
+  node.input.extend([_BOX_ENCODINGS, _CLASS_PREDICTIONS, _ANCHORS])
+  attrs = postprocessing_attrs(
+      max_detections, max_classes_per_detection, nms_score_threshold,
+      nms_iou_threshold, num_classes, scale_values, detections_per_class,
+      use_regular_nms)
+  attrs.update({
+      # Lets a quantized model still output float boxes and scores.
+      '_output_quantized': attr_value_pb2.AttrValue(b=True),
+      '_support_output_type_float_in_quantized_op':
+          attr_value_pb2.AttrValue(b=True),
+      '_output_types': attr_value_pb2.AttrValue(
+          list=attr_value_pb2.AttrValue.ListValue(
+              type=[types_pb2.DT_FLOAT] * 4)),
+  })
   for key, value in attrs.items():
     node.attr[key].CopyFrom(value)
   return graph_def
 
 
-def _check_config(pipeline_config):
-  """Returns the input shape, or raises ValueError naming the field."""
+def check_config(pipeline_config):
+  """Returns the input shape, or raises UserInputError naming the field."""
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
@@ -238,7 +274,7 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
       unsupported graph_rewriter, a missing or mismatched checkpoint, or an
       output_dir that is a file.
   """
-  input_shape = _check_config(pipeline_config)
+  input_shape = check_config(pipeline_config)
   checkpoint = exporter.resolve_checkpoint(trained_checkpoint_prefix)
   with file_safety.staged_outputs(output_dir,
                                   [binary_graph_name, txt_graph_name], True,
@@ -254,26 +290,37 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
   logging.info('Wrote the tflite graph of %s to %s', checkpoint, output_dir)
 
 
+def frozen_raw_outputs(pipeline_config, input_shape, checkpoint,
+                       scratch_dir):
+  """The frozen graph of the raw outputs (no postprocessing op).
+
+  Args:
+    pipeline_config: the SSD config, checked by check_config.
+    input_shape: what check_config returned.
+    checkpoint: checkpoint prefix (TF1 name-based or TF2 object-based).
+    scratch_dir: where the weights are re-saved meanwhile.
+
+  Returns:
+    GraphDef from `normalized_input_image_tensor` to
+    raw_outputs/box_encodings, raw_outputs/class_predictions and anchors.
+  """
+  with tf.Graph().as_default() as graph:
+    _build_raw_outputs(pipeline_config, input_shape)
+    return _freeze(graph, exporter.uses_moving_averages(pipeline_config),
+                   checkpoint, scratch_dir)
+
+
 def _tflite_graph_def(pipeline_config, input_shape, checkpoint, scratch_dir,
                       add_postprocessing_op, max_detections,
                       max_classes_per_detection, detections_per_class,
                       use_regular_nms):
   """The frozen graph of export_tflite_graph (see its arguments)."""
-  ssd = pipeline_config.model.ssd
-  with tf.Graph().as_default() as graph:
-    _build_raw_outputs(pipeline_config, input_shape)
-    graph_def = _freeze(graph, exporter.uses_moving_averages(pipeline_config),
-                        checkpoint, scratch_dir)
+  graph_def = frozen_raw_outputs(pipeline_config, input_shape, checkpoint,
+                                 scratch_dir)
   if not add_postprocessing_op:
     return graph_def
-  nms = ssd.post_processing.batch_non_max_suppression
-  coder = ssd.box_coder.faster_rcnn_box_coder
   return append_postprocessing_op(
       graph_def, max_detections, max_classes_per_detection,
-      nms_score_threshold=nms.score_threshold,
-      nms_iou_threshold=nms.iou_threshold, num_classes=ssd.num_classes,
-      scale_values={'y_scale': coder.y_scale, 'x_scale': coder.x_scale,
-                    'h_scale': coder.height_scale,
-                    'w_scale': coder.width_scale},
       detections_per_class=detections_per_class,
-      use_regular_nms=use_regular_nms)
+      use_regular_nms=use_regular_nms,
+      **config_postprocessing_settings(pipeline_config))

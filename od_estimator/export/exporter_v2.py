@@ -76,8 +76,9 @@ def _check_input_type(input_type, use_side_inputs):
         'original), got --input_type=%s.' % input_type)
 
 
-def _checkpoint_entries(names, values):
-  """object_checkpoint_writer.Entry of each model variable's value."""
+def checkpoint_entries(names, values):
+  """object_checkpoint_writer.Entry of each model variable's value, keyed
+  by the original's object path (else `model/<name>`)."""
   paths = original_object_paths.original_paths(names)
   if paths is None:
     logging.info('No TF2 layout of the original for this model: '
@@ -87,17 +88,30 @@ def _checkpoint_entries(names, values):
           for name in names]
 
 
+def frozen_graph_function(frozen_graph_def, inputs, outputs):
+  """A TF2 function running a frozen GraphDef.
+
+  Args:
+    frozen_graph_def: GraphDef without variables.
+    inputs: names of the tensors fed, in the function's argument order.
+    outputs: names of the tensors returned, in any tf.nest structure (the
+      function returns that structure).
+  """
+  imported = tf.compat.v1.wrap_function(
+      lambda: tf.compat.v1.import_graph_def(frozen_graph_def, name=''), [])
+  tensor = imported.graph.get_tensor_by_name
+  return imported.prune([tensor(name) for name in inputs],
+                        tf.nest.map_structure(tensor, outputs))
+
+
 class _Detector(tf.Module):
   """Serves a frozen inference graph as a TF2 function."""
 
   def __init__(self, frozen_graph_def, placeholders, outputs, specs):
     super().__init__()
-    imported = tf.compat.v1.wrap_function(
-        lambda: tf.compat.v1.import_graph_def(frozen_graph_def, name=''), [])
-    tensor = imported.graph.get_tensor_by_name
-    self._serve = imported.prune(
-        [tensor(placeholder.name) for placeholder in placeholders],
-        {key: tensor(output.name) for key, output in outputs.items()})
+    self._serve = frozen_graph_function(
+        frozen_graph_def, [placeholder.name for placeholder in placeholders],
+        {key: output.name for key, output in outputs.items()})
     self.__call__ = tf.function(self._call, input_signature=specs)
 
   def _call(self, input_tensor, *side_inputs):
@@ -183,7 +197,7 @@ def export_inference_graph(input_type, pipeline_config,
     # Written eagerly, outside the inference graph.
     object_checkpoint_writer.save_numbered(
         os.path.join(staging, 'checkpoint'),
-        _checkpoint_entries(names, values), 0)
+        checkpoint_entries(names, values), 0)
     ordered = [placeholders['inputs']] + [
         placeholders[name] for name in side_input_names or []]
     _write_saved_model(os.path.join(staging, 'saved_model'),

@@ -1,4 +1,5 @@
-"""Converts export_tflite_ssd_graph's frozen graph into a `.tflite` model.
+"""Converts export_tflite_ssd_graph's frozen graph into a `.tflite` model
+(and export_tflite_graph_tf2's SavedModel: convert_saved_model, float).
 
 Three kinds of model, chosen by the pipeline config and one flag:
 
@@ -184,6 +185,18 @@ def convert(graph_path, pipeline_config, add_postprocessing_op=True,
         pipeline_config, representative_examples)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     converter.inference_input_type = tf.uint8
+  return converter.convert()
+
+
+def convert_saved_model(saved_model_dir):
+  """The float `.tflite` (bytes) of export_tflite_graph_tf2's SavedModel.
+
+  The original's TF2 recipe: TFLite builtins, the postprocessing function
+  legalized into the TFLite_Detection_PostProcess custom op.
+  """
+  converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  converter.allow_custom_ops = True
   return converter.convert()
 
 
