@@ -5,10 +5,10 @@ model took its values from it when its detections were recorded, and our
 test writes the same values under the same checkpoint keys. Each value
 depends only on its TF2 checkpoint key and shape, so no weights are
 stored. Scales keep activations of order one through deep networks:
-He-scaled kernels, batch-norm gammas and variances in [0.5, 1.5], small
-biases, betas and means; the box and class prediction layers' (pointwise)
-kernels a quarter of that, so box codes and logits are of order one (not saturated
-scores, whose order would hang on rounding).
+He-scaled kernels, batch-norm gammas and variances in [0.5, 1.5), small
+biases, betas and means. The box and class prediction layers' (pointwise)
+kernels are a quarter of that, so box codes and logits are of order one:
+saturated scores would tie, and their order hang on rounding.
 """
 import hashlib
 
@@ -39,7 +39,7 @@ def value(key, shape):
   attribute = key.partition(_ATTRIBUTES)[0].rpartition('/')[2]
   if attribute in ('gamma', 'moving_variance'):
     return 0.5 + rng.random(shape, np.float32)
-  elif attribute in ('kernel', 'depthwise_kernel', 'pointwise_kernel'):
+  if attribute in ('kernel', 'depthwise_kernel', 'pointwise_kernel'):
     # A depthwise kernel [h, w, in, multiplier] sums over h * w only.
     fan_in = np.prod(shape[:2] if attribute == 'depthwise_kernel' else
                      shape[:-1])

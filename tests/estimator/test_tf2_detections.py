@@ -10,12 +10,14 @@ evaluation and exports), and our preprocess, predict and postprocess must
 give the recorded outputs.
 
 Tolerance: both sides run the same TensorFlow kernels and agree exactly
-here. Changing only the kernels (grappler's fusions, or oneDNN off) moves
-our outputs by up to 3e-5; scaling one batch norm's variances by 1.001,
-far less than any modelling error (padding, epsilon, upsampling, anchors)
-changes, moves them by 6e-4 or more. TOLERANCE sits between the two.
-Detections are compared by (anchor, class), since scores closer than the
-rounding may swap places.
+here. Other kernels (grappler's fusions, or oneDNN off) move our outputs
+by up to 1e-4 (FPN-lite's raw boxes; at most 2.5e-5 for the others).
+Scaling the variances of a single batch norm by 1.001 moves them by
+2.3e-4 to 5e-3, and a feature extractor batch-norm epsilon of 1e-5 instead
+of the config's 1e-3 by 2.5e-3 to 0.12: modelling errors (padding,
+epsilon, upsampling, anchors, score conversion) are far above TOLERANCE,
+rounding below. Detections are compared by (anchor, class), since scores
+closer than the rounding may swap places.
 """
 import collections
 import os
@@ -41,7 +43,7 @@ SIZE = 160  # FPN levels 20, 10, 5, 3 and 2 cells wide: odd sizes pad.
 OVERRIDE = ('model { ssd { num_classes: %d image_resizer { '
             'fixed_shape_resizer { height: %d width: %d } } } }' % (
                 NUM_CLASSES, SIZE, SIZE))
-TOLERANCE = 1e-4
+TOLERANCE = 2e-4
 
 Case = collections.namedtuple('Case', ['name', 'prefix', 'graph', 'model',
                                        'detections'])
