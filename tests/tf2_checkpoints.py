@@ -20,6 +20,8 @@ _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 _SLOT_MARK = '/.OPTIMIZER_SLOT/'
 # Created by tf.train.Checkpoint itself.
 _SAVE_COUNTER = object_checkpoint_writer.SAVE_COUNTER
+# The sample configs' num_classes when the facts were recorded.
+_RECORDED_CLASSES = 90
 
 Fact = collections.namedtuple('Fact', ['key', 'keras_name', 'shape', 'dtype'])
 
@@ -34,6 +36,31 @@ def facts(name):
                         [int(size) for size in shape.split(',') if size],
                         dtype))
   return lines
+
+
+def model_lines(lines):
+  """The model's own values of `lines`: no step, counter or optimizer slot."""
+  return [fact for fact in lines
+          if fact.key.startswith('model/') and _SLOT_MARK not in fact.key]
+
+
+def with_num_classes(lines, num_classes):
+  """`lines` of the same model predicting `num_classes` classes.
+
+  The class predictor's outputs (last axis of its kernel, pointwise kernel
+  and bias; not its depthwise kernel) are num_classes + 1 per anchor.
+  Optimizer slots keep their shapes.
+  """
+  changed = []
+  for fact in lines:
+    per_anchor, rest = divmod(fact.shape[-1] if fact.shape else 0,
+                              _RECORDED_CLASSES + 1)
+    if ('ClassPredictor' in fact.keras_name and _SLOT_MARK not in fact.key
+        and per_anchor and not rest):
+      fact = fact._replace(
+          shape=fact.shape[:-1] + [per_anchor * (num_classes + 1)])
+    changed.append(fact)
+  return changed
 
 
 def _path(key):

@@ -281,13 +281,7 @@ def test_whole_model_restore_reads_the_averages_when_asked(
 
 def _other_model(lines):
   """The facts with 10 more classes and one more feature map layer."""
-  changed = []
-  for fact in lines:
-    if 'ClassPredictor' in fact.keras_name and '.OPTIMIZER_SLOT' not in (
-        fact.key):
-      anchors = fact.shape[-1] // 91
-      fact = fact._replace(shape=fact.shape[:-1] + [anchors * 101])
-    changed.append(fact)
+  changed = tf2_checkpoints.with_num_classes(lines, 100)
   extra = 'model/_feature_extractor/feature_map_generator/convolutions/6/0/'
   changed.append(tf2_checkpoints.Fact(
       extra + 'kernel/.ATTRIBUTES/VARIABLE_VALUE',
