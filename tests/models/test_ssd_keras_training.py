@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.utils import graph_building
 from tests import plain_session
 from tests import upstream_folder
 
@@ -36,7 +37,7 @@ def _train_two_steps(model_config, size):
   Gradients are those of the first step, None where a variable gets none.
   """
   graph = tf.Graph()
-  with graph.as_default():
+  with graph.as_default(), graph_building.identity_equality():
     tf.compat.v1.set_random_seed(1)
     model = model_builder.build(model_config, is_training=True)
     images = tf.random.uniform([1, size, size, 3], 0, 255, seed=2)
