@@ -94,7 +94,9 @@ def test_a_tiny_model_trains(trained):
   for head in ('Box', 'Class'):
     assert any(re.search(r'%s\w*Predictor/\w*kernel$' % head, name)
                for name in learning), head
+  # The MobileNet extractors' added layers are separable with use_depthwise
+  # (the ResNet FPN extractors refuse it).
   separable = [v.op.name for v in trainable
                if v.op.name.endswith('/depthwise_kernel') and
-               '_fpn_keras_feature_extractor/' in v.op.name]
+               '_keras_feature_extractor/' in v.op.name]
   assert bool(separable) == model_config.ssd.feature_extractor.use_depthwise
