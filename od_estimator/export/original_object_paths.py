@@ -45,8 +45,7 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
 `original_paths` answers for a whole model or not at all: a model with a
-value outside these layouts (other feature pyramids, the TF1 names) gets
-None.
+value outside these layouts (e.g. of the TF1 names) gets None.
 """
 import re
 
