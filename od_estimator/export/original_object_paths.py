@@ -2,37 +2,42 @@
 
 The original's TF2 checkpoints key each value by its object path from the
 checkpoint's root (see utils/checkpoint_contents). For the SSD models we
-build with its Keras names, the path follows from the name:
+build with its Keras names, the path follows from the name (E: our
+extractor's scope, e.g. ResNet50V1_FPN or
+ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
 
-  <layer>/<weight> (the Keras backbone at the graph's root)
+  <layer>/<w> (the Keras backbone at the graph's root)
       model/_feature_extractor/classification_backbone/
-      layer_with_weights-N/<weight>, N counting the backbone's layers that
-      have weights in the Keras application's order: the order they are
-      built, except that a ResNet block's shortcut conv and batch norm
-      follow its third conv and batch norm respectively (the functional
-      model's topological order: 1_conv, 1_bn, 2_conv, 2_bn, 0_conv,
-      3_conv, 0_bn, 3_bn);
-  <extractor>/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<type>/<w>
+      layer_with_weights-N/<w>, N counting the backbone's layers that have
+      weights in the Keras application's order: the order they are built,
+      except that a ResNet block's shortcut conv and batch norm follow its
+      third conv and batch norm respectively (the functional model's
+      topological order: 1_conv, 1_bn, 2_conv, 2_bn, 0_conv, 3_conv, 0_bn,
+      3_bn);
+  E/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<type>/<w>
       (type conv or batchnorm)
       model/_feature_extractor/feature_map_generator/convolutions/<i>/<j>/<w>,
       j counting conv, batch norm and activation layers of map i;
-  BoxPredictor/Convolutional<Box|Class>Head_<i>/<predictor>/<weight>
+  BoxPredictor/Convolutional<Box|Class>Head_<i>/<predictor>/<w>
       model/_box_predictor/_prediction_heads/<box_encodings|
-      class_predictions_with_background>/<i>/<layers>/0/<weight>;
-  ResNet<d>V1_FPN/FeatureMaps/top_down/projection_<k>/<w> (k = 1..n)
+      class_predictions_with_background>/<i>/<layers>/0/<w>;
+  E/FeatureMaps/top_down/projection_<k>/<w> (k = 1..n)
       model/_feature_extractor/_fpn_features_generator/top_layers/0/<w>
       for k = n (the coarsest level), residual_blocks/<n-1-k>/0/<w> else;
-  ResNet<d>V1_FPN/FeatureMaps/top_down/smoothing_<k>_<conv|batchnorm>/<w>
+  E/FeatureMaps/top_down/smoothing_<k>_<conv|depthwise_conv|batchnorm>/<w>
       model/_feature_extractor/_fpn_features_generator/conv_layers/
       <n-1-k>/<0|1>/<w>;
-  ResNet<d>V1_FPN/bottom_up_block<l>_<conv|batchnorm>/<w>
-      model/_feature_extractor/_coarse_feature_layers/<l-5>/<0|1>/<w>;
-  WeightSharedConvolutionalBoxPredictor/<Box|Class>PredictionTower/
-  conv2d_<i>/kernel, .../conv2d_<i>/BatchNorm/feature_<f>/<w>
-      model/_box_predictor/_head_scope_conv_layers/<tower>/<i>/kernel,
+  E/bottom_up_<block|Conv2d_><l>_<conv|depthwise_conv|batchnorm>/<w>
+      model/_feature_extractor/_coarse_feature_layers/<l-l0>/<0|1>/<w>, l0
+      the first bottom-up layer's l;
+  WeightSharedConvolutionalBoxPredictor/<Box|Class|>PredictionTower/
+  conv2d_<i>/<w>, .../conv2d_<i>/BatchNorm/feature_<f>/<w>
+      model/_box_predictor/_head_scope_conv_layers/<tower>/<i>/<w>,
       model/_box_predictor/_base_tower_layers_for_heads/<box_encodings|
       class_predictions_with_background>/<f>/<3i+1>/<w> (the per-level
-      batch norms; each tower layer is conv, batch norm, activation);
+      batch norms; each tower layer is conv, batch norm, activation; a
+      tower shared by both heads, PredictionTower, keeps them under
+      box_encodings);
   WeightSharedConvolutionalBoxPredictor/WeightSharedConvolutional
   <Box|Class>Head/<BoxPredictor|ClassPredictor>/<w>
       model/_box_predictor/_box_prediction_head/_box_encoder_layers/0/<w>,
@@ -40,8 +45,7 @@ build with its Keras names, the path follows from the name:
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
 `original_paths` answers for a whole model or not at all: a model with a
-value outside these layouts (other backbones' feature pyramids, the TF1
-names) gets None.
+value outside these layouts (e.g. of the TF1 names) gets None.
 """
 import re
 
@@ -61,15 +65,15 @@ _RESNET_LAYER = re.compile(r'^conv(\d)_block(\d+)_(\d)_(conv|bn)$')
 _RESNET_BLOCK_ORDER = ('1_conv', '1_bn', '2_conv', '2_bn', '0_conv', '3_conv',
                        '0_bn', '3_bn')
 _FPN = re.compile(
-    r'^ResNet\d+V1_FPN/(?:FeatureMaps/top_down/(projection|smoothing)_(\d+)|'
-    r'bottom_up_block(\d+))(?:_(conv|batchnorm))?/(\w+)$')
-# FPN level of the first bottom-up (coarse) layer's input: stage conv5.
-_FIRST_COARSE_LEVEL = 5
+    r'^[^/]+/(?:FeatureMaps/top_down/(projection|smoothing)_(\d+)|'
+    r'bottom_up_(?:block|Conv2d_)(\d+))'
+    r'(?:_(conv|depthwise_conv|batchnorm))?/(\w+)$')
 _WEIGHT_SHARED = re.compile(
-    r'^WeightSharedConvolutionalBoxPredictor/(?:(Box|Class)PredictionTower/'
+    r'^WeightSharedConvolutionalBoxPredictor/(?:(Box|Class|)PredictionTower/'
     r'conv2d_(\d+)/(?:BatchNorm/feature_(\d+)/)?|WeightSharedConvolutional'
     r'(Box|Class)Head/(?:BoxPredictor|ClassPredictor)/)(\w+)$')
-_TOWER_HEADS = {'Box': 'box_encodings',
+# Tower -> the head whose base tower layers hold its batch norms.
+_TOWER_HEADS = {'Box': 'box_encodings', '': 'box_encodings',
                 'Class': 'class_predictions_with_background'}
 _WEIGHT_SHARED_HEADS = {
     'Box': '_box_prediction_head/_box_encoder_layers/0/',
@@ -83,13 +87,19 @@ _HEAD_PATHS = {
 }
 
 
-def _fpn_path(match, top):
-  """The path of a ResNet FPN value; top: its highest projection index."""
-  kind, index, coarse_level, layer, weight = match.groups()
+def _fpn_path(match, top, first_coarse):
+  """The path of an FPN value.
+
+  Args:
+    match: the value's _FPN match.
+    top: the highest projection index.
+    first_coarse: the lowest bottom-up layer number.
+  """
+  kind, index, coarse, layer, weight = match.groups()
   sublayer = int(layer == 'batchnorm')
-  if coarse_level:
+  if coarse:
     return '%s/_coarse_feature_layers/%d/%d/%s' % (
-        _EXTRACTOR, int(coarse_level) - _FIRST_COARSE_LEVEL, sublayer, weight)
+        _EXTRACTOR, int(coarse) - first_coarse, sublayer, weight)
   index = int(index)
   if kind == 'projection' and index == top:
     return '%s/_fpn_features_generator/top_layers/0/%s' % (_EXTRACTOR, weight)
@@ -111,11 +121,11 @@ def _weight_shared_path(match):
       int(conv) * _LAYERS_PER_CONV + 1, weight)
 
 
-def _added_layer_path(name, top_projection):
+def _added_layer_path(name, fpn_numbers):
   """The path of a feature map or predictor value, or None."""
   match = _FPN.match(name)
   if match:
-    return _fpn_path(match, top_projection)
+    return _fpn_path(match, *fpn_numbers)
   match = _WEIGHT_SHARED.match(name)
   if match:
     return _weight_shared_path(match)
@@ -131,6 +141,15 @@ def _added_layer_path(name, top_projection):
     return _PREDICTOR + '/_prediction_heads/' + (
         _HEAD_PATHS[head] % (level, weight))
   return None
+
+
+def _fpn_numbers(names):
+  """(highest projection index, lowest bottom-up layer number) of names."""
+  matches = [match for match in map(_FPN.match, names) if match]
+  projections = [int(match.group(2)) for match in matches
+                 if match.group(1) == 'projection']
+  coarse = [int(match.group(3)) for match in matches if match.group(3)]
+  return max(projections or [0]), min(coarse or [0])
 
 
 def _keras_layer_order(layer):
@@ -159,15 +178,14 @@ def original_paths(names):
       dict.fromkeys(name.split('/')[0] for name in names
                     if name.count('/') == 1), key=_keras_layer_order)
   backbone_layers = {layer: i for i, layer in enumerate(backbone_layers)}
-  top_projection = max([int(match.group(2)) for match in map(_FPN.match, names)
-                        if match and match.group(1) == 'projection'] or [0])
+  fpn_numbers = _fpn_numbers(names)
   for name in names:
     if name.count('/') == 1:
       layer, weight = name.split('/')
       paths[name] = '%s/layer_with_weights-%d/%s' % (
           _BACKBONE, backbone_layers[layer], weight)
       continue
-    paths[name] = _added_layer_path(name, top_projection)
+    paths[name] = _added_layer_path(name, fpn_numbers)
     if paths[name] is None:
       return None
   return paths
