@@ -177,17 +177,10 @@ def create_estimator_and_inputs(
       functools.partial(model_builder.build, model_config=configs['model']),
       dict(configs, train_config=train_config), hparams, use_tpu,
       postprocess_on_cpu)
-
-  def save():
-    config_util.save_pipeline_config(
-        config_util.create_pipeline_proto_from_configs(configs),
-        estimator.model_dir)
   model_fn = _checked_model_fn(model_fn, run_config, checkpoint,
-                               evaluated_checkpoint, save if saves else None)
-  if checkpoint_dir:
-    model_fn = object_based_evaluation.evaluating_model_fn(
-        model_fn, checkpoint_dir, configs['eval_config'].use_moving_averages,
-        pipeline_config_path)
+                               evaluated_checkpoint, configs if saves else None)
+  model_fn = _evaluating_model_fn(model_fn, checkpoint_dir, configs,
+                                  pipeline_config_path)
   estimator = _build_estimator(model_fn, run_config, train_config,
                                use_tpu_estimator, use_tpu, num_shards,
                                params, export_to_tpu)
@@ -262,7 +255,7 @@ def _input_fns(configs, train_config, sample_1_of_n_eval_on_train_examples,
 
 
 def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
-                      save):
+                      saved_configs):
   """model_fn, checked against the checkpoint it resumes from or evaluates.
 
   Args:
@@ -270,10 +263,15 @@ def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
     run_config: the RunConfig (its model_dir).
     checkpoint: the checkpoint training resumes from, or None.
     evaluated_checkpoint: see create_estimator_and_inputs.
-    save: when training into model_dir, fn() writing its pipeline.config
-      once the graph is built (and fits `checkpoint`); else None.
+    saved_configs: when training into model_dir, the configs written there
+      as its pipeline.config once the graph is built (and fits
+      `checkpoint`); else None.
   """
-  if save is not None:
+  if saved_configs is not None:
+    def save():
+      config_util.save_pipeline_config(
+          config_util.create_pipeline_proto_from_configs(saved_configs),
+          run_config.model_dir)
     return resume_check.checked_model_fn(model_fn, run_config.model_dir,
                                          checkpoint, save)
   if evaluated_checkpoint and not checkpoint_contents.is_object_based(
@@ -283,6 +281,17 @@ def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
         model_fn, os.path.dirname(evaluated_checkpoint),
         evaluated_checkpoint, lambda: None, evaluating=True)
   return model_fn
+
+
+def _evaluating_model_fn(model_fn, checkpoint_dir, configs,
+                         pipeline_config_path):
+  """model_fn; evaluating --checkpoint_dir, one that may also read the
+  original's TF2 ckpt-N there (object_based_evaluation)."""
+  if not checkpoint_dir:
+    return model_fn
+  return object_based_evaluation.evaluating_model_fn(
+      model_fn, checkpoint_dir, configs['eval_config'].use_moving_averages,
+      pipeline_config_path)
 
 
 def _build_estimator(model_fn, run_config, train_config, use_tpu_estimator,
