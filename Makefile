@@ -24,14 +24,19 @@ protos: $(PROTOS_BUILT)
 # Three workers on two cores: with two, the cores idled a sixth of the run
 # while workers waited on subprocesses (signals, clusters, continuous
 # evaluation); a third fills it (2 idle cores: 21 min with -n 2, 16 with 3).
+# Python's bytecode cache on even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE): the suite starts a Python process about a
+# hundred times, and each would compile the package (and pytest rewrite the
+# tests' asserts) again.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 3 --dist loadscope \
+	  --no-loadscope-reorder
 test: install
-	$(PY) -m pytest -q -n 3 --dist loadscope --no-loadscope-reorder tests
+	$(PYTEST) tests
 
 # `make test`, then tests/durations.txt rewritten from its timings (the
 # order in which the modules start; see tests/conftest.py). Commit it.
 durations: install
-	$(PY) -m pytest -q -n 3 --dist loadscope --no-loadscope-reorder tests \
-	  --write-durations
+	$(PYTEST) tests --write-durations
 
 DEMO_CONFIG := samples/configs/ssd_mobilenet_v2_shapes.config
 DEMO_DIR := demo_out

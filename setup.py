@@ -94,6 +94,8 @@ setup(
             # The original's TF2-era commands, on the same engine.
             'model_main_tf2=od_estimator.model_main_tf2:run',
             'exporter_main_v2=od_estimator.exporter_main_v2:main',
+            'export_tflite_graph_tf2='
+            'od_estimator.compat.export_tflite_graph_tf2:main',
             # The original's legacy train.py / eval.py.
             'od-estimator-legacy-train=od_estimator.legacy.train:run',
             'od-estimator-legacy-eval=od_estimator.legacy.eval:run',

@@ -16,10 +16,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import plain_session
 from tests import trained_models
 from tests import upstream_folder
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+# The tests' own sessions run without grappler (see tests/plain_session.py).
+plain_session.without_grappler()
 
 # The tiny models trained and exported once per run (tests/trained_models.py).
 one_step_tiny_ssd = trained_models.one_step_tiny_ssd

@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -25,6 +24,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from od_estimator.input_pipeline import inputs
 from tests import local_ports
+from tests import plain_command
 from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
@@ -97,7 +97,7 @@ def _launch(module, task_type, cluster, args, log_path):
       'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        [sys.executable, '-m', module] + args, env=env,
+        plain_command.command(module) + args, env=env,
         stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 

@@ -19,7 +19,7 @@ SCRIPTS = sorted(
     if entry.value.startswith('od_estimator.'))
 # The original's commands, under their original names.
 ORIGINAL_COMMANDS = {'model_main', 'model_main_tf2', 'model_tpu_main',
-                     'exporter_main_v2',
+                     'exporter_main_v2', 'export_tflite_graph_tf2',
                      'export_inference_graph',
                      'export_tflite_ssd_graph', 'create_coco_tf_record',
                      'create_pascal_tf_record',

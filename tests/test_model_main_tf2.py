@@ -11,7 +11,6 @@ import glob
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -20,6 +19,7 @@ import tensorflow as tf
 
 from tests import event_tags
 from tests import local_ports
+from tests import plain_command
 from tests import tiny_faster_rcnn
 from tests import file_trees
 from tests import tiny_ssd
@@ -281,7 +281,7 @@ def _launch_worker(index, addresses, args, log_path):
       'task': {'type': 'worker', 'index': index}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        [sys.executable, '-m', 'tests.fake_extractor_model_main_tf2'] + args,
+        plain_command.command('tests.fake_extractor_model_main_tf2') + args,
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 

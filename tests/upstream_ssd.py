@@ -30,6 +30,7 @@ from tests import upstream_folder
 from tests import zoo_checkpoints
 
 
+@functools.lru_cache(maxsize=None)
 def is_ssd(path):
   return config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
       'model') == 'ssd'

@@ -7,6 +7,7 @@ shape; one run with that config builds the model once for the module.
 """
 import contextlib
 import io
+import re
 
 import numpy as np
 import pytest
@@ -150,5 +151,5 @@ def test_no_checkpoint_is_one_error_line(capsys, tmp_path):
 
 def test_listed_in_od_estimator_help(capsys):
   assert cli.main(['--help']) == 0
-  assert '  inspect_checkpoint  list what a checkpoint' in (
-      capsys.readouterr().out)
+  assert re.search(r'^  inspect_checkpoint +list what a checkpoint',
+                   capsys.readouterr().out, re.MULTILINE)
