@@ -282,7 +282,7 @@ def _check_graph_rewriter(configs, report):
           quantization.delay))
 
 
-def _check_train_config(train_config, report):
+def _check_train_config(train_config, report, check_paths=True):
   if train_config.batch_size < 1:
     report.error('train_config.batch_size',
                  'must be at least 1, got %d' % train_config.batch_size)
@@ -295,7 +295,7 @@ def _check_train_config(train_config, report):
     report.error('train_config.fine_tune_checkpoint_type',
                  'unknown type %r' % kind,
                  hint='one of "classification", "detection", "full"')
-  if not checkpoint:
+  if not checkpoint or not check_paths:
     return
   if _is_remote(checkpoint):
     report.note('fine_tune_checkpoint %s is remote; not checked here.' %
@@ -450,8 +450,9 @@ def check_configs(configs, report, check_train_input_paths=True,
   Args:
     configs: the configs dict of config_util (after any overrides).
     report: the Report to add errors and notes to.
-    check_train_input_paths: whether train_input_reader's input files must
-      exist (an evaluation-only job does not read them).
+    check_train_input_paths: whether the files training reads must exist:
+      train_input_reader's input files and train_config's
+      fine_tune_checkpoint (an evaluation-only job reads neither).
     check_eval_input_paths: whether the eval_input_readers' input files must
       exist (a parameter server reads no input).
     command: the command about to run, for config_notes.notes.
@@ -460,7 +461,8 @@ def check_configs(configs, report, check_train_input_paths=True,
   num_classes = _check_model(configs, report)
   if len(report.errors) == errors_before and num_classes is not None:
     _check_model_builds(configs['model'], report)
-  _check_train_config(configs['train_config'], report)
+  _check_train_config(configs['train_config'], report,
+                      check_paths=check_train_input_paths)
   _check_graph_rewriter(configs, report)
   _check_input_reader(configs['train_input_config'], 'train_input_reader',
                       num_classes, report, train_config=configs['train_config'],
