@@ -210,7 +210,8 @@ def _check_input_reader(input_config, field, num_classes, report,
     report.error(field + '.max_number_of_boxes',
                  'must be at least 1, got %d' %
                  input_config.max_number_of_boxes)
-  _check_label_map(input_config, field, num_classes, report)
+  if check_paths:
+    _check_label_map(input_config, field, num_classes, report)
 
 
 # Learning-rate schedule -> (rates that must be > 0, rates that must be
@@ -451,10 +452,10 @@ def check_configs(configs, report, check_train_input_paths=True,
     configs: the configs dict of config_util (after any overrides).
     report: the Report to add errors and notes to.
     check_train_input_paths: whether the files training reads must exist:
-      train_input_reader's input files and train_config's
-      fine_tune_checkpoint (an evaluation-only job reads neither).
-    check_eval_input_paths: whether the eval_input_readers' input files must
-      exist (a parameter server reads no input).
+      train_input_reader's input files and label map and train_config's
+      fine_tune_checkpoint (an evaluation-only job reads none of them).
+    check_eval_input_paths: whether the eval_input_readers' input files and
+      label maps must exist (a parameter server reads no input).
     command: the command about to run, for config_notes.notes.
   """
   errors_before = len(report.errors)

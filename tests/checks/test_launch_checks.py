@@ -115,14 +115,17 @@ def test_evaluation_only_launch_does_not_need_the_training_files(
     config, tmp_path):
   path = _edited(config, 'shapes_train.record-*', 'elsewhere-*', tmp_path)
   configs = config_util.get_configs_from_pipeline_file(path)
-  # The training machine's checkpoint, absent where evaluation runs.
-  configs['train_config'].fine_tune_checkpoint = str(
-      tmp_path / 'on_the_trainer' / 'model.ckpt')
+  # The training machine's checkpoint and label map, absent where
+  # evaluation runs.
+  trainer = tmp_path / 'on_the_trainer'
+  configs['train_config'].fine_tune_checkpoint = str(trainer / 'model.ckpt')
+  configs['train_input_config'].label_map_path = str(trainer / 'labels.pbtxt')
   launch_check.check(configs, path, evaluation_only=True)
   with pytest.raises(errors.UserInputErrors) as raised:
     launch_check.check(configs, path)
-  assert 'elsewhere-' in str(raised.value)
-  assert 'train_config.fine_tune_checkpoint' in str(raised.value)
+  for field in ('elsewhere-', 'train_config.fine_tune_checkpoint',
+                'train_input_reader.label_map_path'):
+    assert field in str(raised.value)
 
 
 @pytest.mark.parametrize('command, flags', [
