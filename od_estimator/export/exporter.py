@@ -199,15 +199,17 @@ def resolve_checkpoint(trained_checkpoint_prefix):
     latest = tf.train.latest_checkpoint(prefix)
     if not latest:
       raise errors.UserInputError(
-          'no checkpoint in directory %s (expected a prefix '
-          'like %s/model.ckpt-NNNN).' % (prefix, prefix))
+          'no checkpoint in directory %s (expected a prefix like '
+          '%s/model.ckpt-NNNN or ckpt-N, and its `checkpoint` file).' % (
+              prefix, prefix))
     prefix = latest
   if not prefix or not (tf.io.gfile.exists(prefix + '.index') or
                         tf.io.gfile.exists(prefix)):
     raise errors.UserInputError(
         'checkpoint not found: %s (pass the prefix of the '
-        '.index/.data files, e.g. path/model.ckpt-50000).' %
-        prefix)
+        '.index/.data files, e.g. path/model.ckpt-50000%s).' % (
+            prefix, '' if tf.io.gfile.isdir(os.path.dirname(prefix) or '.')
+            else ', or a training folder; %s does not exist' % prefix))
   _check_intact(prefix)
   return prefix
 
