@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from od_estimator.dataset_tools import create_synthetic_tf_record
 from od_estimator.config import config_util
-from tests import plain_session
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_CONFIG = os.path.join(REPO, 'samples', 'configs',
@@ -30,19 +29,17 @@ V1_OVERRIDES = (TINY_OVERRIDES +
 LIGHT_OVERRIDES = (V1_OVERRIDES +
                    ',train_config.optimizer.use_moving_average=false')
 
+
 def run_config(model_dir):
   """RunConfig of in-process test training: checkpoints without the graph.
 
   No graph.pbtxt or meta graph, summaries or step-rate logs: about a
-  fifth of a short run. model_main's own runs keep them. Nor TensorFlow's
-  graph optimizer (grappler), which rewrites the graph again for every new
-  set of fetches (a third of a few-step tiny run's time) and changes no
-  result beyond float rounding; the commands' runs keep it.
+  fifth of a short run. model_main's own runs keep them. (Its sessions run
+  without grappler, as every session of the tests: tests/plain_session.py.)
   """
   return tf.estimator.RunConfig(
       model_dir=str(model_dir), checkpoint_save_graph_def=False,
-      save_summary_steps=None, log_step_count_steps=None,
-      session_config=plain_session.config(allow_soft_placement=True))
+      save_summary_steps=None, log_step_count_steps=None)
 
 
 def model_config(size=64):
