@@ -3,16 +3,24 @@
 Every one parses. The SSD configs whose feature extractor od_estimator
 provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
-Keras layers' own, no `FeatureExtractor/` scope). The others are refused
-with one line naming the field and the type.
+Keras layers' own, no `FeatureExtractor/` scope). The Faster R-CNN ones
+whose extractor we provide build at 64x64 (tests/tf2_faster_rcnn.py) with
+exactly the variables of the original's TF2 checkpoints: Keras names and
+shapes (tests/data/tf2_checkpoint_keys/). The others are refused with one
+line naming the field and the type.
 """
+import os
+
 import pytest
 import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import ssd_feature_extractor_registry
+from tests import tf2_checkpoints
+from tests import tf2_faster_rcnn
 from tests import upstream_folder
 from tests import upstream_ssd
 
@@ -21,20 +29,34 @@ def _model(path):
   return config_util.get_configs_from_pipeline_file(path)['model']
 
 
-def _builds(path):
-  """Whether od_estimator provides the config's architecture."""
+def _is_ssd(path):
+  """Whether the config is an SSD of a feature extractor we provide."""
   model = _model(path)
   return (model.WhichOneof('model') == 'ssd' and
           model.ssd.feature_extractor.type in
           ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS)
 
 
+def _is_faster_rcnn(path):
+  """Whether the config is a Faster R-CNN of an extractor we provide."""
+  model = _model(path)
+  return (model.WhichOneof('model') == 'faster_rcnn' and
+          model.faster_rcnn.feature_extractor.type in
+          faster_rcnn_feature_extractor_registry
+          .FASTER_RCNN_FEATURE_EXTRACTORS and
+          not model.faster_rcnn.feature_extractor.HasField('fpn'))
+
+
+def _builds(path):
+  """Whether od_estimator provides the config's architecture."""
+  return _is_ssd(path) or _is_faster_rcnn(path)
+
+
 def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
   del upstream_configs_tf2  # the folder exists (else: skipped)
   paths = upstream_folder.paths(tf2=True)
-  assert any(_builds(path) for path in paths)
-  assert any(_model(path).WhichOneof('model') == 'faster_rcnn'
-             for path in paths)
+  assert any(_is_ssd(path) for path in paths)
+  assert len([path for path in paths if _is_faster_rcnn(path)]) == 9
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True))
@@ -47,7 +69,7 @@ def test_every_config_parses(path):
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True,
-                                                       keep=_builds))
+                                                       keep=_is_ssd))
 def test_ssd_config_builds_and_predicts_with_tf2_names(path):
   upstream_ssd.check_builds_and_predicts(path, training=False)
   names = upstream_ssd.built(path, training=False).shapes
@@ -69,3 +91,15 @@ def test_other_configs_are_refused_by_name(path):
     extractor = getattr(model, family).feature_extractor
     assert (repr(extractor.type) in message or
             'feature_extractor.fpn' in message), message
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=_is_faster_rcnn))
+def test_faster_rcnn_config_builds_with_the_originals_variables(path):
+  name = os.path.splitext(os.path.basename(path))[0]
+  built = tf2_faster_rcnn.built(name)
+  assert {name: variable.shape.as_list()
+          for name, variable in built.variables.items()} == {
+              fact.keras_name: fact.shape
+              for fact in tf2_checkpoints.model_lines(tf2_checkpoints.facts(
+                  tf2_faster_rcnn.facts_name(name)))}

@@ -9,7 +9,10 @@ fine_tune_checkpoint_type (its SSD's restore_from_objects):
                   `model/_feature_extractor/classification_backbone/...`
                   from a detection checkpoint);
   detection       the whole feature extractor, backbone and FPN or extra
-                  feature maps, no heads: `model/_feature_extractor/...`;
+                  feature maps, no heads: `model/_feature_extractor/...`
+                  (Faster R-CNN: its two stages' Keras models,
+                  `model/_feature_extractor_for_proposal_features/...` and
+                  `model/_feature_extractor_for_box_classifier_features/...`);
   full            the whole model, heads included: `model/...`.
 
 Within that part, each saved model value feeds the variable of this graph
@@ -38,7 +41,9 @@ from od_estimator.utils import checkpoint_contents
 PARTS = {
     'classification': ('feature_extractor/',
                        'model/_feature_extractor/classification_backbone/'),
-    'detection': ('model/_feature_extractor/',),
+    'detection': ('model/_feature_extractor/',
+                  'model/_feature_extractor_for_proposal_features/',
+                  'model/_feature_extractor_for_box_classifier_features/'),
     'full': ('model/',),
 }
 

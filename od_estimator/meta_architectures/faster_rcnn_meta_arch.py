@@ -604,7 +604,7 @@ class FasterRCNNMetaArch(model.DetectionModel):
         without the two stage scopes, as the extractor maps them) or
         'detection' (names as in this graph).
       load_all_detection_checkpoint_vars: with 'detection', every global
-        variable instead of those of the two feature extractor scopes.
+        variable instead of the feature extractor's.
 
     Raises:
       ValueError: for another fine_tune_checkpoint_type.
@@ -614,11 +614,11 @@ class FasterRCNNMetaArch(model.DetectionModel):
           FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE,
           SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
     if fine_tune_checkpoint_type == 'detection':
-      prefixes = (FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE + '/',
-                  SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE + '/')
       return {variable.op.name: variable
               for variable in tf.compat.v1.global_variables()
               if load_all_detection_checkpoint_vars or
-              variable.op.name.startswith(prefixes)}
+              self._feature_extractor.owns_variable(
+                  variable, FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE,
+                  SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)}
     raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))

@@ -114,6 +114,17 @@ class FasterRCNNFeatureExtractor(abc.ABC):
   def _extract_box_classifier_features(self, proposal_feature_maps, scope):
     """extract_box_classifier_features inside its variable scope."""
 
+  def owns_variable(self, variable, *feature_extractor_scopes):
+    """Whether `variable` belongs to the extractor: it is under its scopes.
+
+    Args:
+      variable: a tf.Variable.
+      *feature_extractor_scopes: the two stages' scopes, e.g.
+        FIRST_STAGE_SCOPE and SECOND_STAGE_SCOPE.
+    """
+    return variable.op.name.startswith(
+        tuple(scope + '/' for scope in feature_extractor_scopes))
+
   def restore_from_classification_checkpoint_fn(
       self, first_stage_feature_extractor_scope,
       second_stage_feature_extractor_scope):
