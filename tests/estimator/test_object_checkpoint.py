@@ -8,7 +8,9 @@ into our graph of the same config, built once per module at the smallest
 size it takes (variable shapes do not depend on the image size). The same
 facts check the object paths exporter_main_v2 writes our variables under.
 ResNet-101 and -152 graph builds take about 4 and 6 s (with identity
-equality, see utils/graph_building).
+equality, see utils/graph_building). Faster R-CNN ResNet-50 (and with a
+Mask R-CNN head) comes from tests/tf2_faster_rcnn.py, its detection part
+being its two stages' Keras models.
 """
 import collections
 
@@ -29,6 +31,7 @@ from od_estimator.utils import graph_building
 from tests import log_capture
 from tests import plain_session
 from tests import tf2_checkpoints
+from tests import tf2_faster_rcnn
 from tests import upstream_folder
 
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
@@ -37,6 +40,8 @@ RESNET101 = 'ssd_resnet101_v1_fpn_640x640_coco17_tpu-8'
 RESNET152 = 'ssd_resnet152_v1_fpn_640x640_coco17_tpu-8'
 FPNLITE = 'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8'
 V1_FPN = 'ssd_mobilenet_v1_fpn_640x640_coco17_tpu-8'
+FASTER_RCNN = tf2_faster_rcnn.RESNET50
+MASK_RCNN = FASTER_RCNN + tf2_faster_rcnn.MASKS
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -119,7 +124,7 @@ def _checkpoint_for(config, kind):
     MOBILENET, MOBILENET + '.classification',
     MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
     RESNET + '.classification', FPNLITE, FPNLITE + '.classification',
-    V1_FPN, V1_FPN + '.classification'])
+    V1_FPN, V1_FPN + '.classification', MASK_RCNN])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
@@ -323,3 +328,59 @@ def test_a_checkpoint_of_another_backbone_is_refused(mobilenet, written):
                        r'variables, e.g. conv1_conv/kernel \[7, 7, 3, 64\]'):
       fine_tune.restore_map(mobilenet.model,
                             _train_config(prefix, 'classification'))
+
+
+# The heads of the Faster R-CNN models, outside their detection part.
+_TWO_STAGE_HEADS = ('RPNConv/', 'FirstStageBoxPredictor/',
+                    'mask_rcnn_keras_box_predictor/')
+
+
+@pytest.mark.parametrize('name,kind', [
+    (FASTER_RCNN, kind) for kind in KINDS] + [
+        (MASK_RCNN, kind) for kind in KINDS[1:]])
+def test_faster_rcnn_restores_with_nothing_skipped(written, name, kind):
+  built = tf2_faster_rcnn.built(name)
+  prefix, _ = written(_checkpoint_for(name, kind))
+  with built.graph.as_default():
+    matched = fine_tune.match_checkpoint(built.model,
+                                         _train_config(prefix, kind))
+    wanted = object_checkpoint.wanted_variables(built.model, kind)
+  assert (matched.missing, matched.mismatched, matched.left_out) == (
+      [], [], [])
+  assert sorted(v.op.name for v in matched.available.values()) == sorted(
+      wanted)
+  stages = {variable.op.name: key.split('/')[1]
+            for key, variable in matched.available.items()}
+  assert all(key.startswith({
+      'classification': 'feature_extractor/',
+      'detection': 'model/_feature_extractor_for_',
+      'full': 'model/'}[kind]) for key in matched.available)
+  backbone = {fact.keras_name for fact in tf2_checkpoints.facts(
+      FASTER_RCNN + '.classification') if fact.key != 'save_counter/'
+              '.ATTRIBUTES/VARIABLE_VALUE'}
+  heads = {name for name in built.variables
+           if name.startswith(_TWO_STAGE_HEADS)}
+  assert set(wanted) == {
+      'classification': backbone, 'detection': set(built.variables) - heads,
+      'full': set(built.variables)}[kind]
+  # Each stage holds its own layers: conv5 is the box classifier's alone.
+  if kind == 'detection':
+    assert {name for name, stage in stages.items()
+            if stage.endswith('_box_classifier_features')} == {
+                name for name in backbone if name.startswith('conv5_')}
+
+
+def test_faster_rcnn_full_restore_gives_every_variable_its_value(written):
+  built = tf2_faster_rcnn.built(FASTER_RCNN)
+  prefix, lines = written(FASTER_RCNN)
+  expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
+              for fact in tf2_checkpoints.model_lines(lines)}
+  with built.graph.as_default():
+    available = fine_tune.restore_map(built.model,
+                                      _train_config(prefix, 'full'))
+    tf.compat.v1.train.init_from_checkpoint(prefix, available)
+    variables = list(available.values())
+    with plain_session.session() as sess:
+      sess.run([v.initializer for v in variables])
+      values = sess.run([tf.reshape(v, [-1])[0] for v in variables])
+  assert {v.op.name: value for v, value in zip(variables, values)} == expected
