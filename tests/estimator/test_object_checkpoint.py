@@ -167,30 +167,49 @@ def _train_config(prefix, kind):
       fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
 
 
-@pytest.mark.parametrize('kind', KINDS)
-def test_restores_with_nothing_skipped(built, written, kind):
-  prefix, _ = written(_checkpoint_for(built.name, kind))
-  with built.graph.as_default():
-    matched = fine_tune.match_checkpoint(built.model,
-                                         _train_config(prefix, kind))
-    wanted = object_checkpoint.wanted_variables(built.model, kind)
+def _restores_with_nothing_skipped(written, checkpoint, graph, model,
+                                   variables, kind, detection_root, heads,
+                                   backbone_facts):
+  """Matched of `kind`, checked: nothing skipped, the part's variables.
+
+  Args:
+    written: the fixture; checkpoint: the facts name it writes.
+    graph, model, variables: our built model ({name: variable}).
+    kind: fine_tune_checkpoint_type.
+    detection_root: object path prefix of the detection part's values.
+    heads: name prefixes of the variables outside the detection part.
+    backbone_facts: the facts name of the classification checkpoint.
+  """
+  prefix, _ = written(checkpoint)
+  with graph.as_default():
+    matched = fine_tune.match_checkpoint(model, _train_config(prefix, kind))
+    wanted = object_checkpoint.wanted_variables(model, kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
       wanted)
   root = {'classification': 'feature_extractor/',
-          'detection': 'model/_feature_extractor/', 'full': 'model/'}[kind]
+          'detection': detection_root, 'full': 'model/'}[kind]
   assert all(key.startswith(root) for key in matched.available)
-  model_variables = set(built.variables) - {'global_step'}
+  model_variables = set(variables) - {'global_step'}
   backbone = {fact.keras_name for fact in tf2_checkpoints.facts(
-      built.name + '.classification') if fact.key != 'save_counter/'
+      backbone_facts) if fact.key != 'save_counter/'
               '.ATTRIBUTES/VARIABLE_VALUE'}
-  heads = {name for name in model_variables
-           if name.startswith(('BoxPredictor/',
-                               'WeightSharedConvolutionalBoxPredictor/'))}
   assert set(wanted) == {
-      'classification': backbone, 'detection': model_variables - heads,
+      'classification': backbone,
+      'detection': {name for name in model_variables
+                    if not name.startswith(heads)},
       'full': model_variables}[kind]
+  return matched
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_restores_with_nothing_skipped(built, written, kind):
+  _restores_with_nothing_skipped(
+      written, _checkpoint_for(built.name, kind), built.graph, built.model,
+      built.variables, kind, 'model/_feature_extractor/',
+      ('BoxPredictor/', 'WeightSharedConvolutionalBoxPredictor/'),
+      built.name + '.classification')
 
 
 def test_classification_from_a_detection_checkpoint(mobilenet, written):
@@ -204,24 +223,28 @@ def test_classification_from_a_detection_checkpoint(mobilenet, written):
              for key in matched.available)
 
 
+def _fine_tuned_full(graph, model, prefix):
+  """{variable name: value} after a "full" fine-tuning initialization."""
+  with graph.as_default():
+    available = fine_tune.restore_map(model, _train_config(prefix, 'full'))
+    tf.compat.v1.train.init_from_checkpoint(prefix, available)
+    variables = list(available.values())
+    with plain_session.session() as sess:
+      sess.run([v.initializer for v in variables])
+      return dict(zip([v.op.name for v in variables], sess.run(variables)))
+
+
 def test_full_restores_the_raw_weights_not_the_averages(mobilenet, written):
   prefix, lines = written(MOBILENET + '.use_moving_average')
   expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
               for fact in lines if fact.key.startswith('model/') and
               '/.OPTIMIZER_SLOT/' not in fact.key}
-  with mobilenet.graph.as_default():
-    with log_capture.absl_messages() as messages:
-      available = fine_tune.restore_map(mobilenet.model,
-                                        _train_config(prefix, 'full'))
-    tf.compat.v1.train.init_from_checkpoint(prefix, available)
-    variables = list(available.values())
-    with plain_session.session() as sess:
-      sess.run([v.initializer for v in variables])
-      values = sess.run(variables)
-  assert len(variables) == len(expected)
-  for variable, value in zip(variables, values):
-    np.testing.assert_array_equal(
-        value, np.full(value.shape, expected[variable.op.name]))
+  with log_capture.absl_messages() as messages:
+    restored = _fine_tuned_full(mobilenet.graph, mobilenet.model, prefix)
+  assert len(restored) == len(expected)
+  for name, value in restored.items():
+    np.testing.assert_array_equal(value, np.full(value.shape,
+                                                 expected[name]))
   assert any('holds moving averages; fine-tuning starts from its raw '
              'weights' in message for message in messages)
 
@@ -340,34 +363,17 @@ _TWO_STAGE_HEADS = ('RPNConv/', 'FirstStageBoxPredictor/',
         (MASK_RCNN, kind) for kind in KINDS[1:]])
 def test_faster_rcnn_restores_with_nothing_skipped(written, name, kind):
   built = tf2_faster_rcnn.built(name)
-  prefix, _ = written(_checkpoint_for(name, kind))
-  with built.graph.as_default():
-    matched = fine_tune.match_checkpoint(built.model,
-                                         _train_config(prefix, kind))
-    wanted = object_checkpoint.wanted_variables(built.model, kind)
-  assert (matched.missing, matched.mismatched, matched.left_out) == (
-      [], [], [])
-  assert sorted(v.op.name for v in matched.available.values()) == sorted(
-      wanted)
-  stages = {variable.op.name: key.split('/')[1]
-            for key, variable in matched.available.items()}
-  assert all(key.startswith({
-      'classification': 'feature_extractor/',
-      'detection': 'model/_feature_extractor_for_',
-      'full': 'model/'}[kind]) for key in matched.available)
-  backbone = {fact.keras_name for fact in tf2_checkpoints.facts(
-      FASTER_RCNN + '.classification') if fact.key != 'save_counter/'
-              '.ATTRIBUTES/VARIABLE_VALUE'}
-  heads = {name for name in built.variables
-           if name.startswith(_TWO_STAGE_HEADS)}
-  assert set(wanted) == {
-      'classification': backbone, 'detection': set(built.variables) - heads,
-      'full': set(built.variables)}[kind]
+  matched = _restores_with_nothing_skipped(
+      written, _checkpoint_for(name, kind), built.graph, built.model,
+      built.variables, kind, 'model/_feature_extractor_for_',
+      _TWO_STAGE_HEADS, FASTER_RCNN + '.classification')
   # Each stage holds its own layers: conv5 is the box classifier's alone.
   if kind == 'detection':
-    assert {name for name, stage in stages.items()
-            if stage.endswith('_box_classifier_features')} == {
-                name for name in backbone if name.startswith('conv5_')}
+    assert {variable.op.name for key, variable in matched.available.items()
+            if key.startswith('model/_feature_extractor_for_box_classifier_'
+                              'features/')} == {
+                                  name for name in built.variables
+                                  if name.startswith('conv5_')}
 
 
 def test_faster_rcnn_full_restore_gives_every_variable_its_value(written):
@@ -375,12 +381,6 @@ def test_faster_rcnn_full_restore_gives_every_variable_its_value(written):
   prefix, lines = written(FASTER_RCNN)
   expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
               for fact in tf2_checkpoints.model_lines(lines)}
-  with built.graph.as_default():
-    available = fine_tune.restore_map(built.model,
-                                      _train_config(prefix, 'full'))
-    tf.compat.v1.train.init_from_checkpoint(prefix, available)
-    variables = list(available.values())
-    with plain_session.session() as sess:
-      sess.run([v.initializer for v in variables])
-      values = sess.run([tf.reshape(v, [-1])[0] for v in variables])
-  assert {v.op.name: value for v, value in zip(variables, values)} == expected
+  restored = _fine_tuned_full(built.graph, built.model, prefix)
+  assert {name: value.flat[0] for name, value in restored.items()} == expected
+  assert all(np.all(value == value.flat[0]) for value in restored.values())
