@@ -41,7 +41,8 @@ _SLIM_RPN_SCOPE = 'Conv'
 
 
 def _rpn_features_name(name):
-  """'RPN/weights' -> 'RPNConv/kernel', 'RPN/BatchNorm/gamma' -> 'RPNBatchNorm/gamma'."""
+  """'RPN/weights' -> 'RPNConv/kernel', 'RPN/BatchNorm/gamma' ->
+  'RPNBatchNorm/gamma'."""
   return keras_names.keras_layer_variable(name, conv_suffix='Conv',
                                           batch_norm_suffix='BatchNorm')
 
