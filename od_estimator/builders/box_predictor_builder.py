@@ -6,14 +6,13 @@
 
 Supports the `convolutional_box_predictor` and
 `weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
-with the original's variable names; with keras_layer_names=True, those of
-its TF2 Keras predictors, as for `mask_rcnn_box_predictor`), and
-`mask_rcnn_box_predictor`, the second stage of
-Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head as its
-third-stage head) and `rfcn_box_predictor`, R-FCN's second stage
+with the original's variable names), `mask_rcnn_box_predictor`, the second
+stage of Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head
+as its third-stage head) and `rfcn_box_predictor`, R-FCN's second stage
 (position-sensitive score maps). build_rpn_box_predictor makes the Faster
 R-CNN first stage's objectness predictor, which has no config message of its
-own.
+own. With keras_layer_names=True all but R-FCN's take the names of the
+original's TF2 Keras predictors (two_stage_keras_names for Faster R-CNN's).
 """
 import collections
 import functools
