@@ -22,7 +22,7 @@ FeatureMaps/...`) at the object paths of the first, which name them
 without the number. Where Keras numbered the layers themselves in the
 order it built them (`conv2d_17`, `freezable_batch_norm_42`: the Keras
 Inception-ResNet v2), the name says nothing about the layer; such models'
-values are read by object path alone (_PATH_FINDERS). The original's
+values are read by object path alone (models/keras_object_paths). The original's
 two-stage models hold their feature extractor as two Keras models,
 `model/_feature_extractor_for_proposal_features/...` and
 `model/_feature_extractor_for_box_classifier_features/...`, the detection
@@ -40,7 +40,7 @@ from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.models import faster_rcnn_inception_resnet_v2_keras_feature_extractor as irv2_keras
+from od_estimator.models import keras_object_paths
 from od_estimator.utils import checkpoint_contents
 
 # fine_tune_checkpoint_type -> object paths of the part it restores.
@@ -53,9 +53,6 @@ PARTS = {
     'detection': ('model/_feature_extractor/',) + _TWO_STAGE_EXTRACTOR,
     'full': ('model/',),
 }
-# callable(variable names) -> {name: object paths it may be saved under},
-# for the names whose Keras names do not identify them.
-_PATH_FINDERS = (irv2_keras.original_object_paths,)
 
 # Roots of the model's values: a training or exported checkpoint's model,
 # a classification checkpoint's backbone.
@@ -162,11 +159,9 @@ def _known_paths(variables):
     variables: {name: variable}.
   """
   names = {variable.op.name: name for name, variable in variables.items()}
-  by_path = {}
-  for find in _PATH_FINDERS:
-    for variable_name, paths in find(list(names)).items():
-      by_path.update((path, names[variable_name]) for path in paths)
-  return by_path
+  return {path: names[variable_name] for variable_name, paths in
+          keras_object_paths.known_paths(list(names)).items()
+          for path in paths}
 
 
 def _without(variables, names):

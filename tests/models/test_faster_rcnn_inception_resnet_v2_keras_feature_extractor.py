@@ -21,6 +21,7 @@ from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import object_checkpoint
+from od_estimator.export import original_object_paths
 from od_estimator.models import faster_rcnn_feature_extractor as base
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_inception_resnet_v2_keras_feature_extractor as irv2_keras
@@ -154,6 +155,9 @@ def test_names_shapes_and_object_paths_are_the_originals(built):
                     for name, variable in built.backbone.items()}
   assert classification == {path: fact.shape for path, fact in
                             _backbone_facts('.classification').items()}
+  # exporter_main_v2 writes checkpoint/ckpt-0 under these paths.
+  assert original_object_paths.original_paths(list(built.backbone)) == {
+      name: detection for name, (detection, _) in paths.items()}
   # The proposal features end with the block17 stack.
   assert inception_resnet_v2_keras.FIRST_STAGE_LAYERS == 342
   assert (inception_resnet_v2_keras.LAYERS[341].name,
