@@ -10,8 +10,12 @@ original writes them (tests/tf2_checkpoints.py; value i + 1 for the i-th)
 are read into it: a classification one, and the model of a process that
 had built it before (Keras numbered its layers on: `conv2d_363` where a
 first build says `conv2d_160`), so nothing but the object path tells the
-layers apart. The heads' TF2 names are not this module's.
+layers apart. Loaded from the original's layout with the values of
+tests/seeded_values, the backbone computes the original's features
+(tests/data/tf2_detections/). The heads' TF2 names are not this module's.
 """
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -30,6 +34,7 @@ from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import graph_building
 from tests import plain_session
+from tests import seeded_values
 from tests import tf2_checkpoints
 from tests import upstream_folder
 
@@ -38,6 +43,13 @@ SIZE = 64
 STEPS = 2
 _SCOPES = (base.FIRST_STAGE_SCOPE, base.SECOND_STAGE_SCOPE)
 _SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
+# The original's features with values by tests/seeded_values.
+_FEATURES = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'data', 'tf2_detections',
+                         CONFIG + '.features.npz')
+# The first op of the second stage, which reads the crops.
+_SECOND_STAGE_INPUT = ('SecondStageFeatureExtractor/InceptionResnetV2/'
+                       'Mixed_7a/Branch_0/Conv2d_0a_1x1/Conv2D')
 
 
 def _model_config():
@@ -63,9 +75,12 @@ class Built:
       self.model.provide_groundtruth(
           [tf.constant([[10, 20, 40, 50]], tf.float32) / SIZE],
           [tf.one_hot([3], 90)], groundtruth_masks_list=[tf.constant(mask)])
-      images = tf.random.uniform([1, SIZE, SIZE, 3], 0.0, 255.0, seed=1)
-      preprocessed, shapes = self.model.preprocess(images)
+      self.images = tf.random.uniform([1, SIZE, SIZE, 3], 0.0, 255.0,
+                                      seed=1)
+      preprocessed, shapes = self.model.preprocess(self.images)
       self.prediction = self.model.predict(preprocessed, shapes)
+      self.crops = self.graph.get_operation_by_name(
+          _SECOND_STAGE_INPUT).inputs[0]
       total = tf.add_n(list(self.model.loss(self.prediction, shapes).values()))
       # Without slot variables, which would join the stages' variables.
       train_op = tf.compat.v1.train.GradientDescentOptimizer(1e-4).minimize(
@@ -91,17 +106,27 @@ def _value_fn(lines):
   return lambda fact: np.full(fact.shape, index[fact.key], fact.dtype)
 
 
+def _seeded_value(fact):
+  return seeded_values.value(fact.key, fact.shape)
+
+
 @pytest.fixture(scope='module')
 def written(tmp_path_factory):
-  """write(facts name) -> (prefix, lines); each written once."""
+  """write(facts name) -> (prefix, lines); each written once.
+
+  The classification checkpoint holds the values of _FEATURES
+  (tests/seeded_values), the others value i + 1 for their i-th.
+  """
   folder = tmp_path_factory.mktemp('irv2_checkpoints')
   cache = {}
 
   def write(name):
     if name not in cache:
       lines = tf2_checkpoints.facts(CONFIG + name)
+      value_fn = (_seeded_value if name == '.classification' else
+                  _value_fn(lines))
       cache[name] = (tf2_checkpoints.write(str(folder / name), lines,
-                                           _value_fn(lines)), lines)
+                                           value_fn), lines)
     return cache[name]
   return write
 
@@ -138,6 +163,29 @@ def test_second_stage_pads_same_as_the_original(built):
       1, SIZE // 16, SIZE // 16, 1088]
   assert built.prediction['box_classifier_features'].shape.as_list() == [
       8, 9, 9, 1536]
+
+
+def test_features_are_the_originals(built, written):
+  # A classification checkpoint of the original's layout holding the values
+  # its features were recorded with; the same image and crops.
+  expected = np.load(_FEATURES)
+  prefix, _ = written('.classification')
+  with built.graph.as_default():
+    available = fine_tune.restore_map(built.model,
+                                      _train_config(prefix, 'classification'))
+    tf.compat.v1.train.init_from_checkpoint(prefix, available)
+    with plain_session.session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      rpn_features, box_features = sess.run(
+          [built.prediction['rpn_features_to_crop'],
+           built.prediction['box_classifier_features']],
+          {built.images: seeded_values.image(SIZE, SIZE)[np.newaxis],
+           built.crops: seeded_values.value('crops', built.crops.shape)})
+  np.testing.assert_allclose(rpn_features[..., :64],
+                             expected['rpn_features'], rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(box_features[..., :8],
+                             expected['box_classifier_features'],
+                             rtol=1e-4, atol=1e-4)
 
 
 def test_names_shapes_and_object_paths_are_the_originals(built):
