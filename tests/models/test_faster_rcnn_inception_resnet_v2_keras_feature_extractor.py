@@ -30,7 +30,6 @@ from od_estimator.models import faster_rcnn_feature_extractor as base
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_inception_resnet_v2_keras_feature_extractor as irv2_keras
 from od_estimator.nets import inception_resnet_v2_keras
-from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import graph_building
 from tests import plain_session
@@ -101,11 +100,6 @@ def built():
   return Built()
 
 
-def _value_fn(lines):
-  index = {fact.key: i + 1 for i, fact in enumerate(lines)}
-  return lambda fact: np.full(fact.shape, index[fact.key], fact.dtype)
-
-
 def _seeded_value(fact):
   return seeded_values.value(fact.key, fact.shape)
 
@@ -124,17 +118,11 @@ def written(tmp_path_factory):
     if name not in cache:
       lines = tf2_checkpoints.facts(CONFIG + name)
       value_fn = (_seeded_value if name == '.classification' else
-                  _value_fn(lines))
+                  tf2_checkpoints.indexed_values(lines))
       cache[name] = (tf2_checkpoints.write(str(folder / name), lines,
                                            value_fn), lines)
     return cache[name]
   return write
-
-
-def _train_config(prefix, kind):
-  return train_pb2.TrainConfig(
-      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type=kind,
-      fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
 
 
 def _backbone_facts(name):
@@ -171,8 +159,8 @@ def test_features_are_the_originals(built, written):
   expected = np.load(_FEATURES)
   prefix, _ = written('.classification')
   with built.graph.as_default():
-    available = fine_tune.restore_map(built.model,
-                                      _train_config(prefix, 'classification'))
+    available = fine_tune.restore_map(
+        built.model, tf2_checkpoints.train_config(prefix, 'classification'))
     tf.compat.v1.train.init_from_checkpoint(prefix, available)
     with plain_session.session() as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
@@ -220,10 +208,8 @@ def test_names_shapes_and_object_paths_are_the_originals(built):
 ])
 def test_restores_with_nothing_skipped(built, written, kind, name, root):
   prefix, _ = written(name)
-  with built.graph.as_default():
-    matched = fine_tune.match_checkpoint(built.model,
-                                         _train_config(prefix, kind))
-    wanted = object_checkpoint.wanted_variables(built.model, kind)
+  matched, wanted = tf2_checkpoints.match(built.graph, built.model, prefix,
+                                          kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
@@ -234,9 +220,7 @@ def test_restores_with_nothing_skipped(built, written, kind, name, root):
 
 def test_full_restores_the_whole_backbone(built, written):
   prefix, _ = written('.built_twice')
-  with built.graph.as_default():
-    matched = fine_tune.match_checkpoint(built.model,
-                                         _train_config(prefix, 'full'))
+  matched, _ = tf2_checkpoints.match(built.graph, built.model, prefix, 'full')
   restored = {v.op.name for v in matched.available.values()}
   assert set(built.backbone) <= restored
   assert matched.mismatched == []
@@ -249,8 +233,8 @@ def test_each_layer_reads_the_value_at_its_object_path(built, written):
   prefix, lines = written('.built_twice')
   expected = {fact.key: i + 1 for i, fact in enumerate(lines)}
   with built.graph.as_default():
-    available = fine_tune.restore_map(built.model,
-                                      _train_config(prefix, 'detection'))
+    available = fine_tune.restore_map(
+        built.model, tf2_checkpoints.train_config(prefix, 'detection'))
     tf.compat.v1.train.init_from_checkpoint(prefix, available)
     keys = sorted(available)
     variables = [available[key] for key in keys]
