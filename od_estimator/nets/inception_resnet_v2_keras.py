@@ -110,7 +110,7 @@ def _network_blocks(numbers):
       (block, False) for block in second]
 
 
-def keras_layers():
+def _keras_layers():
   """Every weight layer of the network as a KerasLayer, in Keras order."""
   layers = []
   for block, first_stage in _network_blocks(itertools.count()):
@@ -119,7 +119,7 @@ def keras_layers():
   return layers
 
 
-LAYERS = keras_layers()
+LAYERS = _keras_layers()
 BY_NAME = {layer.name: layer for layer in LAYERS}
 _BY_SCOPE = {layer.scope: layer.name for layer in LAYERS}
 # Weight layers of the proposal features (the first stage).
