@@ -23,7 +23,6 @@ from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.estimator import object_checkpoint
 from od_estimator.export import original_object_paths
-from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import graph_building
 from tests import log_capture
@@ -85,14 +84,7 @@ def mobilenet(graphs):
   return graphs(MOBILENET)
 
 
-def _value_fn(lines):
-  """value_fn for tf2_checkpoints.write: i + 1, negative for slots."""
-  index = {fact.key: i + 1 for i, fact in enumerate(lines)}
-
-  def value(fact):
-    sign = -1 if '/.OPTIMIZER_SLOT/' in fact.key else 1
-    return np.full(fact.shape, sign * index[fact.key])
-  return value
+_value_fn = tf2_checkpoints.indexed_values
 
 
 @pytest.fixture(scope='module')
@@ -156,19 +148,14 @@ def test_exported_object_paths_are_the_originals(built):
       '/.OPTIMIZER_SLOT/' not in fact.key}
 
 
-def _train_config(prefix, kind):
-  return train_pb2.TrainConfig(
-      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type=kind,
-      fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
+_train_config = tf2_checkpoints.train_config
 
 
 @pytest.mark.parametrize('kind', KINDS)
 def test_restores_with_nothing_skipped(built, written, kind):
   prefix, _ = written(_checkpoint_for(built.name, kind))
-  with built.graph.as_default():
-    matched = fine_tune.match_checkpoint(built.model,
-                                         _train_config(prefix, kind))
-    wanted = object_checkpoint.wanted_variables(built.model, kind)
+  matched, wanted = tf2_checkpoints.match(built.graph, built.model, prefix,
+                                          kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
