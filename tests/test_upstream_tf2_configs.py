@@ -3,11 +3,13 @@
 Every one parses. The SSD configs whose feature extractor od_estimator
 provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
-Keras layers' own, no `FeatureExtractor/` scope). The Faster R-CNN ones
-whose extractor we provide build at 64x64 (tests/tf2_faster_rcnn.py) with
-exactly the variables of the original's TF2 checkpoints: Keras names and
-shapes (tests/data/tf2_checkpoint_keys/). The others are refused with one
-line naming the field and the type.
+Keras layers' own, no `FeatureExtractor/` scope). The two-stage ones whose
+extractor it provides build their model (the graph of each extractor's is
+built at a reduced size by its tests/models/ module); the Faster R-CNN
+ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with exactly the
+variables of the original's TF2 checkpoints: Keras names and shapes
+(tests/data/tf2_checkpoint_keys/). The others are refused with one line
+naming the field and the type.
 """
 import os
 
@@ -29,34 +31,39 @@ def _model(path):
   return config_util.get_configs_from_pipeline_file(path)['model']
 
 
-def _is_ssd(path):
-  """Whether the config is an SSD of a feature extractor we provide."""
+_EXTRACTORS = {
+    'ssd': ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS,
+    'faster_rcnn':
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+}
+
+
+def _builds(path, family=None):
+  """Whether od_estimator provides the config's architecture (of `family`)."""
   model = _model(path)
-  return (model.WhichOneof('model') == 'ssd' and
-          model.ssd.feature_extractor.type in
-          ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS)
+  found = model.WhichOneof('model')
+  return (found in _EXTRACTORS and found == (family or found) and
+          getattr(model, found).feature_extractor.type in _EXTRACTORS[found])
 
 
-def _is_faster_rcnn(path):
-  """Whether the config is a Faster R-CNN of an extractor we provide."""
-  model = _model(path)
-  return (model.WhichOneof('model') == 'faster_rcnn' and
-          model.faster_rcnn.feature_extractor.type in
-          faster_rcnn_feature_extractor_registry
-          .FASTER_RCNN_FEATURE_EXTRACTORS and
-          not model.faster_rcnn.feature_extractor.HasField('fpn'))
+def _builds_ssd(path):
+  return _builds(path, 'ssd')
 
 
-def _builds(path):
-  """Whether od_estimator provides the config's architecture."""
-  return _is_ssd(path) or _is_faster_rcnn(path)
+def _is_faster_rcnn_resnet(path):
+  """Whether the config is a Faster R-CNN ResNet (C4) we provide."""
+  extractor = _model(path).faster_rcnn.feature_extractor
+  return (_builds(path, 'faster_rcnn') and not extractor.HasField('fpn') and
+          extractor.type.startswith('faster_rcnn_resnet'))
 
 
 def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
   del upstream_configs_tf2  # the folder exists (else: skipped)
   paths = upstream_folder.paths(tf2=True)
-  assert any(_is_ssd(path) for path in paths)
-  assert len([path for path in paths if _is_faster_rcnn(path)]) == 9
+  assert any(_builds_ssd(path) for path in paths)
+  assert any(_model(path).WhichOneof('model') == 'faster_rcnn'
+             for path in paths)
+  assert len([path for path in paths if _is_faster_rcnn_resnet(path)]) == 9
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True))
@@ -69,11 +76,33 @@ def test_every_config_parses(path):
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True,
-                                                       keep=_is_ssd))
+                                                       keep=_builds_ssd))
 def test_ssd_config_builds_and_predicts_with_tf2_names(path):
   upstream_ssd.check_builds_and_predicts(path, training=False)
   names = upstream_ssd.built(path, training=False).shapes
   assert not [name for name in names if name.startswith('FeatureExtractor/')]
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=lambda path: _builds(path, 'faster_rcnn')))
+def test_two_stage_config_builds_its_extractor(path):
+  model = _model(path)
+  with tf.Graph().as_default():
+    detection_model = model_builder.build(model, is_training=True)
+  assert type(detection_model.feature_extractor) is _EXTRACTORS[
+      'faster_rcnn'][model.faster_rcnn.feature_extractor.type]
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=_is_faster_rcnn_resnet))
+def test_faster_rcnn_resnet_builds_with_the_originals_variables(path):
+  name = os.path.splitext(os.path.basename(path))[0]
+  built = tf2_faster_rcnn.built(name)
+  assert {name: variable.shape.as_list()
+          for name, variable in built.variables.items()} == {
+              fact.keras_name: fact.shape
+              for fact in tf2_checkpoints.model_lines(tf2_checkpoints.facts(
+                  tf2_faster_rcnn.facts_name(name)))}
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(
@@ -91,15 +120,3 @@ def test_other_configs_are_refused_by_name(path):
     extractor = getattr(model, family).feature_extractor
     assert (repr(extractor.type) in message or
             'feature_extractor.fpn' in message), message
-
-
-@pytest.mark.parametrize('path', upstream_folder.params(
-    tf2=True, keep=_is_faster_rcnn))
-def test_faster_rcnn_config_builds_with_the_originals_variables(path):
-  name = os.path.splitext(os.path.basename(path))[0]
-  built = tf2_faster_rcnn.built(name)
-  assert {name: variable.shape.as_list()
-          for name, variable in built.variables.items()} == {
-              fact.keras_name: fact.shape
-              for fact in tf2_checkpoints.model_lines(tf2_checkpoints.facts(
-                  tf2_faster_rcnn.facts_name(name)))}

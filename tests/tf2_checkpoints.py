@@ -11,7 +11,11 @@ import collections
 import os
 
 import numpy as np
+import tensorflow as tf
 
+from od_estimator.estimator import fine_tune
+from od_estimator.estimator import object_checkpoint
+from od_estimator.protos import train_pb2
 from od_estimator.utils import object_checkpoint_writer
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
@@ -100,3 +104,31 @@ def write(prefix, lines, value_fn):
   return object_checkpoint_writer.write(
       prefix, entries, slots, with_save_counter=any(
           fact.key.startswith(_SAVE_COUNTER + '/') for fact in lines))
+
+
+def indexed_values(lines):
+  """value_fn for write: i + 1 for the i-th line, negative for slots."""
+  index = {fact.key: i + 1 for i, fact in enumerate(lines)}
+
+  def value(fact):
+    sign = -1 if _SLOT_MARK in fact.key else 1
+    return np.full(fact.shape, sign * index[fact.key])
+  return value
+
+
+def train_config(prefix, kind):
+  """A TrainConfig fine-tuning from the TF2 checkpoint `prefix` as `kind`."""
+  return train_pb2.TrainConfig(
+      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type=kind,
+      fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
+
+
+def match(graph, model, prefix, kind):
+  """What a `kind` fine-tuning from `prefix` gives `model` of `graph`.
+
+  Returns:
+    (object_checkpoint.Matched, {name: variable} the kind wants).
+  """
+  with graph.as_default():
+    return (fine_tune.match_checkpoint(model, train_config(prefix, kind)),
+            object_checkpoint.wanted_variables(model, kind))

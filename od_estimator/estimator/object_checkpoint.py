@@ -9,10 +9,7 @@ fine_tune_checkpoint_type (its SSD's restore_from_objects):
                   `model/_feature_extractor/classification_backbone/...`
                   from a detection checkpoint);
   detection       the whole feature extractor, backbone and FPN or extra
-                  feature maps, no heads: `model/_feature_extractor/...`
-                  (Faster R-CNN: its two stages' Keras models,
-                  `model/_feature_extractor_for_proposal_features/...` and
-                  `model/_feature_extractor_for_box_classifier_features/...`);
+                  feature maps, no heads: `model/_feature_extractor/...`;
   full            the whole model, heads included: `model/...`.
 
 Within that part, each saved model value feeds the variable of this graph
@@ -22,7 +19,15 @@ name does not identify it, its object path does: a process that built its
 model twice (a notebook) saves the second one's added layers below a
 numbered Keras model name (`ssd_mobile_net_v2_keras_feature_extractor_1/
 FeatureMaps/...`) at the object paths of the first, which name them
-without the number. Fine-tuning never restores optimizer slots: the
+without the number. Where Keras numbered the layers themselves in the
+order it built them (`conv2d_17`, `freezable_batch_norm_42`: the Keras
+Inception-ResNet v2), the name says nothing about the layer; such models'
+values are read by object path alone (models/keras_object_paths). The original's
+two-stage models hold their feature extractor as two Keras models,
+`model/_feature_extractor_for_proposal_features/...` and
+`model/_feature_extractor_for_box_classifier_features/...`, the detection
+part, whose layers together are the classification backbone. Fine-tuning
+never restores optimizer slots: the
 original restores the model objects alone, so a checkpoint holding moving
 averages (`average` slots of its ExponentialMovingAverage optimizer)
 fine-tunes from the raw weights there too; its evaluation swaps the
@@ -35,15 +40,17 @@ from absl import logging
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.models import keras_object_paths
 from od_estimator.utils import checkpoint_contents
 
 # fine_tune_checkpoint_type -> object paths of the part it restores.
+_TWO_STAGE_EXTRACTOR = ('model/_feature_extractor_for_proposal_features/',
+                        'model/_feature_extractor_for_box_classifier_features/')
 PARTS = {
     'classification': ('feature_extractor/',
-                       'model/_feature_extractor/classification_backbone/'),
-    'detection': ('model/_feature_extractor/',
-                  'model/_feature_extractor_for_proposal_features/',
-                  'model/_feature_extractor_for_box_classifier_features/'),
+                       'model/_feature_extractor/classification_backbone/')
+                      + _TWO_STAGE_EXTRACTOR,
+    'detection': ('model/_feature_extractor/',) + _TWO_STAGE_EXTRACTOR,
     'full': ('model/',),
 }
 
@@ -114,9 +121,12 @@ def match(wanted, values, kind):
   """
   by_name = collections.defaultdict(list)
   left_out = []
+  by_path = _known_paths(wanted)
+  by_keras_name = _without(wanted, by_path.values())
   for value in model_values(values):
     if value.path.startswith(PARTS[kind]):
-      name = _identity(value.keras_name, wanted)
+      name = by_path.get(value.path) or _identity(value.keras_name,
+                                                  by_keras_name)
       if name is None:
         left_out.append(value.path)
       else:
@@ -140,6 +150,25 @@ def match(wanted, values, kind):
   left_out += [value.path for group in by_name.values() for value in group
                if value.key not in used]
   return Matched(available, missing, mismatched, sorted(left_out))
+
+
+def _known_paths(variables):
+  """{object path: name} of the variables whose object paths are known.
+
+  Args:
+    variables: {name: variable}.
+  """
+  names = {variable.op.name: name for name, variable in variables.items()}
+  return {path: names[variable_name] for variable_name, paths in
+          keras_object_paths.known_paths(list(names)).items()
+          for path in paths}
+
+
+def _without(variables, names):
+  """`variables` ({name: variable}) without `names`."""
+  names = set(names)
+  return {name: variable for name, variable in variables.items()
+          if name not in names}
 
 
 def _identity(keras_name, wanted):
@@ -205,6 +234,8 @@ def whole_model_keys(variables, values, use_moving_averages=False,
     (`step`, else the optimizer's `iter`).
   """
   names = {variable.op.name: variable for variable in variables}
+  by_path = _known_paths(names)
+  by_keras_name = _without(names, by_path.values())
   trainable = {variable.op.name
                for variable in tf.compat.v1.trainable_variables()}
   averages = {value.slot_of: value.key for value in values
@@ -214,7 +245,8 @@ def whole_model_keys(variables, values, use_moving_averages=False,
     if value.slot_of is not None or not (
         value.path.startswith(PARTS['full']) or value.path == _STEP_PATH):
       continue
-    name = _identity(value.keras_name, names)
+    name = by_path.get(value.path) or _identity(value.keras_name,
+                                                by_keras_name)
     if name is None or name in keys:
       continue
     key = value.key

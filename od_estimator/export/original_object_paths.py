@@ -44,10 +44,16 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
       model/_box_predictor/_prediction_heads/
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
+Models whose Keras names do not identify their layers (the Keras
+Inception-ResNet v2) tell their paths themselves (models/
+keras_object_paths).
+
 `original_paths` answers for a whole model or not at all: a model with a
 value outside these layouts (e.g. of the TF1 names) gets None.
 """
 import re
+
+from od_estimator.models import keras_object_paths
 
 _EXTRACTOR = 'model/_feature_extractor'
 _PREDICTOR = 'model/_box_predictor'
@@ -179,7 +185,11 @@ def original_paths(names):
                     if name.count('/') == 1), key=_keras_layer_order)
   backbone_layers = {layer: i for i, layer in enumerate(backbone_layers)}
   fpn_numbers = _fpn_numbers(names)
+  known = keras_object_paths.known_paths(names)
   for name in names:
+    if name in known:
+      paths[name] = known[name][0]
+      continue
     if name.count('/') == 1:
       layer, weight = name.split('/')
       paths[name] = '%s/layer_with_weights-%d/%s' % (

@@ -6,6 +6,7 @@ reuse_weights=None, weight_decay=0.0) and may add keyword arguments of its
 own with defaults.
 """
 from od_estimator.models import faster_rcnn_inception_resnet_v2_feature_extractor
+from od_estimator.models import faster_rcnn_inception_resnet_v2_keras_feature_extractor
 from od_estimator.models import faster_rcnn_inception_v2_feature_extractor
 from od_estimator.models import faster_rcnn_nas_feature_extractor
 from od_estimator.models import faster_rcnn_resnet_keras_feature_extractor
@@ -15,6 +16,9 @@ FASTER_RCNN_FEATURE_EXTRACTORS = {
     'faster_rcnn_inception_resnet_v2':
         faster_rcnn_inception_resnet_v2_feature_extractor
         .FasterRCNNInceptionResnetV2FeatureExtractor,
+    'faster_rcnn_inception_resnet_v2_keras':
+        faster_rcnn_inception_resnet_v2_keras_feature_extractor
+        .FasterRCNNInceptionResnetV2KerasFeatureExtractor,
     'faster_rcnn_inception_v2':
         faster_rcnn_inception_v2_feature_extractor
         .FasterRCNNInceptionV2FeatureExtractor,

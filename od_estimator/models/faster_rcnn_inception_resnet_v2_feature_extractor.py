@@ -13,6 +13,8 @@ first repeat under `SecondStageFeatureExtractor/InceptionResnetV2`), where
 the classification network has `Repeat_2`; the classification restore map
 renames it. Inputs are mapped to [-1, 1].
 """
+import contextlib
+
 import tensorflow as tf
 import tf_slim as slim
 
@@ -30,6 +32,10 @@ class FasterRCNNInceptionResnetV2FeatureExtractor(
   """`faster_rcnn_inception_resnet_v2`: split at PreAuxLogits / Mixed_7a."""
 
   _FIRST_STAGE_STRIDES = (8, 16)
+  # Padding of the second stage's reductions (Mixed_7a) and scope of its
+  # block8 stack.
+  _SECOND_STAGE_PADDING = 'VALID'
+  _SECOND_STAGE_REPEAT = _SECOND_STAGE_REPEAT
 
   def preprocess(self, resized_inputs):
     """Maps [batch, height, width, 3] pixels in 0..255 to [-1, 1]."""
@@ -40,6 +46,10 @@ class FasterRCNNInceptionResnetV2FeatureExtractor(
     """The classification arg_scope, batch norm in this extractor's mode."""
     return slim.arg_scope(
         [slim.batch_norm], is_training=self._train_batch_norm)
+
+  def _variable_naming(self):
+    """Context in which both stages create their variables: slim names."""
+    return contextlib.nullcontext()
 
   def _extract_proposal_features(self, preprocessed_inputs, scope):
     """The network up to PreAuxLogits.
@@ -60,7 +70,8 @@ class FasterRCNNInceptionResnetV2FeatureExtractor(
       raise ValueError('preprocessed_inputs must be 4-D, got shape %s' %
                        preprocessed_inputs.shape)
     with slim.arg_scope(inception_resnet_v2.inception_resnet_v2_arg_scope(
-        weight_decay=self._weight_decay)), self._arg_scope():
+        weight_decay=self._weight_decay)), self._arg_scope(), \
+        self._variable_naming():
       with tf.compat.v1.variable_scope(
           _SCOPE, reuse=self._reuse_weights) as var_scope:
         return inception_resnet_v2.inception_resnet_v2_base(
@@ -76,14 +87,18 @@ class FasterRCNNInceptionResnetV2FeatureExtractor(
       scope: the enclosing variable scope's name (unused).
 
     Returns:
-      [num_proposals, (crop_height - 1) // 2, (crop_width - 1) // 2, 1536]
-      float32 (8 x 8 for the sample configs' 17 x 17 crops).
+      [num_proposals, height, width, 1536] float32: (crop_height - 1) // 2
+      by (crop_width - 1) // 2 with 'VALID' reductions (8 x 8 for the
+      sample configs' 17 x 17 crops), half the crop rounded up with 'SAME'.
     """
-    with tf.compat.v1.variable_scope(_SCOPE, reuse=self._reuse_weights):
+    with self._variable_naming(), tf.compat.v1.variable_scope(
+        _SCOPE, reuse=self._reuse_weights):
       with slim.arg_scope(inception_resnet_v2.inception_resnet_v2_arg_scope(
           weight_decay=self._weight_decay)), self._arg_scope():
-        net = inception_resnet_v2.mixed_7a(proposal_feature_maps, 'VALID')
-        return inception_resnet_v2.block8_stack(net, _SECOND_STAGE_REPEAT)
+        net = inception_resnet_v2.mixed_7a(proposal_feature_maps,
+                                           self._SECOND_STAGE_PADDING)
+        return inception_resnet_v2.block8_stack(net,
+                                                self._SECOND_STAGE_REPEAT)
 
   def restore_from_classification_checkpoint_fn(
       self, first_stage_feature_extractor_scope,

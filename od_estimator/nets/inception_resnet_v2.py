@@ -11,13 +11,15 @@ built; detectors do not use the classifier heads.
 Sizes in comments are for the 299x299 classification input with 'VALID'
 reductions (align_feature_maps=False).
 """
+import collections
+
 import tensorflow as tf
 import tf_slim as slim
 
 # The stem before Mixed_5b: (end point, layer, depth, kernel, stride,
 # whether the layer takes the network's reduction padding). Layers that do
 # not take it use 'SAME'.
-_STEM = (
+STEM = (
     ('Conv2d_1a_3x3', 'conv', 32, 3, 2, True),    # 149 x 149 x 32
     ('Conv2d_2a_3x3', 'conv', 32, 3, 1, True),    # 147 x 147 x 32
     ('Conv2d_2b_3x3', 'conv', 64, 3, 1, False),   # 147 x 147 x 64
@@ -27,18 +29,95 @@ _STEM = (
     ('MaxPool_5a_3x3', 'max_pool', None, 3, 2, True),  # 35 x 35 x 192
 )
 
-END_POINTS = tuple(spec[0] for spec in _STEM) + (
+END_POINTS = tuple(spec[0] for spec in STEM) + (
     'Mixed_5b', 'Mixed_6a', 'PreAuxLogits', 'Mixed_7a', 'Conv2d_7b_1x1')
 
+# The network's mixed and residual blocks as data, one tuple of layers per
+# branch (`Branch_<i>`), shared with the Keras layout
+# (inception_resnet_v2_keras). A `reduces` layer has the block's reduction
+# stride and padding; the others stride 1, 'SAME'.
+Conv = collections.namedtuple('Conv', ['scope', 'depth', 'kernel', 'reduces'],
+                              defaults=(False,))
+Pool = collections.namedtuple('Pool', ['scope', 'kind', 'reduces'],
+                              defaults=(False,))  # 3x3, 'max' or 'avg'
 
-def _tower(net, layers):
-  """Applies (scope, depth, kernel[, stride, padding]) convolutions in turn."""
+MIXED_5B = (  # 35 x 35 x 320
+    (Conv('Conv2d_1x1', 96, 1),),
+    (Conv('Conv2d_0a_1x1', 48, 1), Conv('Conv2d_0b_5x5', 64, 5)),
+    (Conv('Conv2d_0a_1x1', 64, 1), Conv('Conv2d_0b_3x3', 96, 3),
+     Conv('Conv2d_0c_3x3', 96, 3)),
+    (Pool('AvgPool_0a_3x3', 'avg'), Conv('Conv2d_0b_1x1', 64, 1)),
+)
+MIXED_6A = (  # Reduction-A: 17 x 17 x 1088
+    (Conv('Conv2d_1a_3x3', 384, 3, True),),
+    (Conv('Conv2d_0a_1x1', 256, 1), Conv('Conv2d_0b_3x3', 256, 3),
+     Conv('Conv2d_1a_3x3', 384, 3, True)),
+    (Pool('MaxPool_1a_3x3', 'max', True),),
+)
+MIXED_7A = (  # Reduction-B: 8 x 8 x 2080
+    (Conv('Conv2d_0a_1x1', 256, 1), Conv('Conv2d_1a_3x3', 384, 3, True)),
+    (Conv('Conv2d_0a_1x1', 256, 1), Conv('Conv2d_1a_3x3', 288, 3, True)),
+    (Conv('Conv2d_0a_1x1', 256, 1), Conv('Conv2d_0b_3x3', 288, 3),
+     Conv('Conv2d_1a_3x3', 320, 3, True)),
+    (Pool('MaxPool_1a_3x3', 'max', True),),
+)
+# Residual blocks: the branches before the linear 1x1 projection.
+BLOCK35 = (  # Inception-ResNet-A, 35 x 35
+    (Conv('Conv2d_1x1', 32, 1),),
+    (Conv('Conv2d_0a_1x1', 32, 1), Conv('Conv2d_0b_3x3', 32, 3)),
+    (Conv('Conv2d_0a_1x1', 32, 1), Conv('Conv2d_0b_3x3', 48, 3),
+     Conv('Conv2d_0c_3x3', 64, 3)),
+)
+BLOCK17 = (  # Inception-ResNet-B, 17 x 17
+    (Conv('Conv2d_1x1', 192, 1),),
+    (Conv('Conv2d_0a_1x1', 128, 1), Conv('Conv2d_0b_1x7', 160, [1, 7]),
+     Conv('Conv2d_0c_7x1', 192, [7, 1])),
+)
+BLOCK8 = (  # Inception-ResNet-C, 8 x 8
+    (Conv('Conv2d_1x1', 192, 1),),
+    (Conv('Conv2d_0a_1x1', 192, 1), Conv('Conv2d_0b_1x3', 224, [1, 3]),
+     Conv('Conv2d_0c_3x1', 256, [3, 1])),
+)
+# Residual stacks: (scope, block function name, count, scale).
+BLOCK35_STACK = ('Repeat', 'block35', 10, 0.17)
+BLOCK17_STACK = ('Repeat_1', 'block17', 20, 0.10)
+BLOCK8_STACK = ('Repeat_2', 'block8', 9, 0.20)
+# The linear 1x1 projection ending each residual block.
+PROJECTION = 'Conv2d_1x1'
+
+
+def _tower(net, layers, stride=2, padding='VALID'):
+  """Applies a branch's layers in turn.
+
+  Args:
+    net: [batch, h, w, depth] input.
+    layers: Conv and Pool tuples.
+    stride: of the `reduces` layers.
+    padding: of the `reduces` layers.
+
+  Returns:
+    the last layer's output.
+  """
   for layer in layers:
-    scope, depth, kernel = layer[:3]
-    stride, padding = layer[3:] if len(layer) > 3 else (1, 'SAME')
-    net = slim.conv2d(net, depth, kernel, stride=stride, padding=padding,
-                      scope=scope)
+    layer_stride, layer_padding = ((stride, padding) if layer.reduces
+                                   else (1, 'SAME'))
+    if isinstance(layer, Pool):
+      pool = slim.max_pool2d if layer.kind == 'max' else slim.avg_pool2d
+      net = pool(net, 3, stride=layer_stride, padding=layer_padding,
+                 scope=layer.scope)
+    else:
+      net = slim.conv2d(net, layer.depth, layer.kernel, stride=layer_stride,
+                        padding=layer_padding, scope=layer.scope)
   return net
+
+
+def _mixed(net, towers, stride=2, padding='VALID'):
+  """The branches of `towers` on `net`, concatenated (see _tower)."""
+  outputs = []
+  for index, layers in enumerate(towers):
+    with tf.compat.v1.variable_scope('Branch_%d' % index):
+      outputs.append(_tower(net, layers, stride, padding))
+  return tf.concat(outputs, axis=3)
 
 
 def _residual(net, towers, scale, activation_fn):
@@ -46,7 +125,7 @@ def _residual(net, towers, scale, activation_fn):
 
   Args:
     net: [batch, h, w, depth] input of the block.
-    towers: per branch, the _tower layers of `Branch_<i>`.
+    towers: the branches, e.g. BLOCK35.
     scale: factor on the residual; the paper's scaling keeps very deep
       residual stacks stable.
     activation_fn: applied to the sum, or None.
@@ -54,14 +133,10 @@ def _residual(net, towers, scale, activation_fn):
   Returns:
     [batch, h, w, depth] tensor.
   """
-  outputs = []
-  for index, layers in enumerate(towers):
-    with tf.compat.v1.variable_scope('Branch_%d' % index):
-      outputs.append(_tower(net, layers))
-  mixed = tf.concat(outputs, axis=3)
+  mixed = _mixed(net, towers)
   # A plain convolution with bias: batch norm here would undo the scaling.
   up = slim.conv2d(mixed, net.shape[3], 1, normalizer_fn=None,
-                   activation_fn=None, scope='Conv2d_1x1')
+                   activation_fn=None, scope=PROJECTION)
   net += scale * up
   return activation_fn(net) if activation_fn else net
 
@@ -70,46 +145,48 @@ def block35(net, scale=1.0, activation_fn=tf.nn.relu, scope=None,
             reuse=None):
   """The 35x35 residual block (Inception-ResNet-A)."""
   with tf.compat.v1.variable_scope(scope, 'Block35', [net], reuse=reuse):
-    return _residual(net, [
-        [('Conv2d_1x1', 32, 1)],
-        [('Conv2d_0a_1x1', 32, 1), ('Conv2d_0b_3x3', 32, 3)],
-        [('Conv2d_0a_1x1', 32, 1), ('Conv2d_0b_3x3', 48, 3),
-         ('Conv2d_0c_3x3', 64, 3)],
-    ], scale, activation_fn)
+    return _residual(net, BLOCK35, scale, activation_fn)
 
 
 def block17(net, scale=1.0, activation_fn=tf.nn.relu, scope=None,
             reuse=None):
   """The 17x17 residual block (Inception-ResNet-B)."""
   with tf.compat.v1.variable_scope(scope, 'Block17', [net], reuse=reuse):
-    return _residual(net, [
-        [('Conv2d_1x1', 192, 1)],
-        [('Conv2d_0a_1x1', 128, 1), ('Conv2d_0b_1x7', 160, [1, 7]),
-         ('Conv2d_0c_7x1', 192, [7, 1])],
-    ], scale, activation_fn)
+    return _residual(net, BLOCK17, scale, activation_fn)
 
 
 def block8(net, scale=1.0, activation_fn=tf.nn.relu, scope=None,
            reuse=None):
   """The 8x8 residual block (Inception-ResNet-C)."""
   with tf.compat.v1.variable_scope(scope, 'Block8', [net], reuse=reuse):
-    return _residual(net, [
-        [('Conv2d_1x1', 192, 1)],
-        [('Conv2d_0a_1x1', 192, 1), ('Conv2d_0b_1x3', 224, [1, 3]),
-         ('Conv2d_0c_3x1', 256, [3, 1])],
-    ], scale, activation_fn)
+    return _residual(net, BLOCK8, scale, activation_fn)
 
 
-def _repeat(net, count, block, scope, **kwargs):
-  """`count` blocks named `scope/<block name>_<i>`, i from 1.
+def residual_stack(net, stack, activation_fn=tf.nn.relu, scope=None):
+  """`stack`'s scaled residual blocks, named `<scope>/<block>_<i>`, i from 1.
 
   The names slim.repeat gives with its default scope, here with the scope
   spelled out because it is part of the checkpoint names.
+
+  Args:
+    net: the stack's input.
+    stack: BLOCK35_STACK, BLOCK17_STACK or BLOCK8_STACK.
+    activation_fn: of each block.
+    scope: instead of the stack's own scope.
+
+  Returns:
+    the last block's output.
   """
-  with tf.compat.v1.variable_scope(scope):
+  stack_scope, name, count, scale = stack
+  block = _BLOCKS[name]
+  with tf.compat.v1.variable_scope(scope or stack_scope):
     for index in range(1, count + 1):
-      net = block(net, scope='%s_%d' % (block.__name__, index), **kwargs)
+      net = block(net, scale=scale, activation_fn=activation_fn,
+                  scope='%s_%d' % (name, index))
   return net
+
+
+_BLOCKS = {'block35': block35, 'block17': block17, 'block8': block8}
 
 
 def mixed_7a(net, padding='VALID'):
@@ -124,20 +201,7 @@ def mixed_7a(net, padding='VALID'):
     [batch, h', w', 2080] tensor.
   """
   with tf.compat.v1.variable_scope('Mixed_7a'):
-    with tf.compat.v1.variable_scope('Branch_0'):
-      branch_0 = _tower(net, [('Conv2d_0a_1x1', 256, 1),
-                              ('Conv2d_1a_3x3', 384, 3, 2, padding)])
-    with tf.compat.v1.variable_scope('Branch_1'):
-      branch_1 = _tower(net, [('Conv2d_0a_1x1', 256, 1),
-                              ('Conv2d_1a_3x3', 288, 3, 2, padding)])
-    with tf.compat.v1.variable_scope('Branch_2'):
-      branch_2 = _tower(net, [('Conv2d_0a_1x1', 256, 1),
-                              ('Conv2d_0b_3x3', 288, 3),
-                              ('Conv2d_1a_3x3', 320, 3, 2, padding)])
-    with tf.compat.v1.variable_scope('Branch_3'):
-      branch_3 = slim.max_pool2d(net, 3, stride=2, padding=padding,
-                                 scope='MaxPool_1a_3x3')
-    return tf.concat([branch_0, branch_1, branch_2, branch_3], axis=3)
+    return _mixed(net, MIXED_7A, padding=padding)
 
 
 def block8_stack(net, repeat_scope='Repeat_2', activation_fn=tf.nn.relu):
@@ -152,8 +216,7 @@ def block8_stack(net, repeat_scope='Repeat_2', activation_fn=tf.nn.relu):
   Returns:
     [batch, h, w, 1536] tensor (end point Conv2d_7b_1x1).
   """
-  net = _repeat(net, 9, block8, repeat_scope, scale=0.20,
-                activation_fn=activation_fn)
+  net = residual_stack(net, BLOCK8_STACK, activation_fn, scope=repeat_scope)
   net = block8(net, activation_fn=None)
   return slim.conv2d(net, 1536, 1, scope='Conv2d_7b_1x1')
 
@@ -203,7 +266,7 @@ def inception_resnet_v2_base(inputs, final_endpoint='Conv2d_7b_1x1',
       slim.arg_scope([slim.conv2d, slim.max_pool2d, slim.avg_pool2d],
                      stride=1, padding='SAME'):
     net = inputs
-    for name, layer, depth, kernel, stride, reduces in _STEM:
+    for name, layer, depth, kernel, stride, reduces in STEM:
       layer_padding = padding if reduces else 'SAME'
       if layer == 'conv':
         net = slim.conv2d(net, depth, kernel, stride=stride,
@@ -214,53 +277,25 @@ def inception_resnet_v2_base(inputs, final_endpoint='Conv2d_7b_1x1',
       if done(name, net):
         return net, end_points
 
-    # 35 x 35 x 320
     with tf.compat.v1.variable_scope('Mixed_5b'):
-      with tf.compat.v1.variable_scope('Branch_0'):
-        branch_0 = _tower(net, [('Conv2d_1x1', 96, 1)])
-      with tf.compat.v1.variable_scope('Branch_1'):
-        branch_1 = _tower(net, [('Conv2d_0a_1x1', 48, 1),
-                                ('Conv2d_0b_5x5', 64, 5)])
-      with tf.compat.v1.variable_scope('Branch_2'):
-        branch_2 = _tower(net, [('Conv2d_0a_1x1', 64, 1),
-                                ('Conv2d_0b_3x3', 96, 3),
-                                ('Conv2d_0c_3x3', 96, 3)])
-      with tf.compat.v1.variable_scope('Branch_3'):
-        pool = slim.avg_pool2d(net, 3, scope='AvgPool_0a_3x3')
-        branch_3 = _tower(pool, [('Conv2d_0b_1x1', 64, 1)])
-      net = tf.concat([branch_0, branch_1, branch_2, branch_3], axis=3)
+      net = _mixed(net, MIXED_5B)
     if done('Mixed_5b', net):
       return net, end_points
-    net = _repeat(net, 10, block35, 'Repeat', scale=0.17,
-                  activation_fn=activation_fn)
+    net = residual_stack(net, BLOCK35_STACK, activation_fn)
 
-    # 17 x 17 x 1088 (33 x 33 at output stride 8): at stride 8 this
-    # reduction keeps the resolution and the next blocks dilate instead.
+    # At output stride 8 this reduction keeps the resolution (33 x 33) and
+    # the next blocks dilate instead.
     atrous = output_stride == 8
-    reduction_stride = 1 if atrous else 2
     with tf.compat.v1.variable_scope('Mixed_6a'):
-      with tf.compat.v1.variable_scope('Branch_0'):
-        branch_0 = _tower(net, [('Conv2d_1a_3x3', 384, 3, reduction_stride,
-                                 padding)])
-      with tf.compat.v1.variable_scope('Branch_1'):
-        branch_1 = _tower(net, [('Conv2d_0a_1x1', 256, 1),
-                                ('Conv2d_0b_3x3', 256, 3),
-                                ('Conv2d_1a_3x3', 384, 3, reduction_stride,
-                                 padding)])
-      with tf.compat.v1.variable_scope('Branch_2'):
-        branch_2 = slim.max_pool2d(net, 3, stride=reduction_stride,
-                                   padding=padding, scope='MaxPool_1a_3x3')
-      net = tf.concat([branch_0, branch_1, branch_2], axis=3)
+      net = _mixed(net, MIXED_6A, stride=1 if atrous else 2, padding=padding)
     if done('Mixed_6a', net):
       return net, end_points
 
     with slim.arg_scope([slim.conv2d], rate=2 if atrous else 1):
-      net = _repeat(net, 20, block17, 'Repeat_1', scale=0.10,
-                    activation_fn=activation_fn)
+      net = residual_stack(net, BLOCK17_STACK, activation_fn)
     if done('PreAuxLogits', net):
       return net, end_points
 
-    # 8 x 8 x 2080
     net = mixed_7a(net, padding)
     if done('Mixed_7a', net):
       return net, end_points

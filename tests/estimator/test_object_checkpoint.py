@@ -25,7 +25,6 @@ from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.estimator import object_checkpoint
 from od_estimator.export import original_object_paths
-from od_estimator.protos import train_pb2
 from od_estimator.utils import checkpoint_contents
 from od_estimator.utils import graph_building
 from tests import log_capture
@@ -90,14 +89,7 @@ def mobilenet(graphs):
   return graphs(MOBILENET)
 
 
-def _value_fn(lines):
-  """value_fn for tf2_checkpoints.write: i + 1, negative for slots."""
-  index = {fact.key: i + 1 for i, fact in enumerate(lines)}
-
-  def value(fact):
-    sign = -1 if '/.OPTIMIZER_SLOT/' in fact.key else 1
-    return np.full(fact.shape, sign * index[fact.key])
-  return value
+_value_fn = tf2_checkpoints.indexed_values
 
 
 @pytest.fixture(scope='module')
@@ -161,10 +153,7 @@ def test_exported_object_paths_are_the_originals(built):
       '/.OPTIMIZER_SLOT/' not in fact.key}
 
 
-def _train_config(prefix, kind):
-  return train_pb2.TrainConfig(
-      fine_tune_checkpoint=prefix, fine_tune_checkpoint_type=kind,
-      fine_tune_checkpoint_version=train_pb2.CheckpointVersion.V2)
+_train_config = tf2_checkpoints.train_config
 
 
 def _restores_with_nothing_skipped(written, checkpoint, graph, model,
@@ -181,9 +170,7 @@ def _restores_with_nothing_skipped(written, checkpoint, graph, model,
     backbone_facts: the facts name of the classification checkpoint.
   """
   prefix, _ = written(checkpoint)
-  with graph.as_default():
-    matched = fine_tune.match_checkpoint(model, _train_config(prefix, kind))
-    wanted = object_checkpoint.wanted_variables(model, kind)
+  matched, wanted = tf2_checkpoints.match(graph, model, prefix, kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(

@@ -1,10 +1,12 @@
-"""A tiny model of each SSD TF2 backbone trains two steps.
+"""A tiny model of each SSD TF2 feature extractor trains two steps.
 
-Each TF2 sample config of a backbone we support (ssd_mobilenet_v2_keras,
-its FPN-lite, ssd_mobilenet_v1_fpn_keras, ssd_resnet50/101/152_v1_fpn_keras)
-at depth x0.25, batch 1 and the smallest image it builds at; the Keras names
-are checked in full against the original's in
-tests/estimator/test_object_checkpoint.py.
+A TF2 sample config of each extractor we support (ssd_mobilenet_v2_keras,
+its FPN-lite, ssd_mobilenet_v1_fpn_keras, ssd_resnet50_v1_fpn_keras) at
+depth x0.25, batch 1 and the smallest image it builds at. ResNet-101 and
+-152 FPN are the ResNet-50 extractor with more blocks per stage: their
+graphs are built (tests/test_upstream_tf2_configs.py) and their Keras names
+checked in full against the original's, as every backbone's are
+(tests/estimator/test_object_checkpoint.py), without training them again.
 """
 import re
 
@@ -26,8 +28,6 @@ SIZES = {
     'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8': 64,
     'ssd_mobilenet_v1_fpn_640x640_coco17_tpu-8': 64,
     'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8': 160,
-    'ssd_resnet101_v1_fpn_640x640_coco17_tpu-8': 160,
-    'ssd_resnet152_v1_fpn_640x640_coco17_tpu-8': 160,
 }
 
 
