@@ -275,9 +275,10 @@ class FasterRCNNMetaArch(model.DetectionModel):
 
     Returns:
       A dict: rpn_box_predictor_features, rpn_features_to_crop [batch, h,
-      w, d]; image_shape [4] int32; rpn_box_encodings [batch, num_anchors,
-      4]; rpn_objectness_predictions_with_background [batch, num_anchors,
-      2]; anchors [num_anchors, 4] absolute. With 2 stages also
+      w, d] (lists of them, finest first, when the feature extractor gives
+      a feature pyramid); image_shape [4] int32; rpn_box_encodings
+      [batch, num_anchors, 4]; rpn_objectness_predictions_with_background
+      [batch, num_anchors, 2]; anchors [num_anchors, 4] absolute. With 2 stages also
       refined_box_encodings [batch * max_num_proposals, q, 4],
       class_predictions_with_background [batch * max_num_proposals,
       num_classes + 1], num_proposals [batch], proposal_boxes [batch,
@@ -358,7 +359,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
 
     def extract():
       cropped = self._box_classifier.crop(
-          prediction_dict['rpn_features_to_crop'], boxes)
+          prediction_dict['rpn_features_to_crop'], boxes,
+          image_shape=prediction_dict['image_shape'])
       return self._feature_extractor.extract_box_classifier_features(
           cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
 
@@ -430,7 +432,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
           prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized,
           functools.partial(
               self._feature_extractor.extract_box_classifier_features,
-              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE), side_inputs)
+              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE), side_inputs,
+          prediction_dict['image_shape'])
 
     (box_classifier_features, refined_box_encodings,
      class_predictions) = self._in_batch_norm_mode(second_stage)
