@@ -3,8 +3,10 @@
 Every one parses. The SSD configs whose feature extractor od_estimator
 provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
-Keras layers' own, no `FeatureExtractor/` scope). The others are refused
-with one line naming the field and the type.
+Keras layers' own, no `FeatureExtractor/` scope). The Faster R-CNN configs
+whose extractor od_estimator provides build their models (their graphs and
+names: tests/models/test_faster_rcnn_resnet_v1_fpn_keras_feature_extractor
+.py). The others are refused with one line naming the field and the type.
 """
 import pytest
 import tensorflow as tf
@@ -12,6 +14,8 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.meta_architectures import faster_rcnn_meta_arch
+from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import ssd_feature_extractor_registry
 from tests import upstream_folder
 from tests import upstream_ssd
@@ -21,20 +25,35 @@ def _model(path):
   return config_util.get_configs_from_pipeline_file(path)['model']
 
 
-def _builds(path):
-  """Whether od_estimator provides the config's architecture."""
+_EXTRACTORS = {
+    'ssd': ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS,
+    'faster_rcnn':
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+}
+
+
+def _builds(path, families=tuple(_EXTRACTORS)):
+  """Whether od_estimator provides the config's architecture (of one of
+  the families)."""
   model = _model(path)
-  return (model.WhichOneof('model') == 'ssd' and
-          model.ssd.feature_extractor.type in
-          ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS)
+  family = model.WhichOneof('model')
+  return family in families and (
+      getattr(model, family).feature_extractor.type in _EXTRACTORS[family])
+
+
+def _builds_ssd(path):
+  return _builds(path, ('ssd',))
+
+
+def _builds_faster_rcnn(path):
+  return _builds(path, ('faster_rcnn',))
 
 
 def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
   del upstream_configs_tf2  # the folder exists (else: skipped)
   paths = upstream_folder.paths(tf2=True)
-  assert any(_builds(path) for path in paths)
-  assert any(_model(path).WhichOneof('model') == 'faster_rcnn'
-             for path in paths)
+  assert any(_builds_ssd(path) for path in paths)
+  assert any(_builds_faster_rcnn(path) for path in paths)
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True))
@@ -47,11 +66,20 @@ def test_every_config_parses(path):
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True,
-                                                       keep=_builds))
+                                                       keep=_builds_ssd))
 def test_ssd_config_builds_and_predicts_with_tf2_names(path):
   upstream_ssd.check_builds_and_predicts(path, training=False)
   names = upstream_ssd.built(path, training=False).shapes
   assert not [name for name in names if name.startswith('FeatureExtractor/')]
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=_builds_faster_rcnn))
+@pytest.mark.parametrize('is_training', [True, False])
+def test_faster_rcnn_config_builds_its_model(path, is_training):
+  with tf.Graph().as_default():
+    model = model_builder.build(_model(path), is_training=is_training)
+  assert isinstance(model, faster_rcnn_meta_arch.FasterRCNNMetaArch)
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(

@@ -607,7 +607,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
         without the two stage scopes, as the extractor maps them) or
         'detection' (names as in this graph).
       load_all_detection_checkpoint_vars: with 'detection', every global
-        variable instead of those of the two feature extractor scopes.
+        variable instead of the feature extractor's (those of its two
+        scopes, or of its Keras names).
 
     Raises:
       ValueError: for another fine_tune_checkpoint_type.
@@ -617,11 +618,9 @@ class FasterRCNNMetaArch(model.DetectionModel):
           FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE,
           SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
     if fine_tune_checkpoint_type == 'detection':
-      prefixes = (FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE + '/',
-                  SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE + '/')
       return {variable.op.name: variable
               for variable in tf.compat.v1.global_variables()
               if load_all_detection_checkpoint_vars or
-              variable.op.name.startswith(prefixes)}
+              self._feature_extractor.owns_variable(variable)}
     raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))

@@ -1,0 +1,91 @@
+"""The Faster R-CNN ResNet v1 FPN Keras extractors (faster_rcnn_resnet*_fpn_keras).
+
+The original's FPN config builds at 128x128 (its shapes do not depend on the
+size) with the original's TF2 names and shapes of the backbone, pyramid and
+box head (tests/data/tf2_checkpoint_keys/faster_rcnn_resnet50_v1_fpn_640x640_
+coco17_tpu-8.model.txt), the RPN and box predictor heads apart (their Keras
+names are the shared heads'); its prediction shapes are the original's
+there.
+"""
+import pytest
+import tensorflow as tf
+import tf_slim as slim
+
+from od_estimator import errors
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
+from od_estimator.models import faster_rcnn_feature_extractor as base
+from od_estimator.models import (
+    faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
+from tests import tf2_checkpoints
+from tests import upstream_folder
+
+CONFIG = 'faster_rcnn_resnet50_v1_fpn_640x640_coco17_tpu-8'
+_SIZE = 128
+# Names of the RPN and the box predictors, ours and the original's Keras
+# ones: the shared heads, named elsewhere.
+_HEADS = ('Conv/', 'FirstStageBoxPredictor/', 'SecondStageBoxPredictor/',
+          'RPNConv/', 'mask_rcnn_keras_box_predictor/')
+
+
+def _conv_hyperparams():
+  with slim.arg_scope([slim.conv2d], normalizer_fn=slim.batch_norm,
+                      activation_fn=tf.nn.relu6), \
+      slim.arg_scope([slim.batch_norm], is_training=False) as scope:
+    return scope
+
+
+@pytest.fixture(scope='module')
+def built():
+  """The config's training graph at 128x128: (variables, predictions)."""
+  path = upstream_folder.require(tf2=True) + '/' + CONFIG + '.config'
+  model_config = config_util.get_configs_from_pipeline_file(path)['model']
+  resizer = model_config.faster_rcnn.image_resizer.keep_aspect_ratio_resizer
+  resizer.min_dimension = resizer.max_dimension = _SIZE
+  model_config.faster_rcnn.first_stage_max_proposals = 20
+  model_config.faster_rcnn.second_stage_batch_size = 8
+  with tf.Graph().as_default():
+    model = model_builder.build(model_config, is_training=True)
+    model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])] * 2,
+                              [tf.one_hot([0], 90)] * 2)
+    images, shapes = model.preprocess(
+        tf.random.uniform([2, _SIZE, _SIZE, 3], 0, 255))
+    predictions = model.predict(images, shapes)
+    model.loss(predictions, shapes)
+    variables = {v.op.name: v.shape.as_list()
+                 for v in tf.compat.v1.global_variables()}
+    restore = model.restore_map('detection')
+    return variables, predictions, restore
+
+
+def test_backbone_pyramid_and_box_head_have_the_original_names(built):
+  variables, _, restore = built
+  recorded = {fact.keras_name: fact.shape
+              for fact in tf2_checkpoints.facts(CONFIG + '.model')
+              if not fact.keras_name.startswith(_HEADS)}
+  ours = {name: shape for name, shape in variables.items()
+          if not name.startswith(_HEADS)}
+  assert ours == recorded
+  assert 'private__resnet_fpn/bottom_up_block5_conv/kernel' in ours
+  # A detection checkpoint restores the extractor: all of it, by name.
+  assert sorted(restore) == sorted(ours)
+
+
+def test_predictions_have_the_original_shapes(built):
+  _, predictions, _ = built
+  # Levels 2..6 of a 128x128 image, 6 anchors per cell (3 ratios x 2
+  # scales): 6 * (32**2 + 16**2 + 8**2 + 4**2 + 2**2) = 8184.
+  assert [f.shape.as_list() for f in predictions['rpn_features_to_crop']] == [
+      [2, side, side, 256] for side in (32, 16, 8, 4, 2)]
+  assert predictions['anchors'].shape.as_list() == [8184, 4]
+  assert predictions['rpn_box_encodings'].shape.as_list() == [2, 8184, 4]
+  assert predictions['box_classifier_features'].shape.as_list() == [
+      16, 1, 1, 1024]
+
+
+def test_needs_conv_hyperparams_and_valid_levels():
+  with pytest.raises(errors.UserInputError, match='conv_hyperparams'):
+    fpn_keras.FasterRCNNResnet50FpnKerasFeatureExtractor(False, 16)
+  with pytest.raises(errors.UserInputError, match='min_level'):
+    fpn_keras.FasterRCNNResnet50FpnKerasFeatureExtractor(
+        False, 16, conv_hyperparams_fn=_conv_hyperparams, fpn_min_level=1)
