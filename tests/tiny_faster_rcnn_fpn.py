@@ -1,0 +1,88 @@
+"""A tiny Faster R-CNN ResNet-50 FPN (faster_rcnn_resnet50_fpn_keras).
+
+tests/tiny_faster_rcnn.py's config and overfitting recipe (64x64 images of
+one large shape each) with the sample FPN config's first stage: the Keras
+ResNet-50 with a feature pyramid of levels 2..6 (16x16 .. 1x1 maps) of
+FPN_DEPTH channels, multiscale anchors on every level, each proposal
+cropped from its level, and the FPN box head. Batch norm trains (as in the
+sample config) with a fast moving-average decay, so evaluation's moving
+statistics are the training batches' after a few steps; there is no
+pretrained backbone to start from: its random features are frozen and the
+pyramid, RPN and both heads train.
+"""
+import os
+
+import tensorflow as tf
+
+from od_estimator.dataset_tools import create_synthetic_tf_record
+from tests import tiny_faster_rcnn
+
+FPN_DEPTH = 64
+_EXTRACTOR = """feature_extractor {
+      type: 'faster_rcnn_resnet50_fpn_keras'
+      batch_norm_trainable: true
+      fpn { min_level: 2 max_level: 6 additional_layer_depth: %d }
+      conv_hyperparams {
+        activation: RELU_6
+        regularizer { l2_regularizer { weight: 0.0 } }
+        initializer { truncated_normal_initializer { stddev: 0.03 } }
+        batch_norm { scale: true decay: 0.5 epsilon: 0.001 }
+      }
+      override_base_feature_extractor_hyperparams: true
+    }""" % FPN_DEPTH
+# One square anchor per cell, anchor_scale * stride pixels: 16 (level 2),
+# 32 (level 3: the shapes' size), ... 256.
+_ANCHORS = """first_stage_anchor_generator {
+      multiscale_anchor_generator {
+        min_level: 2 max_level: 6 anchor_scale: 4.0
+        aspect_ratios: [1.0] scales_per_octave: 1
+        normalize_coordinates: false
+      }
+    }"""
+_TINY_CONFIG_PARTS = (
+    """feature_extractor {
+      type: '%(extractor)s'
+      first_stage_features_stride: 16
+    }""",
+    tiny_faster_rcnn.CONFIG[
+        tiny_faster_rcnn.CONFIG.index('first_stage_anchor_generator {'):
+        tiny_faster_rcnn.CONFIG.index(
+            '\n    first_stage_box_predictor_conv_hyperparams')])
+# What trains: everything but the backbone (Keras ResNet names at the root).
+TRAINABLE = ('private__resnet_fpn', '^dense', '^Conv/', 'Predictor')
+
+
+def write_overfit_config(directory, data_dir,
+                         model_fields='clip_anchors_to_image: true'):
+  """tiny_faster_rcnn.write_overfit_config's set and recipe with the FPN.
+
+  Args:
+    directory: where pipeline.config goes.
+    data_dir: where the TFRecord and label map go.
+    model_fields: more model.faster_rcnn fields, as text.
+
+  Returns:
+    The pipeline.config path.
+  """
+  tf.io.gfile.makedirs(str(data_dir))
+  label_map = os.path.join(str(data_dir), 'label_map.pbtxt')
+  with open(label_map, 'w') as f:
+    f.write(create_synthetic_tf_record.label_map_text())
+  record = tiny_faster_rcnn.write_overfit_examples(
+      data_dir, tiny_faster_rcnn.overfit_frames())
+  text = tiny_faster_rcnn.CONFIG % {
+      'train': record, 'val': record, 'label_map': label_map,
+      'extractor': 'unused',
+      'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
+      'batch_size': len(tiny_faster_rcnn.OVERFIT_SHAPES),
+      'train_fields': ' '.join('update_trainable_variables: "%s"' % pattern
+                               for pattern in TRAINABLE)}
+  extractor, anchors = _TINY_CONFIG_PARTS
+  text = tiny_faster_rcnn.apply_edits(
+      text, tiny_faster_rcnn.OVERFIT_EDITS[1:] + (
+          (extractor % {'extractor': 'unused'}, _EXTRACTOR),
+          (anchors, _ANCHORS)))
+  path = os.path.join(str(directory), 'pipeline.config')
+  with open(path, 'w') as f:
+    f.write(text)
+  return path
