@@ -18,18 +18,22 @@ from od_estimator.dataset_tools import create_synthetic_tf_record
 from tests import tiny_faster_rcnn
 
 FPN_DEPTH = 64
-_EXTRACTOR = """feature_extractor {
-      type: 'faster_rcnn_resnet50_fpn_keras'
-      batch_norm_trainable: true
-      fpn { min_level: 2 max_level: 6 additional_layer_depth: %d }
+EXTRACTOR = 'faster_rcnn_resnet50_fpn_keras'
+# The Keras FPN extractor's own fields (the sample config's, batch norm
+# averaging fast).
+KERAS_FIELDS = """batch_norm_trainable: true
       conv_hyperparams {
         activation: RELU_6
         regularizer { l2_regularizer { weight: 0.0 } }
         initializer { truncated_normal_initializer { stddev: 0.03 } }
         batch_norm { scale: true decay: 0.5 epsilon: 0.001 }
       }
-      override_base_feature_extractor_hyperparams: true
-    }""" % FPN_DEPTH
+      override_base_feature_extractor_hyperparams: true"""
+_EXTRACTOR = """feature_extractor {
+      type: '%(type)s'
+      fpn { min_level: 2 max_level: 6 additional_layer_depth: %(depth)d }
+      %(fields)s
+    }"""
 # One square anchor per cell, anchor_scale * stride pixels: 16 (level 2),
 # 32 (level 3: the shapes' size), ... 256.
 _ANCHORS = """first_stage_anchor_generator {
@@ -39,17 +43,44 @@ _ANCHORS = """first_stage_anchor_generator {
         normalize_coordinates: false
       }
     }"""
-_TINY_CONFIG_PARTS = (
-    """feature_extractor {
-      type: '%(extractor)s'
+_TINY_EXTRACTOR = """feature_extractor {
+      type: '%s'
       first_stage_features_stride: 16
-    }""",
-    tiny_faster_rcnn.CONFIG[
-        tiny_faster_rcnn.CONFIG.index('first_stage_anchor_generator {'):
-        tiny_faster_rcnn.CONFIG.index(
-            '\n    first_stage_box_predictor_conv_hyperparams')])
+    }"""
+_TINY_ANCHORS = tiny_faster_rcnn.CONFIG[
+    tiny_faster_rcnn.CONFIG.index('first_stage_anchor_generator {'):
+    tiny_faster_rcnn.CONFIG.index(
+        '\n    first_stage_box_predictor_conv_hyperparams')]
 # What trains: everything but the backbone (Keras ResNet names at the root).
 TRAINABLE = ('private__resnet_fpn', '^dense', '^Conv/', 'Predictor')
+
+
+def pyramid_edits(tiny_extractor, extractor=EXTRACTOR, fields=KERAS_FIELDS):
+  """tiny_faster_rcnn.apply_edits' edits: the pyramid extractor and its
+  multiscale anchors in, the config's tiny_extractor and grid anchors out.
+  """
+  return ((_TINY_EXTRACTOR % tiny_extractor,
+           _EXTRACTOR % {'type': extractor, 'depth': FPN_DEPTH,
+                         'fields': fields}),
+          (_TINY_ANCHORS, _ANCHORS))
+
+
+def write_config(directory, data_dir, extractor=EXTRACTOR, fields='',
+                 **kwargs):
+  """tiny_faster_rcnn.write_config with the pyramid; its path.
+
+  Args:
+    directory, data_dir, **kwargs: as tiny_faster_rcnn.write_config.
+    extractor: a pyramid extractor type.
+    fields: more feature_extractor fields, as text.
+  """
+  path = tiny_faster_rcnn.write_config(directory, data_dir, **kwargs)
+  with open(path) as f:
+    text = f.read()
+  with open(path, 'w') as f:
+    f.write(tiny_faster_rcnn.apply_edits(text, pyramid_edits(
+        'faster_rcnn_resnet50', extractor, fields)))
+  return path
 
 
 def write_overfit_config(directory, data_dir,
@@ -72,16 +103,13 @@ def write_overfit_config(directory, data_dir,
       data_dir, tiny_faster_rcnn.overfit_frames())
   text = tiny_faster_rcnn.CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,
-      'extractor': 'unused',
+      'extractor': EXTRACTOR,
       'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
       'batch_size': len(tiny_faster_rcnn.OVERFIT_SHAPES),
       'train_fields': ' '.join('update_trainable_variables: "%s"' % pattern
                                for pattern in TRAINABLE)}
-  extractor, anchors = _TINY_CONFIG_PARTS
   text = tiny_faster_rcnn.apply_edits(
-      text, tiny_faster_rcnn.OVERFIT_EDITS[1:] + (
-          (extractor % {'extractor': 'unused'}, _EXTRACTOR),
-          (anchors, _ANCHORS)))
+      text, tiny_faster_rcnn.OVERFIT_EDITS[1:] + pyramid_edits(EXTRACTOR))
   path = os.path.join(str(directory), 'pipeline.config')
   with open(path, 'w') as f:
     f.write(text)

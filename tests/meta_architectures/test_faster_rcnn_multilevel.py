@@ -1,9 +1,11 @@
 """FasterRCNNMetaArch on a feature pyramid: multi-level RPN and ROI crop.
 
-The fake extractor's first stage gives two levels of a 32x32 image, strides
-8 and 16, finest first as a pyramid gives them: 4x4 (level 3) and 2x2 (level
-4) maps; a multiscale anchor generator places one anchor per cell of each.
+The fake pyramid extractor's first stage gives two levels of a 32x32 image,
+strides 8 and 16, finest first as a pyramid gives them: 4x4 (level 3) and
+2x2 (level 4) maps; a multiscale anchor generator places one anchor per cell of each.
 The rest are tests/meta_architectures/faster_rcnn_parts' tiny parts.
+(Static shapes: tests/test_faster_rcnn_tpu_check.py compiles a pyramid's
+training step.)
 """
 import dataclasses
 import functools
@@ -11,7 +13,6 @@ import functools
 import numpy as np
 import pytest
 import tensorflow as tf
-import tf_slim as slim
 
 from od_estimator.anchor_generators import multiscale_grid_anchor_generator
 from od_estimator.core import image_resizing
@@ -27,16 +28,6 @@ NUM_ANCHORS = 16 + 4
 GT_BOXES = [[[0.0, 0.0, 0.5, 0.5], [0.5, 0.5, 1.0, 1.0]],
             [[0.0, 0.5, 0.25, 0.75], [0.5, 0.0, 1.0, 0.5]]]
 GT_CLASSES = [[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]
-
-
-class FakePyramidExtractor(fakes.FakeFasterRCNNFeatureExtractor):
-  """The fake extractor's conv, average-pooled to strides 8 and 16."""
-
-  def _extract_proposal_features(self, preprocessed_inputs, scope):
-    net = slim.conv2d(preprocessed_inputs, self._depth, [1, 1],
-                      scope='layer1')
-    return [slim.avg_pool2d(net, [stride, stride], stride=stride)
-            for stride in (8, 16)], {}
 
 
 def _pyramid_rpn(is_training, use_static_shapes):
@@ -60,7 +51,7 @@ def _build_model(is_training=True, use_static_shapes=False,
   if number_of_stages > 1:
     classifier, _ = parts.second_stage_parts(is_training, use_static_shapes)
   return arch.FasterRCNNMetaArch(
-      is_training, FakePyramidExtractor(is_training),
+      is_training, fakes.FakePyramidFeatureExtractor(is_training),
       arch.ModelParams(
           num_classes=parts.NUM_CLASSES,
           image_resizer_fn=functools.partial(
@@ -145,17 +136,6 @@ def test_boxes_are_cropped_from_their_level(execute):
     np.testing.assert_allclose(crops[image, box], expected[image, box],
                                atol=1e-6)
   assert not np.allclose(level3, level4)
-
-
-def test_static_shape_training_step_is_fully_static():
-  with tf.Graph().as_default() as graph:
-    _, losses = _training_outputs(_build_model(use_static_shapes=True))
-    tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
-        tf.add_n(list(losses.values())))
-  for op in graph.get_operations():
-    for tensor in op.outputs:
-      assert tensor.shape.is_fully_defined(), (op.type, tensor.name,
-                                               tensor.shape)
 
 
 def test_anchor_grids_must_match_the_maps():
