@@ -7,7 +7,12 @@ come from target_assigner_builder.
 
 The feature extractor class comes from
 od_estimator.models.faster_rcnn_feature_extractor_registry by its config
-`type` (e.g. "faster_rcnn_resnet101"). Fixed choices follow the original:
+`type` (e.g. "faster_rcnn_resnet101"); the config fields it takes beyond
+the stride and batch_norm_trainable (its CONFIG_FIELDS: conv_hyperparams,
+fpn, ...) are passed to it, and refused for the others. A feature pyramid
+extractor (fpn) gives the first stage one map per level: its anchors come
+from a multiscale_anchor_generator of the same levels, and the ROI crop
+takes each proposal from its level. Fixed choices follow the original:
 both stages encode boxes with FasterRcnnBoxCoder(10, 10, 5, 5) and match by
 IoU with an argmax matcher (anchors: matched >= 0.7, unmatched < 0.3, every
 groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
