@@ -10,11 +10,6 @@ statistics are the training batches' after a few steps; there is no
 pretrained backbone to start from: its random features are frozen and the
 pyramid, RPN and both heads train.
 """
-import os
-
-import tensorflow as tf
-
-from od_estimator.dataset_tools import create_synthetic_tf_record
 from tests import tiny_faster_rcnn
 
 FPN_DEPTH = 64
@@ -55,14 +50,20 @@ _TINY_ANCHORS = tiny_faster_rcnn.CONFIG[
 TRAINABLE = ('private__resnet_fpn', '^dense', '^Conv/', 'Predictor')
 
 
-def pyramid_edits(tiny_extractor, extractor=EXTRACTOR, fields=KERAS_FIELDS):
+# The grid anchors once the overfitting recipe has edited them.
+_OVERFIT_ANCHORS = tiny_faster_rcnn.apply_edits(
+    _TINY_ANCHORS, tiny_faster_rcnn.OVERFIT_EDITS[:1])
+
+
+def pyramid_edits(tiny_extractor, extractor=EXTRACTOR, fields=KERAS_FIELDS,
+                  anchors=_TINY_ANCHORS):
   """tiny_faster_rcnn.apply_edits' edits: the pyramid extractor and its
-  multiscale anchors in, the config's tiny_extractor and grid anchors out.
-  """
+  multiscale anchors in, the config's tiny_extractor (type) and grid
+  anchors (text) out."""
   return ((_TINY_EXTRACTOR % tiny_extractor,
            _EXTRACTOR % {'type': extractor, 'depth': FPN_DEPTH,
                          'fields': fields}),
-          (_TINY_ANCHORS, _ANCHORS))
+          (anchors, _ANCHORS))
 
 
 def write_config(directory, data_dir, extractor=EXTRACTOR, fields='',
@@ -83,34 +84,10 @@ def write_config(directory, data_dir, extractor=EXTRACTOR, fields='',
   return path
 
 
-def write_overfit_config(directory, data_dir,
-                         model_fields='clip_anchors_to_image: true'):
-  """tiny_faster_rcnn.write_overfit_config's set and recipe with the FPN.
-
-  Args:
-    directory: where pipeline.config goes.
-    data_dir: where the TFRecord and label map go.
-    model_fields: more model.faster_rcnn fields, as text.
-
-  Returns:
-    The pipeline.config path.
-  """
-  tf.io.gfile.makedirs(str(data_dir))
-  label_map = os.path.join(str(data_dir), 'label_map.pbtxt')
-  with open(label_map, 'w') as f:
-    f.write(create_synthetic_tf_record.label_map_text())
-  record = tiny_faster_rcnn.write_overfit_examples(
-      data_dir, tiny_faster_rcnn.overfit_frames())
-  text = tiny_faster_rcnn.CONFIG % {
-      'train': record, 'val': record, 'label_map': label_map,
-      'extractor': EXTRACTOR,
-      'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
-      'batch_size': len(tiny_faster_rcnn.OVERFIT_SHAPES),
-      'train_fields': ' '.join('update_trainable_variables: "%s"' % pattern
-                               for pattern in TRAINABLE)}
-  text = tiny_faster_rcnn.apply_edits(
-      text, tiny_faster_rcnn.OVERFIT_EDITS[1:] + pyramid_edits(EXTRACTOR))
-  path = os.path.join(str(directory), 'pipeline.config')
-  with open(path, 'w') as f:
-    f.write(text)
-  return path
+def write_overfit_config(directory, data_dir):
+  """tiny_faster_rcnn.write_overfit_config's set and recipe with the FPN,
+  from scratch: its pyramid, RPN and heads train. Returns the path."""
+  return tiny_faster_rcnn.write_overfit_config(
+      directory, data_dir, model_fields='clip_anchors_to_image: true',
+      edits=pyramid_edits('faster_rcnn_resnet50', anchors=_OVERFIT_ANCHORS),
+      fine_tune=False, trainable=TRAINABLE)
