@@ -278,8 +278,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
       w, d] (lists of them, finest first, when the feature extractor gives
       a feature pyramid); image_shape [4] int32; rpn_box_encodings
       [batch, num_anchors, 4]; rpn_objectness_predictions_with_background
-      [batch, num_anchors, 2]; anchors [num_anchors, 4] absolute. With 2 stages also
-      refined_box_encodings [batch * max_num_proposals, q, 4],
+      [batch, num_anchors, 2]; anchors [num_anchors, 4] absolute. With 2
+      stages also refined_box_encodings [batch * max_num_proposals, q, 4],
       class_predictions_with_background [batch * max_num_proposals,
       num_classes + 1], num_proposals [batch], proposal_boxes [batch,
       max_num_proposals, 4] absolute, proposal_boxes_normalized (same,

@@ -196,14 +196,14 @@ class FasterRCNNResnetV1FpnKerasFeatureExtractor(
   def restore_from_classification_checkpoint_fn(
       self, first_stage_feature_extractor_scope,
       second_stage_feature_extractor_scope):
-    """{Keras name: variable} of the backbone (and the added layers).
-
-    A classification checkpoint holds the backbone's Keras names; the
-    pyramid and box head layers are reported missing from it.
-    """
+    """{Keras name: variable} of the backbone, as a classification
+    checkpoint names it (the pyramid and box head are not in one)."""
     del first_stage_feature_extractor_scope
-    return super().restore_from_classification_checkpoint_fn(
+    own = super().restore_from_classification_checkpoint_fn(
         second_stage_feature_extractor_scope)
+    return {name: variable for name, variable in own.items()
+            if not name.startswith(_FPN_SCOPE + '/') and
+            name.split('/')[0] not in _BOX_HEAD_LAYERS}
 
 
 class FasterRCNNResnet50FpnKerasFeatureExtractor(

@@ -2,8 +2,9 @@
 
 The fake pyramid extractor's first stage gives two levels of a 32x32 image,
 strides 8 and 16, finest first as a pyramid gives them: 4x4 (level 3) and
-2x2 (level 4) maps; a multiscale anchor generator places one anchor per cell of each.
-The rest are tests/meta_architectures/faster_rcnn_parts' tiny parts.
+2x2 (level 4) maps; a multiscale anchor generator places one anchor per
+cell of each. The rest are tests/meta_architectures/faster_rcnn_parts'
+tiny parts.
 (Static shapes: tests/test_faster_rcnn_tpu_check.py compiles a pyramid's
 training step.)
 """
