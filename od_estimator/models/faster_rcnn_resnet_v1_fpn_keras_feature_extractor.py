@@ -144,20 +144,24 @@ class FasterRCNNResnetV1FpnKerasFeatureExtractor(
   @contextlib.contextmanager
   def _named_from_root(self, rename_fn=lambda name: name):
     """Context: variables built inside get rename_fn(name) (Keras names),
-    moved from the stage's scope to the graph's root."""
+    moved from the stage's scope to the graph's root; batch norm trains
+    only with batch_norm_trainable (the Keras ResNet defaults say nothing
+    of it)."""
     with self._keras_named(rename_fn), tf.compat.v1.variable_scope(
         tf.compat.v1.get_variable_scope(), reuse=self._reuse_weights,
-        auxiliary_name_scope=False):
+        auxiliary_name_scope=False), slim.arg_scope(
+            [slim.batch_norm], is_training=self._train_batch_norm):
       yield
 
   def _extract_proposal_features(self, preprocessed_inputs, scope):
     """The pyramid: fpn_max_level - fpn_min_level + 1 maps, finest first."""
     del scope
     base_max_level = min(self._fpn_max_level, _BASE_MAX_LEVEL)
-    hyperparams_scope, activation_fn, use_batch_norm = (
-        ssd_resnet_v1_fpn_keras_feature_extractor.backbone_layers(
-            self._conv_hyperparams_fn, self._override_hyperparams))
     with self._named_from_root():
+      # Made here, the backbone's arg_scope keeps the batch norm mode.
+      hyperparams_scope, activation_fn, use_batch_norm = (
+          ssd_resnet_v1_fpn_keras_feature_extractor.backbone_layers(
+              self._conv_hyperparams_fn, self._override_hyperparams))
       with hyperparams_scope:
         end_points = resnet_v1_keras.resnet_v1(
             feature_map_generators.pad_to_multiple(preprocessed_inputs,

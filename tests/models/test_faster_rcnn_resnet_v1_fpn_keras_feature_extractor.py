@@ -34,9 +34,9 @@ _HEADS = ('Conv/', 'FirstStageBoxPredictor/', 'SecondStageBoxPredictor/',
 
 
 def _conv_hyperparams():
+  """Conv + batch norm + ReLU6; the batch norm mode is the caller's."""
   with slim.arg_scope([slim.conv2d], normalizer_fn=slim.batch_norm,
-                      activation_fn=tf.nn.relu6), \
-      slim.arg_scope([slim.batch_norm], is_training=False) as scope:
+                      activation_fn=tf.nn.relu6) as scope:
     return scope
 
 
@@ -112,6 +112,26 @@ def test_restores_the_backbone_from_a_tf2_classification_checkpoint(
   assert 'conv5_block3_3_bn/moving_variance' in backbone
   assert not [name for name in backbone
               if name.startswith(('private__resnet_fpn/', 'dense'))]
+
+
+def _batch_norm_modes(graph):
+  return {op.get_attr('is_training') for op in graph.get_operations()
+          if op.type.startswith('FusedBatchNorm')}
+
+
+def test_batch_norm_trains_only_when_trainable(built):
+  """batch_norm_trainable: true in the sample config's training graph; a
+  frozen one (without override_base_feature_extractor_hyperparams: the
+  backbone's Keras defaults) keeps every batch norm in inference mode."""
+  assert _batch_norm_modes(built[-1]) == {True}
+  with tf.Graph().as_default() as graph:
+    extractor = fpn_keras.FasterRCNNResnet50FpnKerasFeatureExtractor(
+        True, 16, batch_norm_trainable=False,
+        conv_hyperparams_fn=_conv_hyperparams, fpn_max_level=5)
+    with slim.arg_scope([slim.batch_norm], is_training=True):
+      extractor.extract_proposal_features(
+          tf.zeros([1, 64, 64, 3]), scope='FirstStageFeatureExtractor')
+  assert _batch_norm_modes(graph) == {False}
 
 
 def test_needs_conv_hyperparams_and_valid_levels():
