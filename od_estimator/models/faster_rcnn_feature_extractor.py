@@ -32,6 +32,10 @@ class FasterRCNNFeatureExtractor(abc.ABC):
   """
 
   _FIRST_STAGE_STRIDES = None
+  # FasterRcnnFeatureExtractor fields beyond type, first_stage_features_
+  # stride and batch_norm_trainable that the class takes, as keyword
+  # arguments (faster_rcnn_model_builder refuses the others when set).
+  CONFIG_FIELDS = ()
 
   def __init__(self, is_training, first_stage_features_stride,
                batch_norm_trainable=False, reuse_weights=None,
@@ -113,6 +117,14 @@ class FasterRCNNFeatureExtractor(abc.ABC):
   @abc.abstractmethod
   def _extract_box_classifier_features(self, proposal_feature_maps, scope):
     """extract_box_classifier_features inside its variable scope."""
+
+  def owns_variable(self, variable, feature_extractor_scope=None):
+    """Whether the extractor built `variable`: by default, whether it lies
+    under either stage's scope (extractors of Keras names, at the graph's
+    root, answer from their own record)."""
+    del feature_extractor_scope
+    return variable.op.name.startswith((FIRST_STAGE_SCOPE + '/',
+                                        SECOND_STAGE_SCOPE + '/'))
 
   def restore_from_classification_checkpoint_fn(
       self, first_stage_feature_extractor_scope,

@@ -55,7 +55,7 @@ class KerasNamedFeatureExtractorMixin:
     return keras_names.renamed_variables(rename_fn, root_scope='',
                                          created=self._keras_variables())
 
-  def owns_variable(self, variable, feature_extractor_scope):
+  def owns_variable(self, variable, feature_extractor_scope=None):
     """Whether the extractor built `variable` (scope is not the criterion)."""
     del feature_extractor_scope
     return any(variable is own for own in self._keras_variables())
