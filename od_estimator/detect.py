@@ -7,8 +7,9 @@ Usage:
       [--coco_annotations=instances_val.json | --image_id_map=ids.json]
   python -m od_estimator.detect ...   (same flags)
 
-Any export of export_inference_graph works: --input_type image_tensor,
-encoded_image_string_tensor or tf_example (the signature's input says which).
+Any export of export_inference_graph or exporter_main_v2 works: --input_type
+image_tensor, encoded_image_string_tensor or tf_example (the signature's
+input says which).
 
 Writes, into --output_dir:
   detections.json            COCO results: [{image_id, category_id, bbox:
@@ -59,7 +60,10 @@ DETECTIONS_FILE = 'detections.json'
 SEGM_FILE = 'detections_segm.json'
 IMAGE_IDS_FILE = 'detections_image_ids.json'
 _SIGNATURE = 'serving_default'
-_INPUT_KEY = 'inputs'
+# The images' input: export_inference_graph's, exporter_main_v2's.
+_INPUT_KEYS = ('inputs', 'input_tensor')
+# Ops that read serialized tf.Examples (a tf_example export parses them).
+_PARSE_OPS = ('ParseExample', 'ParseExampleV2', 'ParseSingleExample')
 _OUTPUT_KEYS = ('detection_boxes', 'detection_scores', 'detection_classes',
                 'num_detections')
 _MASKS_KEY = 'detection_masks'
@@ -258,23 +262,25 @@ class _Detector:
       raise DetectError('%s has no %r signature.' % (saved_model_dir,
                                                      _SIGNATURE))
     signature = meta_graph.signature_def[_SIGNATURE]
-    if _INPUT_KEY not in signature.inputs:
-      raise DetectError('the %r signature of %s has no %r input.' % (
-          _SIGNATURE, saved_model_dir, _INPUT_KEY))
+    input_key = next((key for key in _INPUT_KEYS if key in signature.inputs),
+                     None)
+    if input_key is None:
+      raise DetectError('the %r signature of %s has no %s input.' % (
+          _SIGNATURE, saved_model_dir, ' or '.join(map(repr, _INPUT_KEYS))))
     missing = [key for key in _OUTPUT_KEYS if key not in signature.outputs]
     if missing:
       raise DetectError('the %r signature of %s lacks output(s) %s.' % (
           _SIGNATURE, saved_model_dir, ', '.join(missing)))
-    side_inputs = sorted(set(signature.inputs) - {_INPUT_KEY})
+    side_inputs = sorted(set(signature.inputs) - {input_key})
     if side_inputs:
       raise DetectError(
           '%s takes the side inputs %s besides the images (a Context R-CNN '
           'export with --use_side_inputs); detect feeds images only: serve '
           'it with those inputs from your own code (its %r signature).' % (
               saved_model_dir, ', '.join(side_inputs), _SIGNATURE))
-    info = signature.inputs[_INPUT_KEY]
+    info = signature.inputs[input_key]
     self._input = info.name
-    self.input_type = _input_type(info)
+    self.input_type = _input_type(info, meta_graph.graph_def)
     dims = [d.size for d in info.tensor_shape.dim]
     self._fixed_size = None
     if (self.input_type == 'image_tensor' and len(dims) == 4 and
@@ -334,15 +340,23 @@ class _MaskPaster:
         self._size: [height, width]})
 
 
-def _input_type(info):
+def _input_type(info, graph_def):
   """The exporter's --input_type behind a signature input (its TensorInfo).
 
   image_tensor takes uint8 pixels; the two string inputs are told apart by
-  the exporter's placeholder names (tf_example, encoded_image_string_tensor).
+  export_inference_graph's placeholder names (tf_example,
+  encoded_image_string_tensor); exporter_main_v2 names both `input_tensor`,
+  and only its tf_example export parses tf.Examples (in the functions of
+  graph_def, the loaded SavedModel's).
   """
   if info.dtype != tf.string.as_datatype_enum:
     return 'image_tensor'
   if info.name.split(':')[0].split('/')[-1] == 'tf_example':
+    return 'tf_example'
+  functions = graph_def.library.function
+  if any(node.op in _PARSE_OPS for node in graph_def.node) or any(
+      node.op in _PARSE_OPS for function in functions
+      for node in function.node_def):
     return 'tf_example'
   return 'encoded_image_string_tensor'
 

@@ -31,6 +31,7 @@ overfit_faster_rcnn = trained_models.overfit_faster_rcnn
 overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 overfit_rfcn = trained_models.overfit_rfcn
 overfit_context_rcnn = trained_models.overfit_context_rcnn
+overfit_faster_rcnn_fpn = trained_models.overfit_faster_rcnn_fpn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 
 # tests/durations.txt: the test modules, slowest first (a module's seconds:

@@ -160,6 +160,31 @@ class FakeFasterRCNNFeatureExtractor(
                        [1, 1], scope='layer2')
 
 
+class FakePyramidFeatureExtractor(FakeFasterRCNNFeatureExtractor):
+  """The fake extractor's conv, average-pooled to each pyramid level l of
+  fpn_min_level..fpn_max_level (stride 2**l), finest first.
+
+  The input's height and width must be static multiples of the coarsest
+  stride.
+  """
+
+  CONFIG_FIELDS = ('fpn',)
+
+  def __init__(self, is_training=True, first_stage_features_stride=16,
+               batch_norm_trainable=False, fpn_min_level=3, fpn_max_level=4,
+               additional_layer_depth=8, **kwargs):
+    super().__init__(is_training, first_stage_features_stride,
+                     batch_norm_trainable, depth=additional_layer_depth,
+                     **kwargs)
+    self._levels = range(fpn_min_level, fpn_max_level + 1)
+
+  def _extract_proposal_features(self, preprocessed_inputs, scope):
+    net = slim.conv2d(preprocessed_inputs, self._depth, [1, 1],
+                      scope='layer1')
+    return [slim.avg_pool2d(net, [2**level] * 2, stride=2**level)
+            for level in self._levels], {}
+
+
 class FakeSecondStageBoxPredictor(box_predictor.BoxPredictor):
   """Mean-pools each proposal's features, then fully connected box/class heads.
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator import detect
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
@@ -173,6 +174,30 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
   np.testing.assert_allclose(
       served['raw_detection_boxes'][0][indices][:5],
       served['detection_boxes'][0][:5], atol=TOLERANCE)
+
+
+@pytest.mark.parametrize('name', ['tf2', 'tf1'])
+def test_detect_runs_the_export(exports, name, tmp_path):
+  input_type, directory = exports[name]
+  image = image_inputs.images()[0]
+  (tmp_path / 'image.png').write_bytes(image_inputs.png(image))
+  label_map = tmp_path / 'label_map.pbtxt'
+  label_map.write_text(''.join("item { id: %d name: 'c%d' }\n" % (i, i)
+                               for i in (1, 2, 3)))
+  assert detect.main([
+      '--saved_model_dir=' + directory, '--label_map_path=%s' % label_map,
+      '--input=%s' % (tmp_path / 'image.png'),
+      '--output_dir=%s' % (tmp_path / 'out'), '--min_score_threshold=0']) == 0
+  with open(str(tmp_path / 'out' / detect.DETECTIONS_FILE)) as f:
+    found = json.load(f)
+  served = _serve(directory, input_type)
+  count = int(served['num_detections'][0])
+  assert count > 0 and len(found) == count
+  np.testing.assert_allclose([d['score'] for d in found],
+                             served['detection_scores'][0][:count],
+                             atol=TOLERANCE)
+  assert [d['category_id'] for d in found] == (
+      served['detection_classes'][0][:count].astype(int).tolist())
 
 
 def _model_facts():

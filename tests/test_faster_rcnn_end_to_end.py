@@ -134,6 +134,34 @@ def overfit_image(trained, index=0):
                           ).numpy()[np.newaxis]
 
 
+def check_trains_evaluates_and_overfits(trained, num_steps, config_text):
+  """A family's overfitting run: num_steps steps of a config holding
+  config_text, the losses summarized, evaluation's mAP@.5 above 0.5."""
+  assert trained['checkpoint'].endswith('-%d' % num_steps)
+  with open(trained['config']) as f:
+    assert config_text in f.read()
+  train_tags = event_tags.scalar_tags(trained['model_dir'])
+  for tag in TRAIN_LOSS_TAGS:
+    assert tag in train_tags, (tag, sorted(train_tags))
+  metrics = event_tags.last_scalars(
+      os.path.join(trained['model_dir'], 'eval_0'))
+  assert metrics['DetectionBoxes_Precision/mAP@.50IOU'] > 0.5, metrics
+
+
+def check_export_equals_estimator_predict(trained, output_directory):
+  """An overfitting run's image_tensor export: its detections of the set's
+  first image equal Estimator.predict's, the overfitted shape (class 1)
+  first."""
+  served, predicted = export_and_predict(trained, overfit_image(trained),
+                                         output_directory)
+  for key in ('detection_boxes', 'detection_scores', 'detection_classes',
+              'num_detections'):
+    np.testing.assert_allclose(served[key], predicted[key], atol=TOLERANCE,
+                               err_msg=key)
+  assert (served['num_detections'] > 0).all()
+  assert served['detection_classes'][0, 0] == 1.0
+
+
 @pytest.fixture(scope='module')
 def shapes(trained):
   return overfit_image(trained)

@@ -6,7 +6,8 @@ options its training step has static shapes and XLA compiles it; without
 them the anchor pruning and the first stage's non-max suppression are
 named with the fields to set. The same holds for its R-FCN form
 (tests/tiny_rfcn.py), whose position-sensitive crops then take the
-matrix-product form.
+matrix-product form, and for a feature pyramid (tests/tiny_faster_rcnn_fpn.py
+with the fake pyramid extractor): the multi-level RPN and ROI crop.
 """
 import pytest
 
@@ -14,6 +15,7 @@ from od_estimator import __main__ as cli
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
 from tests import tiny_faster_rcnn
+from tests import tiny_faster_rcnn_fpn
 from tests import tiny_rfcn
 
 STATIC_SHAPES = ' '.join([
@@ -27,6 +29,12 @@ def fake_extractor(monkeypatch):
   monkeypatch.setitem(
       faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
       'fake', fakes.FakeFasterRCNNFeatureExtractor)
+
+
+def _write_fake_pyramid_config(directory, data_dir, extractor, **kwargs):
+  del extractor  # The fake pyramid's instead.
+  return tiny_faster_rcnn_fpn.write_config(directory, data_dir,
+                                           extractor='fake_pyramid', **kwargs)
 
 
 def _check_tpu(tmp_path, capsys, model_fields,
@@ -51,6 +59,19 @@ def test_static_shape_rfcn_step_compiles(tmp_path, capsys):
   assert 'XLA compiles the step' in out, out
   with open(tmp_path / 'pipeline.config') as f:
     assert 'rfcn_box_predictor' in f.read()
+
+
+def test_static_shape_feature_pyramid_step_compiles(tmp_path, capsys,
+                                                    monkeypatch):
+  monkeypatch.setitem(
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+      'fake_pyramid', fakes.FakePyramidFeatureExtractor)
+  code, out = _check_tpu(tmp_path, capsys, STATIC_SHAPES,
+                         write_config=_write_fake_pyramid_config)
+  assert code == 0, out
+  assert 'XLA compiles the step' in out, out
+  with open(tmp_path / 'pipeline.config') as f:
+    assert 'multiscale_anchor_generator' in f.read()
 
 
 def test_dynamic_faster_rcnn_step_names_the_static_shapes_field(tmp_path,

@@ -4,12 +4,12 @@ Every one parses. The SSD configs whose feature extractor od_estimator
 provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
 Keras layers' own, no `FeatureExtractor/` scope). The two-stage ones whose
-extractor it provides build their model (the graph of each extractor's is
-built at a reduced size by its tests/models/ module); the Faster R-CNN
-ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with exactly the
-variables of the original's TF2 checkpoints: Keras names and shapes
-(tests/data/tf2_checkpoint_keys/). The others are refused with one line
-naming the field and the type.
+extractor it provides build their models, for training and inference
+(each extractor's graph and names: its tests/models/ module); the Faster
+R-CNN ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with
+exactly the variables of the original's TF2 checkpoints: Keras names and
+shapes (tests/data/tf2_checkpoint_keys/). The others are refused with one
+line naming the field and the type.
 """
 import os
 
@@ -19,6 +19,7 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import ssd_feature_extractor_registry
 from tests import tf2_checkpoints
@@ -38,22 +39,27 @@ _EXTRACTORS = {
 }
 
 
-def _builds(path, family=None):
-  """Whether od_estimator provides the config's architecture (of `family`)."""
+def _builds(path, families=tuple(_EXTRACTORS)):
+  """Whether od_estimator provides the config's architecture (of one of
+  the families)."""
   model = _model(path)
-  found = model.WhichOneof('model')
-  return (found in _EXTRACTORS and found == (family or found) and
-          getattr(model, found).feature_extractor.type in _EXTRACTORS[found])
+  family = model.WhichOneof('model')
+  return family in families and (
+      getattr(model, family).feature_extractor.type in _EXTRACTORS[family])
 
 
 def _builds_ssd(path):
-  return _builds(path, 'ssd')
+  return _builds(path, ('ssd',))
+
+
+def _builds_faster_rcnn(path):
+  return _builds(path, ('faster_rcnn',))
 
 
 def _is_faster_rcnn_resnet(path):
   """Whether the config is a Faster R-CNN ResNet (C4) we provide."""
   extractor = _model(path).faster_rcnn.feature_extractor
-  return (_builds(path, 'faster_rcnn') and not extractor.HasField('fpn') and
+  return (_builds_faster_rcnn(path) and not extractor.HasField('fpn') and
           extractor.type.startswith('faster_rcnn_resnet'))
 
 
@@ -61,8 +67,7 @@ def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
   del upstream_configs_tf2  # the folder exists (else: skipped)
   paths = upstream_folder.paths(tf2=True)
   assert any(_builds_ssd(path) for path in paths)
-  assert any(_model(path).WhichOneof('model') == 'faster_rcnn'
-             for path in paths)
+  assert any(_builds_faster_rcnn(path) for path in paths)
   assert len([path for path in paths if _is_faster_rcnn_resnet(path)]) == 9
 
 
@@ -84,13 +89,15 @@ def test_ssd_config_builds_and_predicts_with_tf2_names(path):
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(
-    tf2=True, keep=lambda path: _builds(path, 'faster_rcnn')))
-def test_two_stage_config_builds_its_extractor(path):
-  model = _model(path)
+    tf2=True, keep=_builds_faster_rcnn))
+@pytest.mark.parametrize('is_training', [True, False])
+def test_two_stage_config_builds_its_model(path, is_training):
+  model_config = _model(path)
   with tf.Graph().as_default():
-    detection_model = model_builder.build(model, is_training=True)
-  assert type(detection_model.feature_extractor) is _EXTRACTORS[
-      'faster_rcnn'][model.faster_rcnn.feature_extractor.type]
+    model = model_builder.build(model_config, is_training=is_training)
+  assert isinstance(model, faster_rcnn_meta_arch.FasterRCNNMetaArch)
+  assert type(model.feature_extractor) is _EXTRACTORS['faster_rcnn'][
+      model_config.faster_rcnn.feature_extractor.type]
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(

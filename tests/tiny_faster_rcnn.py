@@ -288,9 +288,14 @@ def write_overfit_backbone(directory, size=64):
           [frame[0] for frame in overfit_frames(size)]).astype(np.float32))
 
 
+# What the recipe trains (update_trainable_variables): the heads.
+OVERFIT_TRAINABLE = ('Predictor', '^Conv/')
+
+
 def write_overfit_config(directory, data_dir, size=64, model_fields='',
                          edits=(), write_records=write_overfit_examples,
-                         backbone=None):
+                         backbone=None, fine_tune=True,
+                         trainable=OVERFIT_TRAINABLE):
   """A small set a Faster R-CNN overfits in a few dozen steps.
 
   The OVERFIT_SHAPES images in one TFRecord that both training and
@@ -309,6 +314,9 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
       (write_overfit_examples: tf.Examples).
     backbone: write_overfit_backbone's checkpoint prefix (for `size`) to
       start from; None writes one into `directory`.
+    fine_tune: start from that checkpoint (else from scratch: a model of
+      another backbone, tests/tiny_faster_rcnn_fpn.py).
+    trainable: the update_trainable_variables patterns.
 
   Returns:
     The pipeline.config path.
@@ -318,16 +326,18 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
   with open(label_map, 'w') as f:
     f.write(create_synthetic_tf_record.label_map_text())
   record = write_records(data_dir, overfit_frames(size))
-  checkpoint = backbone or write_overfit_backbone(directory, size)
+  train_fields = ' '.join('update_trainable_variables: "%s"' % pattern
+                          for pattern in trainable)
+  if fine_tune:
+    train_fields += (
+        ' fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
+        '"classification"' % (backbone or
+                              write_overfit_backbone(directory, size)))
   text = CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,
       'extractor': 'faster_rcnn_resnet50',
       'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
-      'batch_size': len(OVERFIT_SHAPES),
-      'train_fields': (
-          'fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
-          '"classification" update_trainable_variables: "Predictor" '
-          'update_trainable_variables: "^Conv/"' % checkpoint)}
+      'batch_size': len(OVERFIT_SHAPES), 'train_fields': train_fields}
   text = apply_edits(text, OVERFIT_EDITS + tuple(edits))
   path = os.path.join(str(directory), 'pipeline.config')
   with open(path, 'w') as f:

@@ -7,7 +7,12 @@ come from target_assigner_builder.
 
 The feature extractor class comes from
 od_estimator.models.faster_rcnn_feature_extractor_registry by its config
-`type` (e.g. "faster_rcnn_resnet101"). Fixed choices follow the original:
+`type` (e.g. "faster_rcnn_resnet101"); the config fields it takes beyond
+the stride and batch_norm_trainable (its CONFIG_FIELDS: conv_hyperparams,
+fpn, ...) are passed to it, and refused for the others. A feature pyramid
+extractor (fpn) gives the first stage one map per level: its anchors come
+from a multiscale_anchor_generator of the same levels, and the ROI crop
+takes each proposal from its level. Fixed choices follow the original:
 both stages encode boxes with FasterRcnnBoxCoder(10, 10, 5, 5) and match by
 IoU with an argmax matcher (anchors: matched >= 0.7, unmatched < 0.3, every
 groundtruth box forced to its best anchor; proposals: matched >= 0.5); the
@@ -81,22 +86,8 @@ def _check_config(config):
     if config.HasField(field) and getattr(config, field):
       raise UserInputError('%s.%s is not supported: %s.' % (_FRCNN, field,
                                                              why))
-  extractor = config.feature_extractor
-  if extractor.HasField('fpn'):
-    raise UserInputError('%s.fpn is not supported (Faster R-CNN FPN '
-                         'extractors are TF2 Keras models).' % _FE)
-  for field in ('conv_hyperparams',
-                'override_base_feature_extractor_hyperparams'):
-    if extractor.HasField(field) and getattr(extractor, field):
-      raise UserInputError(
-          '%s.%s is not supported: the tf-slim Faster R-CNN extractors use '
-          'their own hyperparameters, as in the original.' % (_FE, field))
-  anchors = config.first_stage_anchor_generator.WhichOneof(
-      'anchor_generator_oneof')
-  if anchors != 'grid_anchor_generator':
-    raise UserInputError(
-        '%s.first_stage_anchor_generator: %s is not supported; use '
-        'grid_anchor_generator.' % (_FRCNN, anchors or 'nothing set'))
+  _check_extractor_fields(config)
+  _check_anchor_generator(config)
   if not 0.0 <= config.first_stage_nms_iou_threshold <= 1.0:
     raise UserInputError('%s.first_stage_nms_iou_threshold must be in [0, 1], '
                          'got %g.' % (_FRCNN,
@@ -112,6 +103,76 @@ def _check_config(config):
         'detections\' features are cropped and extracted again).' % _FRCNN)
   if config.number_of_stages > 1:
     _check_second_stage(config)
+
+
+def _extractor_fields(config):
+  """The extra config fields the extractor type takes (() if unknown)."""
+  extractor_class = (
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS
+      .get(config.feature_extractor.type))
+  return extractor_class.CONFIG_FIELDS if extractor_class else ()
+
+
+def _takes_pyramid(config):
+  return 'fpn' in _extractor_fields(config)
+
+
+def _check_extractor_fields(config):
+  """Raises UserInputError for a set field the extractor type lacks."""
+  extractor = config.feature_extractor
+  taken = _extractor_fields(config)
+  if extractor.HasField('fpn') and 'fpn' not in taken:
+    raise UserInputError(
+        '%s.fpn is not supported by type %r; the feature pyramid types are '
+        'faster_rcnn_resnet{50,101,152}_fpn_keras.' % (_FE, extractor.type))
+  if 'fpn' in taken and not extractor.HasField('fpn'):
+    raise UserInputError('%s.fpn must be set for type %r (its pyramid '
+                         'levels).' % (_FE, extractor.type))
+  for field in ('conv_hyperparams',
+                'override_base_feature_extractor_hyperparams'):
+    if (field not in taken and extractor.HasField(field) and
+        getattr(extractor, field)):
+      raise UserInputError(
+          '%s.%s is not supported by type %r: the tf-slim Faster R-CNN '
+          'extractors use their own hyperparameters, as in the original.'
+          % (_FE, field, extractor.type))
+
+
+def _check_anchor_generator(config):
+  """Raises UserInputError unless the first-stage anchors fit the maps.
+
+  One feature map takes grid_anchor_generator; a pyramid (fpn) takes
+  multiscale_anchor_generator over its levels.
+  """
+  generator = config.first_stage_anchor_generator
+  anchors = generator.WhichOneof('anchor_generator_oneof')
+  if not _takes_pyramid(config):
+    if anchors != 'grid_anchor_generator':
+      raise UserInputError(
+          '%s.first_stage_anchor_generator: %s is not supported with one '
+          'feature map (type %r); use grid_anchor_generator.' % (
+              _FRCNN, anchors or 'nothing set',
+              config.feature_extractor.type))
+    return
+  if anchors != 'multiscale_anchor_generator':
+    raise UserInputError(
+        '%s.first_stage_anchor_generator: %s is not supported with a '
+        'feature pyramid (type %r); use multiscale_anchor_generator.' % (
+            _FRCNN, anchors or 'nothing set', config.feature_extractor.type))
+  fpn = config.feature_extractor.fpn
+  multiscale = generator.multiscale_anchor_generator
+  if (multiscale.min_level, multiscale.max_level) != (fpn.min_level,
+                                                      fpn.max_level):
+    raise UserInputError(
+        '%s.first_stage_anchor_generator.multiscale_anchor_generator: '
+        'levels %d..%d must be the feature_extractor.fpn levels %d..%d.' % (
+            _FRCNN, multiscale.min_level, multiscale.max_level,
+            fpn.min_level, fpn.max_level))
+  if multiscale.normalize_coordinates:
+    raise UserInputError(
+        '%s.first_stage_anchor_generator.multiscale_anchor_generator.'
+        'normalize_coordinates must be false: first-stage anchors are in '
+        'pixels.' % _FRCNN)
 
 
 # context_config fields of the original's later attention variants -> the
@@ -223,9 +284,32 @@ def _build_feature_extractor(config, is_training):
   if extractor.type not in extractors:
     raise UserInputError('%s.type %r is not supported; available types: %s' %
                          (_FE, extractor.type, ', '.join(sorted(extractors))))
-  return extractors[extractor.type](
+  extractor_class = extractors[extractor.type]
+  return extractor_class(
       is_training, extractor.first_stage_features_stride,
-      batch_norm_trainable=extractor.batch_norm_trainable)
+      batch_norm_trainable=extractor.batch_norm_trainable,
+      **_extractor_kwargs(extractor, extractor_class.CONFIG_FIELDS,
+                          is_training))
+
+
+def _extractor_kwargs(extractor, fields, is_training):
+  """Keyword arguments of the extra config fields an extractor takes."""
+  kwargs = {}
+  if 'conv_hyperparams' in fields and extractor.HasField('conv_hyperparams'):
+    # Batch norm trains only with batch_norm_trainable, as in the original.
+    kwargs['conv_hyperparams_fn'] = hyperparams_builder.build(
+        extractor.conv_hyperparams,
+        is_training and extractor.batch_norm_trainable)
+  if 'override_base_feature_extractor_hyperparams' in fields:
+    kwargs['override_base_feature_extractor_hyperparams'] = (
+        extractor.override_base_feature_extractor_hyperparams)
+  if 'fpn' in fields:
+    kwargs.update(fpn_min_level=extractor.fpn.min_level,
+                  fpn_max_level=extractor.fpn.max_level,
+                  additional_layer_depth=extractor.fpn.additional_layer_depth)
+  if 'pad_to_multiple' in fields:
+    kwargs['pad_to_multiple'] = extractor.pad_to_multiple
+  return kwargs
 
 
 def _target_assigner(matched_threshold, unmatched_threshold,

@@ -1,7 +1,8 @@
 """The second stage of Faster R-CNN: ROI features and the box classifier.
 
 Each proposal's region of the first-stage feature map is cropped and
-resized (bilinear, `initial_crop_size` square) and max-pooled; the second
+resized (bilinear, `initial_crop_size` square) and max-pooled (on a feature
+pyramid, from the level its size assigns it: core/multilevel_crop); the second
 stage of the feature extractor turns the crops into box classifier features
 and a fully connected predictor (`SecondStageBoxPredictor`) gives, per
 proposal, refined box codes per class and class logits with background.
@@ -28,6 +29,7 @@ from od_estimator.core import box_list
 from od_estimator.core import box_list_ops
 from od_estimator.core import box_predictor
 from od_estimator.core import losses
+from od_estimator.core import multilevel_crop
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner as target_assigner_lib
 from od_estimator.meta_architectures import context_rcnn_lib
@@ -169,28 +171,41 @@ class BoxClassifier:
     return side_inputs
 
   def crop(self, features_to_crop, proposal_boxes_normalized,
-           side_inputs=None):
+           side_inputs=None, image_shape=None):
     """Cuts and pools every proposal's features.
 
     Args:
-      features_to_crop: [batch, height, width, depth] float32.
+      features_to_crop: [batch, height, width, depth] float32, or a list of
+        such maps (a feature pyramid, finest first).
       proposal_boxes_normalized: [batch, num_proposals, 4] float32.
       side_inputs: {name: tensor} with exactly side_input_names: for
         Context R-CNN context_features [batch, max_num_context_features,
         context_feature_length] float32 and valid_context_size [batch]
         int32.
+      image_shape: [4] int32 shape of the image batch the boxes are
+        normalized to; needed with several maps (it sets each box's level).
 
     Returns:
       [batch * num_proposals, crop, crop, depth] float32 (after pooling).
 
     Raises:
-      ValueError: side inputs other than side_input_names.
+      ValueError: side inputs other than side_input_names, or several maps
+        without image_shape.
     """
     side_inputs = self._checked_side_inputs(side_inputs)
     roi_crop = self._roi_crop
     size = roi_crop.initial_crop_size
-    cropped = roi_crop.crop_and_resize_fn(
-        features_to_crop, proposal_boxes_normalized, [size, size])
+    feature_maps = rpn.as_feature_map_list(features_to_crop)
+    if len(feature_maps) > 1 and image_shape is None:
+      raise ValueError('Cropping from %d feature maps needs the image shape '
+                       '(it sets each box\'s level).' % len(feature_maps))
+    box_levels = None
+    if len(feature_maps) > 1:
+      box_levels = multilevel_crop.image_box_levels(
+          len(feature_maps), image_shape, proposal_boxes_normalized)
+    cropped = multilevel_crop.multilevel_crop_and_resize(
+        roi_crop.crop_and_resize_fn, feature_maps, proposal_boxes_normalized,
+        box_levels, [size, size])
     if self._context is not None:
       cropped += context_rcnn_lib.box_context_attention(
           cropped, side_inputs[fields.InputDataFields.context_features],
@@ -205,16 +220,17 @@ class BoxClassifier:
         stride=roi_crop.maxpool_stride)
 
   def classify(self, features_to_crop, proposal_boxes_normalized,
-               extract_fn, side_inputs=None):
+               extract_fn, side_inputs=None, image_shape=None):
     """Box classifier features and predictions of every proposal.
 
     Args:
       features_to_crop: [batch, height, width, depth] float32 first-stage
-        feature maps.
+        feature maps (a list of them for a feature pyramid).
       proposal_boxes_normalized: [batch, num_proposals, 4] float32.
       extract_fn: the second stage of the feature extractor, features ->
         box classifier features.
       side_inputs: as crop() takes them.
+      image_shape: as crop() takes it.
 
     Returns:
       box_classifier_features: [batch * num_proposals, h, w, d'] float32
@@ -229,7 +245,8 @@ class BoxClassifier:
       return (features,) + self.predict(
           features, proposal_boxes=proposal_boxes_normalized)
     features = extract_fn(self.crop(features_to_crop,
-                                    proposal_boxes_normalized, side_inputs))
+                                    proposal_boxes_normalized, side_inputs,
+                                    image_shape))
     return (features,) + self.predict(features, prediction_stage=2)
 
   def predict(self, box_classifier_features, **predictor_inputs):

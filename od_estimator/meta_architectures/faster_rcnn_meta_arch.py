@@ -275,10 +275,11 @@ class FasterRCNNMetaArch(model.DetectionModel):
 
     Returns:
       A dict: rpn_box_predictor_features, rpn_features_to_crop [batch, h,
-      w, d]; image_shape [4] int32; rpn_box_encodings [batch, num_anchors,
-      4]; rpn_objectness_predictions_with_background [batch, num_anchors,
-      2]; anchors [num_anchors, 4] absolute. With 2 stages also
-      refined_box_encodings [batch * max_num_proposals, q, 4],
+      w, d] (lists of them, finest first, when the feature extractor gives
+      a feature pyramid); image_shape [4] int32; rpn_box_encodings
+      [batch, num_anchors, 4]; rpn_objectness_predictions_with_background
+      [batch, num_anchors, 2]; anchors [num_anchors, 4] absolute. With 2
+      stages also refined_box_encodings [batch * max_num_proposals, q, 4],
       class_predictions_with_background [batch * max_num_proposals,
       num_classes + 1], num_proposals [batch], proposal_boxes [batch,
       max_num_proposals, 4] absolute, proposal_boxes_normalized (same,
@@ -358,7 +359,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
 
     def extract():
       cropped = self._box_classifier.crop(
-          prediction_dict['rpn_features_to_crop'], boxes)
+          prediction_dict['rpn_features_to_crop'], boxes,
+          image_shape=prediction_dict['image_shape'])
       return self._feature_extractor.extract_box_classifier_features(
           cropped, scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)
 
@@ -430,7 +432,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
           prediction_dict['rpn_features_to_crop'], proposal_boxes_normalized,
           functools.partial(
               self._feature_extractor.extract_box_classifier_features,
-              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE), side_inputs)
+              scope=SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE), side_inputs,
+          prediction_dict['image_shape'])
 
     (box_classifier_features, refined_box_encodings,
      class_predictions) = self._in_batch_norm_mode(second_stage)
@@ -604,7 +607,8 @@ class FasterRCNNMetaArch(model.DetectionModel):
         without the two stage scopes, as the extractor maps them) or
         'detection' (names as in this graph).
       load_all_detection_checkpoint_vars: with 'detection', every global
-        variable instead of the feature extractor's.
+        variable instead of the feature extractor's (those of its two
+        scopes, or of its Keras names).
 
     Raises:
       ValueError: for another fine_tune_checkpoint_type.
@@ -617,8 +621,6 @@ class FasterRCNNMetaArch(model.DetectionModel):
       return {variable.op.name: variable
               for variable in tf.compat.v1.global_variables()
               if load_all_detection_checkpoint_vars or
-              self._feature_extractor.owns_variable(
-                  variable, FIRST_STAGE_FEATURE_EXTRACTOR_SCOPE,
-                  SECOND_STAGE_FEATURE_EXTRACTOR_SCOPE)}
+              self._feature_extractor.owns_variable(variable)}
     raise ValueError('Not supported fine_tune_checkpoint_type: {}'.format(
         fine_tune_checkpoint_type))

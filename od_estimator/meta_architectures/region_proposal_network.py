@@ -4,8 +4,12 @@ On the first-stage feature map a convolution (named `Conv` at the root
 scope, as in the original's TF1 checkpoints; `RPNConv` with the TF2 names
 of predictors/two_stage_keras_names.py) feeds a 1x1 convolutional box
 predictor (`FirstStageBoxPredictor`) that gives, for every grid anchor, a
-box code and two objectness logits (background, object). Proposals are the
-decoded boxes that survive non-max suppression. Training samples a balanced
+box code and two objectness logits (background, object). On a feature
+pyramid (a list of maps, finest first, with one anchor grid per map, as a
+multiscale anchor generator places them) the same convolution runs on
+every level and the predictor has a head per level; the levels' anchors
+and predictions are concatenated, finest first. Proposals are the decoded
+boxes that survive non-max suppression. Training samples a balanced
 minibatch of anchors for the objectness and localization losses (Ren et al.,
 "Faster R-CNN", 2015).
 
@@ -35,8 +39,9 @@ class FirstStageParams:
   """Settings of the region proposal network (faster_rcnn.proto fields).
 
   Attributes:
-    anchor_generator: a GridAnchorGenerator (one feature map, absolute
-      coordinates).
+    anchor_generator: an AnchorGenerator of absolute coordinates with one
+      grid per first-stage feature map (GridAnchorGenerator for one map,
+      MultiscaleGridAnchorGenerator for a pyramid).
     conv_hyperparams_fn: callable returning the slim arg_scope of the RPN
       convolution and predictor.
     box_predictor: a BoxPredictor with num_classes=1 (objectness).
@@ -106,6 +111,11 @@ def weighted_losses(prefix, weighted):
           for name, (weight, loss) in weighted.items()}
 
 
+def as_feature_map_list(features):
+  """features if a list (a pyramid), else [features] (one map)."""
+  return features if isinstance(features, list) else [features]
+
+
 def batch_decode(box_coder, box_encodings, reference_boxes):
   """Decodes codes against per-image reference boxes.
 
@@ -138,14 +148,7 @@ class RegionProposalNetwork:
         no gradient through proposals).
       use_static_shapes: keep every shape static (TPU).
       parallel_iterations: tf.map_fn parallelism for dynamic batch sizes.
-
-    Raises:
-      ValueError: if the anchor generator places anchors on more than one
-        feature map.
     """
-    if len(params.anchor_generator.num_anchors_per_location()) != 1:
-      raise ValueError('The first stage anchor generator must place anchors '
-                       'on one feature map.')
     self._params = params
     self._is_training = is_training
     self._use_static_shapes = use_static_shapes
@@ -170,30 +173,44 @@ class RegionProposalNetwork:
 
     Args:
       rpn_features_to_crop: [batch, height, width, depth] first-stage
-        features.
+        features, or a list of such maps (a pyramid, finest first).
       image_shape: [4] int32 shape of the preprocessed image batch.
 
     Returns:
-      rpn_box_predictor_features: [batch, height, width, rpn depth].
+      rpn_box_predictor_features: [batch, height, width, rpn depth] (a list
+        of them for a list of maps).
       rpn_box_encodings: [batch, num_anchors, code_size] float32.
       rpn_objectness_predictions_with_background: [batch, num_anchors, 2]
         float32 logits.
       anchors: [num_anchors, 4] float32 absolute anchors.
+
+    Raises:
+      ValueError: if the anchor generator has not one grid per map.
     """
     params = self._params
-    feature_shape = shape_utils.combined_static_and_dynamic_shape(
-        rpn_features_to_crop)
+    feature_maps = as_feature_map_list(rpn_features_to_crop)
+    num_grids = len(params.anchor_generator.num_anchors_per_location())
+    if num_grids != len(feature_maps):
+      raise ValueError(
+          'The first stage anchor generator places anchors on %d feature '
+          'maps; the feature extractor gives %d.' % (num_grids,
+                                                     len(feature_maps)))
     anchors = box_list_ops.concatenate(params.anchor_generator.generate(
-        [(feature_shape[1], feature_shape[2])]))
+        [tuple(shape_utils.combined_static_and_dynamic_shape(features)[1:3])
+         for features in feature_maps]))
     with params.layer_names.rpn_features(), \
         slim.arg_scope(params.conv_hyperparams_fn()):
-      rpn_box_predictor_features = slim.conv2d(
-          rpn_features_to_crop, params.depth,
-          kernel_size=[params.kernel_size, params.kernel_size],
-          rate=params.atrous_rate, activation_fn=tf.nn.relu6,
-          scope=params.layer_names.rpn_features_scope)
+      # One convolution shared by every level.
+      box_predictor_features = [
+          slim.conv2d(
+              features, params.depth,
+              kernel_size=[params.kernel_size, params.kernel_size],
+              rate=params.atrous_rate, activation_fn=tf.nn.relu6,
+              scope=params.layer_names.rpn_features_scope,
+              reuse=True if level else None)
+          for level, features in enumerate(feature_maps)]
     predictions = params.box_predictor.predict(
-        [rpn_box_predictor_features],
+        box_predictor_features,
         params.anchor_generator.num_anchors_per_location(),
         scope=BOX_PREDICTOR_SCOPE)
     # float32 even when the network runs in bfloat16 (TPU): decoding, NMS
@@ -216,7 +233,9 @@ class RegionProposalNetwork:
       anchors = box_list_ops.clip_to_window(anchors, window,
                                             filter_nonoverlapping=False)
     return {
-        'rpn_box_predictor_features': rpn_box_predictor_features,
+        'rpn_box_predictor_features': (
+            box_predictor_features if isinstance(rpn_features_to_crop, list)
+            else box_predictor_features[0]),
         'rpn_box_encodings': box_encodings,
         'rpn_objectness_predictions_with_background': objectness,
         'anchors': anchors.get(),

@@ -32,6 +32,10 @@ class FasterRCNNFeatureExtractor(abc.ABC):
   """
 
   _FIRST_STAGE_STRIDES = None
+  # FasterRcnnFeatureExtractor fields beyond type, first_stage_features_
+  # stride and batch_norm_trainable that the class takes, as keyword
+  # arguments (faster_rcnn_model_builder refuses the others when set).
+  CONFIG_FIELDS = ()
 
   def __init__(self, is_training, first_stage_features_stride,
                batch_norm_trainable=False, reuse_weights=None,
@@ -114,16 +118,13 @@ class FasterRCNNFeatureExtractor(abc.ABC):
   def _extract_box_classifier_features(self, proposal_feature_maps, scope):
     """extract_box_classifier_features inside its variable scope."""
 
-  def owns_variable(self, variable, *feature_extractor_scopes):
-    """Whether `variable` belongs to the extractor: it is under its scopes.
-
-    Args:
-      variable: a tf.Variable.
-      *feature_extractor_scopes: the two stages' scopes, e.g.
-        FIRST_STAGE_SCOPE and SECOND_STAGE_SCOPE.
-    """
-    return variable.op.name.startswith(
-        tuple(scope + '/' for scope in feature_extractor_scopes))
+  def owns_variable(self, variable, feature_extractor_scope=None):
+    """Whether the extractor built `variable`: by default, whether it lies
+    under either stage's scope (extractors of Keras names, at the graph's
+    root, answer from their own record)."""
+    del feature_extractor_scope
+    return variable.op.name.startswith((FIRST_STAGE_SCOPE + '/',
+                                        SECOND_STAGE_SCOPE + '/'))
 
   def restore_from_classification_checkpoint_fn(
       self, first_stage_feature_extractor_scope,

@@ -30,6 +30,21 @@ _MIN_IMAGE_DIM = 33
 _BATCH_NORM_EPSILON = 1e-5
 
 
+def subtract_channel_means(resized_inputs):
+  """ResNet preprocessing: 3-channel images minus the ImageNet means.
+
+  Args:
+    resized_inputs: [batch, height, width, channels] float32, 0..255.
+
+  Returns:
+    [batch, height, width, channels] float32; inputs whose channel count is
+    not 3 pass through unchanged, as in the original.
+  """
+  if resized_inputs.shape.as_list()[3] == 3:
+    return resized_inputs - [[list(_CHANNEL_MEANS)]]
+  return resized_inputs
+
+
 class FasterRCNNResnetV1FeatureExtractor(
     faster_rcnn_feature_extractor.FasterRCNNFeatureExtractor):
   """ResNet v1 split at block3 / block4 for Faster R-CNN.
@@ -52,9 +67,7 @@ class FasterRCNNResnetV1FeatureExtractor(
       [batch, height, width, channels] float32; inputs whose channel count
       is not 3 pass through unchanged, as in the original.
     """
-    if resized_inputs.shape.as_list()[3] == 3:
-      return resized_inputs - [[list(_CHANNEL_MEANS)]]
-    return resized_inputs
+    return subtract_channel_means(resized_inputs)
 
   def _arg_scope(self):
     """The ResNet arg_scope with this extractor's weight decay."""

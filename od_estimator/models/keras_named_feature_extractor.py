@@ -56,9 +56,9 @@ class KerasNamedFeatureExtractorMixin:
     return keras_names.renamed_variables(rename_fn, root_scope='',
                                          created=self._keras_variables())
 
-  def owns_variable(self, variable, *feature_extractor_scopes):
+  def owns_variable(self, variable, feature_extractor_scope=None):
     """Whether the extractor built `variable` (scope is not the criterion)."""
-    del feature_extractor_scopes
+    del feature_extractor_scope
     return any(variable is own for own in self._keras_variables())
 
   def restore_from_classification_checkpoint_fn(self,

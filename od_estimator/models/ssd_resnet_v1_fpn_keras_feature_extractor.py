@@ -35,6 +35,26 @@ _BASE_MAX_LEVEL = 5
 _WEIGHT_DECAY = 0.0001
 
 
+def backbone_layers(conv_hyperparams_fn, override_hyperparams):
+  """(arg_scope context, activation_fn, use_batch_norm) of a Keras ResNet.
+
+  Args:
+    conv_hyperparams_fn: callable returning the conv_hyperparams' slim
+      arg_scope.
+    override_hyperparams: override_base_feature_extractor_hyperparams: the
+      backbone's layers are built from conv_hyperparams instead of the
+      original's Keras ResNet defaults.
+  """
+  if not override_hyperparams:
+    return (slim.arg_scope(resnet_v1_keras.default_arg_scope(_WEIGHT_DECAY)),
+            tf.nn.relu, True)
+  batch_norm_args, activation_fn = (
+      keras_named_feature_extractor.overriding_hyperparams(
+          conv_hyperparams_fn))
+  return (slim.arg_scope(conv_hyperparams_fn()), activation_fn,
+          batch_norm_args is not None)
+
+
 class SSDResNetV1FpnKerasFeatureExtractor(
     keras_named_feature_extractor.KerasNamedFeatureExtractorMixin,
     ssd_fpn_feature_extractor.SSDFpnFeatureExtractorMixin,
@@ -101,21 +121,12 @@ class SSDResNetV1FpnKerasFeatureExtractor(
           'min(max_level, 5)], got min_level=%d, max_level=%d.' % (
               self._fpn_min_level, self._fpn_max_level))
 
-  def _backbone_layers(self):
-    """(arg_scope context, activation_fn, use_batch_norm) of the backbone."""
-    if not self._override_base_feature_extractor_hyperparams:
-      return (slim.arg_scope(resnet_v1_keras.default_arg_scope(_WEIGHT_DECAY)),
-              tf.nn.relu, True)
-    batch_norm_args, activation_fn = (
-        keras_named_feature_extractor.overriding_hyperparams(
-            self._conv_hyperparams_fn))
-    return (slim.arg_scope(self._conv_hyperparams_fn()), activation_fn,
-            batch_norm_args is not None)
-
   def _backbone_features(self, preprocessed_inputs):
     """ResNet outputs of levels fpn_min_level..min(fpn_max_level, 5)."""
     model_name, _ = self._BACKBONE
-    hyperparams_scope, activation_fn, use_batch_norm = self._backbone_layers()
+    hyperparams_scope, activation_fn, use_batch_norm = backbone_layers(
+        self._conv_hyperparams_fn,
+        self._override_base_feature_extractor_hyperparams)
     with hyperparams_scope:
       end_points = resnet_v1_keras.resnet_v1(
           feature_map_generators.pad_to_multiple(preprocessed_inputs,

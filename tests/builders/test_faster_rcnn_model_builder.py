@@ -232,6 +232,67 @@ def test_refuses_other_anchor_generators_and_extractor_options():
     model_builder.build(config, True)
 
 
+def _pyramid_config(min_level=2, max_level=6, extra=''):
+  """_config on the FPN extractor: fpn levels, multiscale anchors."""
+  config = _config()
+  frcnn = config.faster_rcnn
+  text_format.Merge("""
+      type: 'faster_rcnn_resnet50_fpn_keras'
+      fpn { min_level: 2 max_level: 6 }
+      conv_hyperparams {
+        regularizer { l2_regularizer { weight: 0.0 } }
+        initializer { truncated_normal_initializer { stddev: 0.03 } }
+        batch_norm { scale: true }
+      }""" + extra, frcnn.feature_extractor)
+  text_format.Merge("""
+      multiscale_anchor_generator {
+        min_level: %d max_level: %d anchor_scale: 4.0
+        aspect_ratios: [1.0, 2.0, 0.5] scales_per_octave: 2
+        normalize_coordinates: false
+      }""" % (min_level, max_level), frcnn.first_stage_anchor_generator)
+  return config
+
+
+def test_pyramid_extractor_takes_its_fields_and_multiscale_anchors():
+  with tf.Graph().as_default():
+    model = model_builder.build(_pyramid_config(
+        extra='override_base_feature_extractor_hyperparams: true '
+              'pad_to_multiple: 64'), True)
+  extractor = model.feature_extractor
+  assert extractor.pyramid_levels == (2, 6)
+  assert model.rpn.params.anchor_generator.num_anchors_per_location() == [
+      6] * 5
+
+
+@pytest.mark.parametrize('min_level,max_level,extra,message', [
+    (3, 6, '', r'levels 3..6 must be the feature_extractor.fpn levels 2..6'),
+    (1, 6, 'fpn { min_level: 1 }', 'fpn: min_level must be in'),
+])
+def test_pyramid_refusals(min_level, max_level, extra, message):
+  with pytest.raises(UserInputError, match=message):
+    with tf.Graph().as_default():
+      model_builder.build(_pyramid_config(min_level, max_level, extra), True)
+
+
+def test_pyramid_needs_multiscale_anchors_and_conv_hyperparams():
+  config = _pyramid_config()
+  anchors = config.faster_rcnn.first_stage_anchor_generator
+  anchors.grid_anchor_generator.SetInParent()
+  with pytest.raises(UserInputError, match='with a feature pyramid.*use '
+                     'multiscale_anchor_generator'):
+    model_builder.build(config, True)
+  config = _pyramid_config()
+  config.faster_rcnn.feature_extractor.ClearField('conv_hyperparams')
+  with pytest.raises(UserInputError,
+                     match='feature_extractor.conv_hyperparams must be set'):
+    model_builder.build(config, True)
+  config = _pyramid_config()
+  config.faster_rcnn.feature_extractor.ClearField('fpn')
+  with pytest.raises(UserInputError, match='feature_extractor.fpn must be '
+                     'set'):
+    model_builder.build(config, True)
+
+
 @pytest.mark.parametrize('extractor_type,message', [
     ('faster_rcnn_pnas', 'PNASNet'),
     ('faster_rcnn_made_up', 'available types')])

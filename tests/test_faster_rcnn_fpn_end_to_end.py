@@ -1,0 +1,31 @@
+"""A tiny Faster R-CNN ResNet-50 FPN end to end: model_main trains it until
+it overfits a small set and evaluates it with COCO metrics, exporter exports
+it, and the export's detections equal Estimator.predict's.
+
+tests/tiny_faster_rcnn_fpn.py's model (the sample FPN config's first stage,
+pyramid levels 2..6 of 64x64 images, multiscale anchors, the FPN box head)
+on the Faster R-CNN end to end's set (tests/test_faster_rcnn_end_to_end.py):
+the run is tests/trained_models.py's overfit_faster_rcnn_fpn, FPN_STEPS
+steps with the fixed seed. Measured: DetectionBoxes_Precision/mAP@.50IOU
+1.0 with seeds 1 and 2.
+"""
+import pytest
+
+from tests import test_faster_rcnn_end_to_end as end_to_end
+from tests import trained_models
+
+
+@pytest.fixture(scope='module')
+def trained(overfit_faster_rcnn_fpn):
+  """model_main's run of FPN_STEPS steps and evaluation; its paths."""
+  return overfit_faster_rcnn_fpn
+
+
+def test_model_main_trains_evaluates_and_overfits(trained):
+  end_to_end.check_trains_evaluates_and_overfits(
+      trained, trained_models.FPN_STEPS, 'faster_rcnn_resnet50_fpn_keras')
+
+
+def test_export_detections_equal_estimator_predict(trained, tmp_path):
+  end_to_end.check_export_equals_estimator_predict(
+      trained, str(tmp_path / 'export'))
