@@ -115,7 +115,7 @@ def predicted(config, tf1_checkpoint):
   return batches[0]
 
 
-def _serve(directory, input_type):
+def serve(directory, input_type):
   """The SavedModel called as TF2 serving code calls it, on the first image."""
   image = image_inputs.images()[:1]
   feed = {'image_tensor': tf.constant(image),
@@ -163,7 +163,7 @@ def test_signature_is_the_originals(exports, name):
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
 def test_export_serves_the_estimators_detections(exports, predicted, name):
   input_type, directory = exports[name]
-  served = _serve(directory, input_type)
+  served = serve(directory, input_type)
   assert served['num_detections'][0] > 0
   for key, value in predicted.items():
     np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
@@ -178,7 +178,12 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
 def test_detect_runs_the_export(exports, name, tmp_path):
-  input_type, directory = exports[name]
+  check_detect_runs_the_export(*exports[name], tmp_path)
+
+
+def check_detect_runs_the_export(input_type, directory, tmp_path):
+  """`od-estimator detect` on the first test image writes the export's
+  detections (served as `input_type`), with the label map's ids."""
   image = image_inputs.images()[0]
   (tmp_path / 'image.png').write_bytes(image_inputs.png(image))
   label_map = tmp_path / 'label_map.pbtxt'
@@ -190,7 +195,7 @@ def test_detect_runs_the_export(exports, name, tmp_path):
       '--output_dir=%s' % (tmp_path / 'out'), '--min_score_threshold=0']) == 0
   with open(str(tmp_path / 'out' / detect.DETECTIONS_FILE)) as f:
     found = json.load(f)
-  served = _serve(directory, input_type)
+  served = serve(directory, input_type)
   count = int(served['num_detections'][0])
   assert count > 0 and len(found) == count
   np.testing.assert_allclose([d['score'] for d in found],
