@@ -178,12 +178,14 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
 def test_detect_runs_the_export(exports, name, tmp_path):
-  check_detect_runs_the_export(*exports[name], tmp_path)
+  input_type, directory = exports[name]
+  check_detect_runs_the_export(directory, serve(directory, input_type),
+                               tmp_path)
 
 
-def check_detect_runs_the_export(input_type, directory, tmp_path):
+def check_detect_runs_the_export(directory, served, tmp_path):
   """`od-estimator detect` on the first test image writes the export's
-  detections (served as `input_type`), with the label map's ids."""
+  detections `served` (serve's), with the label map's ids."""
   image = image_inputs.images()[0]
   (tmp_path / 'image.png').write_bytes(image_inputs.png(image))
   label_map = tmp_path / 'label_map.pbtxt'
@@ -195,7 +197,6 @@ def check_detect_runs_the_export(input_type, directory, tmp_path):
       '--output_dir=%s' % (tmp_path / 'out'), '--min_score_threshold=0']) == 0
   with open(str(tmp_path / 'out' / detect.DETECTIONS_FILE)) as f:
     found = json.load(f)
-  served = serve(directory, input_type)
   count = int(served['num_detections'][0])
   assert count > 0 and len(found) == count
   np.testing.assert_allclose([d['score'] for d in found],
