@@ -7,7 +7,8 @@ the module writes (tiny_tf2_ssd.write_config). In this process:
 model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 --checkpoint_dir, exporter_main_v2 exports it, `od-estimator detect` runs
 the export, and the export's detections equal Estimator.predict's on one
-image. The overfitting run of a two-stage TF2 model is the FPN one's
+image; its checkpoint/ckpt-0 has the original's keys. The overfitting run
+of a two-stage TF2 model is the FPN one's
 (tests/test_faster_rcnn_fpn_end_to_end.py); here the commands.
 
 So that inference on 2 steps' weights is of order one (the Keras ResNet's
@@ -24,12 +25,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator.utils import checkpoint_contents
 from tests import command_modules
 from tests import event_tags
 from tests import image_inputs
 from tests import plain_session
 from tests import test_exporter_main_v2 as exporter_main_v2
 from tests import test_faster_rcnn_end_to_end as end_to_end
+from tests import tf2_checkpoints
 from tests import tf2_faster_rcnn
 from tests import tiny_faster_rcnn
 from tests import tiny_tf2_ssd
@@ -120,3 +123,19 @@ def test_export_serves_the_estimators_detections(trained, served):
 def test_detect_runs_the_export(trained, served, tmp_path):
   exporter_main_v2.check_detect_runs_the_export(trained['export'], served,
                                                 tmp_path)
+
+
+def test_exported_checkpoint_has_the_originals_keys(trained):
+  """checkpoint/ckpt-0 keys each value as the original's TF2 checkpoints
+  of the sample config do (its recorded facts), not by variable name."""
+  prefix = tf.train.latest_checkpoint(os.path.join(trained['export'],
+                                                   'checkpoint'))
+  assert os.path.basename(prefix) == 'ckpt-0'
+  exported = sorted((value.key, value.keras_name)
+                    for value in checkpoint_contents.read(prefix)
+                    if value.key.startswith('model/'))
+  assert exported == sorted(
+      (fact.key, fact.keras_name)
+      for fact in tf2_checkpoints.facts(tf2_faster_rcnn.RESNET50)
+      if fact.key.startswith('model/') and
+      '/.OPTIMIZER_SLOT/' not in fact.key)
