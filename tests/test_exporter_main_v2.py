@@ -291,3 +291,7 @@ def test_models_of_other_names_have_no_original_paths():
   # A TF1 (slim) model: its values are keyed by variable name instead.
   assert original_object_paths.original_paths(
       ['Conv1/kernel', 'BoxPredictor_0/BoxEncodingPredictor/biases']) is None
+  # A Faster R-CNN outside the C4 layout (the FPN's dense box head).
+  c4 = ['conv1_conv/kernel', 'conv5_block1_1_conv/kernel', 'RPNConv/kernel']
+  assert original_object_paths.original_paths(c4)
+  assert original_object_paths.original_paths(c4 + ['dense/kernel']) is None
