@@ -10,6 +10,8 @@ commands as users run them, grappler included, are run by the families'
 end-to-end runs (tests/trained_models.py), tests/test_model_main.py's
 launches, tests/estimator/test_xla.py and the console-script tests.
 """
+import contextlib
+
 import tensorflow as tf
 from tensorflow.python.client import session as session_lib
 
@@ -42,3 +44,15 @@ def without_grappler():
   """From now on, every Session of this process runs without grappler
   (Estimator's and MonitoredSession's included)."""
   session_lib.Session.__init__ = _init_without_grappler
+
+
+@contextlib.contextmanager
+def with_grappler():
+  """Context: the sessions opened inside it run with grappler, as a user's
+  (for comparing a graph with an export that grappler optimizes)."""
+  patched = session_lib.Session.__init__
+  session_lib.Session.__init__ = _real_init
+  try:
+    yield
+  finally:
+    session_lib.Session.__init__ = patched

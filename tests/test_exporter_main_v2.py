@@ -115,7 +115,7 @@ def predicted(config, tf1_checkpoint):
   return batches[0]
 
 
-def _serve(directory, input_type):
+def serve(directory, input_type):
   """The SavedModel called as TF2 serving code calls it, on the first image."""
   image = image_inputs.images()[:1]
   feed = {'image_tensor': tf.constant(image),
@@ -163,7 +163,7 @@ def test_signature_is_the_originals(exports, name):
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
 def test_export_serves_the_estimators_detections(exports, predicted, name):
   input_type, directory = exports[name]
-  served = _serve(directory, input_type)
+  served = serve(directory, input_type)
   assert served['num_detections'][0] > 0
   for key, value in predicted.items():
     np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
@@ -179,6 +179,13 @@ def test_export_serves_the_estimators_detections(exports, predicted, name):
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
 def test_detect_runs_the_export(exports, name, tmp_path):
   input_type, directory = exports[name]
+  check_detect_runs_the_export(directory, serve(directory, input_type),
+                               tmp_path)
+
+
+def check_detect_runs_the_export(directory, served, tmp_path):
+  """`od-estimator detect` on the first test image writes the export's
+  detections `served` (serve's), with the label map's ids."""
   image = image_inputs.images()[0]
   (tmp_path / 'image.png').write_bytes(image_inputs.png(image))
   label_map = tmp_path / 'label_map.pbtxt'
@@ -190,7 +197,6 @@ def test_detect_runs_the_export(exports, name, tmp_path):
       '--output_dir=%s' % (tmp_path / 'out'), '--min_score_threshold=0']) == 0
   with open(str(tmp_path / 'out' / detect.DETECTIONS_FILE)) as f:
     found = json.load(f)
-  served = _serve(directory, input_type)
   count = int(served['num_detections'][0])
   assert count > 0 and len(found) == count
   np.testing.assert_allclose([d['score'] for d in found],
@@ -285,3 +291,7 @@ def test_models_of_other_names_have_no_original_paths():
   # A TF1 (slim) model: its values are keyed by variable name instead.
   assert original_object_paths.original_paths(
       ['Conv1/kernel', 'BoxPredictor_0/BoxEncodingPredictor/biases']) is None
+  # A Faster R-CNN outside the C4 layout (the FPN's dense box head).
+  c4 = ['conv1_conv/kernel', 'conv5_block1_1_conv/kernel', 'RPNConv/kernel']
+  assert original_object_paths.original_paths(c4)
+  assert original_object_paths.original_paths(c4 + ['dense/kernel']) is None

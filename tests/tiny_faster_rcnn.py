@@ -158,12 +158,14 @@ def write_calibrated_checkpoint(directory,
       if op.type in _BATCH_NORMS:
         # Name scopes may repeat the backbone's name (resnet_v1_50/
         # resnet_v1_50/...): the layer is the longest variable path the op's
-        # path ends with, within the same stage.
+        # path ends with, within the same stage (Keras-named extractors'
+        # variables have no stage: conv1_bn/...).
         path = op.name.rsplit('/', 1)[0]
         stage = path.split('/', 1)[0]
         layer = max((name for name in layers
                      if name.startswith(stage + '/') and
-                     path.endswith(name[len(stage):])), key=len)
+                     path.endswith(name[len(stage):]) or
+                     path.endswith('/' + name)), key=len)
         assignments += [
             variables[layer + '/moving_mean'].assign(op.outputs[1]),
             variables[layer + '/moving_variance'].assign(op.outputs[2])]

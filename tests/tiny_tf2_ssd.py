@@ -28,7 +28,7 @@ _DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
 
 
 def write_config(directory, data_dir=None, num_steps=None,
-                 use_moving_averages=False):
+                 use_moving_averages=False, config=CONFIG, tiny=TINY):
   """Writes the tiny model's pipeline.config into directory; returns its path.
 
   Args:
@@ -38,9 +38,12 @@ def write_config(directory, data_dir=None, num_steps=None,
       config's inputs.
     num_steps: train_config.num_steps, when given.
     use_moving_averages: eval_config.use_moving_averages.
+    config: the original's TF2 sample config the model is made from
+      (another family's, e.g. tests/test_faster_rcnn_keras_end_to_end.py).
+    tiny: its overrides as pipeline text (TINY: this module's model).
   """
   pipeline_config = config_util.read_pipeline_config(
-      upstream_folder.config_path(CONFIG, tf2=True), TINY)
+      upstream_folder.config_path(config, tf2=True), tiny)
   if data_dir is not None:
     train, val, label_map = tiny_ssd.write_data(data_dir, num_train=4,
                                                 num_val=4)
@@ -50,7 +53,9 @@ def write_config(directory, data_dir=None, num_steps=None,
       del reader.tf_record_input_reader.input_path[:]
       reader.tf_record_input_reader.input_path.append(path)
     # The sample's placeholder path, which a launch checks.
-    pipeline_config.train_config.ClearField('fine_tune_checkpoint')
+    if 'PATH_TO_BE_CONFIGURED' in (
+        pipeline_config.train_config.fine_tune_checkpoint):
+      pipeline_config.train_config.ClearField('fine_tune_checkpoint')
   if num_steps is not None:
     pipeline_config.train_config.num_steps = num_steps
   pipeline_config.eval_config.use_moving_averages = use_moving_averages

@@ -44,7 +44,8 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
       model/_box_predictor/_prediction_heads/
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
-Models whose Keras names do not identify their layers (the Keras
+Faster R-CNN ResNet Keras (C4) models have their own layout
+(faster_rcnn_object_paths). Models whose Keras names do not identify their layers (the Keras
 Inception-ResNet v2) tell their paths themselves (models/
 keras_object_paths).
 
@@ -53,6 +54,7 @@ value outside these layouts (e.g. of the TF1 names) gets None.
 """
 import re
 
+from od_estimator.export import faster_rcnn_object_paths
 from od_estimator.models import keras_object_paths
 
 _EXTRACTOR = 'model/_feature_extractor'
@@ -179,6 +181,8 @@ def original_paths(names):
     The original's object path of each name, or None when some name has
     no path in the layouts above.
   """
+  if faster_rcnn_object_paths.is_faster_rcnn(names):
+    return faster_rcnn_object_paths.original_paths(names, _keras_layer_order)
   paths = {}
   backbone_layers = sorted(
       dict.fromkeys(name.split('/')[0] for name in names
