@@ -15,9 +15,7 @@ per CPU second over the timed steps, the last total loss, peak memory.
 import argparse
 import json
 import os
-import resource
 import sys
-import time
 
 # The original's compiled protos predate protobuf 4: they load only with the
 # pure-Python protobuf (used here for config parsing alone).
@@ -40,6 +38,9 @@ from object_detection import model_lib_v2  # pylint: disable=g-import-not-at-top
 from object_detection.builders import model_builder  # pylint: disable=g-import-not-at-top,wrong-import-position
 from object_detection.builders import optimizer_builder  # pylint: disable=g-import-not-at-top,wrong-import-position
 from object_detection.utils import config_util  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def build_step(configs):
@@ -90,20 +91,10 @@ def main(argv=None):
   configs['train_config'].use_bfloat16 = False
   batch = configs['train_config'].batch_size
   step, iterator = build_step(configs)
-  for _ in range(args.warmup):
-    step(*next(iterator))
-  start, cpu_start = time.perf_counter(), time.process_time()
-  for _ in range(args.steps):
-    loss = step(*next(iterator))
-  seconds = time.perf_counter() - start
-  cpu_seconds = time.process_time() - cpu_start
-  print('RESULT ' + json.dumps({
-      'images_per_s': args.steps * batch / seconds,
-      'images_per_cpu_s': args.steps * batch / cpu_seconds,
-      'loss': float(loss),
-      'peak_rss_mb': resource.getrusage(
-          resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-      'tf_version': tf.__version__}))
+  loss, result = peer_env.time_steps(lambda: step(*next(iterator)),
+                                     args.warmup, args.steps, batch)
+  print('RESULT ' + json.dumps(dict(result, loss=float(loss),
+                                    tf_version=tf.__version__)))
   return 0
 
 

@@ -2,13 +2,17 @@
 
 A peer (Model Garden, the original's TF2 trainer) runs in a virtual
 environment the bench makes for itself on first use, never a project
-dependency; its step script prints one `RESULT {json}` line.
+dependency; its step script prints one `RESULT {json}` line. This module
+imports nothing but the standard library: the peers' step scripts use it in
+their own environments.
 """
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import time
 
 
 def run_result(command, env=None):
@@ -81,3 +85,36 @@ def medians(rounds, peer_name):
                   result['ours_images_per_cpu_s'],
                   result['peer_images_per_cpu_s'], result['cpu_ratio']))
   return result
+
+
+def add_round_args(parser, steps):
+  """The flags of a driver that alternates a peer and ours."""
+  parser.add_argument('--steps', type=int, default=steps)
+  parser.add_argument('--rounds', type=int, default=1,
+                      help='The peer then ours, this many times in turn: '
+                           'the ratios are medians over the rounds.')
+  parser.add_argument('--ours', default=None,
+                      help='Our side as measured earlier in the same run '
+                           '(JSON of bench/train_step.py --mode=estimator '
+                           'on the same config, records, size and batch): '
+                           'only the peer is run.')
+
+
+def time_steps(run_step, warmup, steps, images_a_step):
+  """A peer's step script's timing: run_step() after warm-up.
+
+  Returns (the last step's output, {images_per_s, images_per_cpu_s,
+  peak_rss_mb}): rates over the timed steps, CPU time of every thread.
+  """
+  for _ in range(warmup):
+    run_step()
+  start, cpu_start = time.perf_counter(), time.process_time()
+  for _ in range(steps):
+    output = run_step()
+  seconds = time.perf_counter() - start
+  cpu_seconds = time.process_time() - cpu_start
+  return output, {
+      'images_per_s': steps * images_a_step / seconds,
+      'images_per_cpu_s': steps * images_a_step / cpu_seconds,
+      'peak_rss_mb': resource.getrusage(
+          resource.RUSAGE_SELF).ru_maxrss / 1024.0}

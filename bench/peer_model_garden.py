@@ -67,15 +67,7 @@ def main(argv=None):
   parser.add_argument('--arch', choices=sorted(ARCHS), default='retinanet')
   parser.add_argument('--size', type=int, default=256)
   parser.add_argument('--batch', type=int, default=8)
-  parser.add_argument('--steps', type=int, default=5)
-  parser.add_argument('--rounds', type=int, default=1,
-                      help='Peer then ours, this many times in turn: the '
-                           'ratios are medians over the rounds.')
-  parser.add_argument('--ours', default=None,
-                      help='Our side as measured earlier in the same run '
-                           '(JSON of bench/train_step.py --mode=estimator '
-                           'with this --arch, records, size and batch): '
-                           'only the peer is run.')
+  peer_env.add_round_args(parser, steps=5)
   parser.add_argument('--json', action='store_true')
   args = parser.parse_args(argv)
   common.write_records(args.data_dir, args.size)

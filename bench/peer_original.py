@@ -120,15 +120,7 @@ def main(argv=None):
   parser.add_argument('--row', choices=sorted(ROWS), default=None,
                       help='What is compared (ROWS); default: --arch.')
   parser.add_argument('--warmup', type=int, default=2)
-  parser.add_argument('--steps', type=int, default=10)
-  parser.add_argument('--rounds', type=int, default=1,
-                      help='The original then ours, this many times in '
-                           'turn: the ratios are medians over the rounds.')
-  parser.add_argument('--ours', default=None,
-                      help='Our side as measured earlier in the same run '
-                           '(JSON of bench/train_step.py --mode=estimator '
-                           'on this config, records, size and batch): only '
-                           'the original is run.')
+  peer_env.add_round_args(parser, steps=10)
   parser.add_argument('--orig_python',
                       default=os.environ.get('OD_BENCH_ORIG_PYTHON'),
                       help='The original\'s interpreter (TF 2.15.1 with '
