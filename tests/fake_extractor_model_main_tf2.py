@@ -1,5 +1,5 @@
 """model_main_tf2 with tests/fakes.py's Faster R-CNN feature extractor as
-'fake', as tests/fake_extractor_model_main.py runs model_main:
+'fake':
 
   python -m tests.fake_extractor_model_main_tf2 --pipeline_config_path=...
 

@@ -93,25 +93,6 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
                   crop_features, variables, losses)
 
 
-def build_graph_only(extractor, image_size=64):
-  """Builds both stages in a throwaway graph, no gradients, no session.
-
-  For a backbone whose training another test already proves (same code,
-  other unit counts): its names and shapes, for a fraction of the cost.
-
-  Returns:
-    a Backbone without `crop_features` and `losses` (None).
-  """
-  graph = tf.Graph()
-  with graph.as_default():
-    rpn_feature_map, activations, features = _both_stages(
-        extractor, tf.zeros([1, image_size, image_size, 3]))
-    variables = {v.op.name: v.shape.as_list()
-                 for v in tf.compat.v1.global_variables()}
-  return Backbone(graph, extractor, rpn_feature_map, activations, features,
-                  None, variables, None)
-
-
 def first_stage_shape(extractor, image_size=64):
   """Static shape of the proposal features of a [1, size, size, 3] image."""
   with tf.Graph().as_default():

@@ -9,8 +9,10 @@ He-scaled kernels, batch-norm gammas and variances in [0.5, 1.5), small
 biases, betas and means. The box and class prediction layers' (pointwise)
 kernels are a quarter of that, so box codes and logits are of order one:
 saturated scores would tie, and their order hang on rounding.
+`damped_value` scales a few of them further for deep residual networks.
 """
 import hashlib
+import re
 
 import numpy as np
 
@@ -49,6 +51,33 @@ def value(key, shape):
   else:  # bias, beta, moving_mean
     std = 0.1
   return np.float32(std) * rng.standard_normal(shape, np.float32)
+
+
+# Damping of value() for deep residual networks on raw pixels (ResNet
+# Faster R-CNN): conv1 reads mean-subtracted pixels of about +-128, and
+# every residual branch adds to its shortcut, so without it activations
+# grow by orders of magnitude and every score saturates.
+_FIRST_KERNEL = 'conv1_conv/kernel'
+_PIXEL_SCALE = 1.0 / 128
+_RESIDUAL_GAMMA = re.compile(r'(^|/)conv\d_block\d+_3_bn/gamma$')
+_RESIDUAL_SCALE = 0.1
+
+
+def damped_value(key, keras_name, shape):
+  """value(key, shape), scaled for a Keras ResNet: conv1's kernel by 1/128,
+  the gamma of each block's last batch norm (its residual branch) by 0.1.
+
+  Args:
+    key: TF2 checkpoint key.
+    keras_name: the variable's Keras name, e.g. 'conv2_block1_3_bn/gamma'.
+    shape: list of ints.
+  """
+  scale = 1.0
+  if keras_name == _FIRST_KERNEL:
+    scale = _PIXEL_SCALE
+  elif _RESIDUAL_GAMMA.search(keras_name):
+    scale = _RESIDUAL_SCALE
+  return np.float32(scale) * value(key, shape)
 
 
 def image(height=120, width=144):

@@ -5,10 +5,11 @@ a real cluster. All but the parameter server exit on their own; parameter
 servers serve until they are stopped (Estimator's design), so the test
 stops it once the others are done, as a cluster manager would.
 
-One cluster per model family, the same checks for each: the light tiny SSD,
-and tiny_faster_rcnn's two-stage model on the fake feature extractor of
-tests/fakes.py (1x1 convs), which tests/fake_extractor_model_main.py
-registers before it runs model_main.
+The tasks run the light tiny SSD. Between-graph replication, the parameter
+server and the evaluator are the Estimator's and do not depend on the
+model, so one cluster covers every family: the two-stage model's own
+distributed paths run in tests/test_mirrored_strategy_two_stage.py and
+model_main_tf2's two workers (tests/test_model_main_tf2.py).
 """
 import dataclasses
 import glob
@@ -25,7 +26,6 @@ from tensorboard.backend.event_processing import event_accumulator
 from od_estimator.input_pipeline import inputs
 from tests import local_ports
 from tests import plain_command
-from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
 # Generous: on a 2-core machine also busy with other work, a run took 6 min.
@@ -33,38 +33,12 @@ DEADLINE_SECS = 600
 FINISHING_TASKS = ('chief', 'worker', 'evaluator')
 
 
-@dataclasses.dataclass(frozen=True)
-class _Family:
-  """What every task of one model family's cluster runs.
-
-  Attributes:
-    module: the command, run as `python -m module`, with model_main's flags.
-    write_config: root folder -> pipeline config path (data in root/data).
-    train_steps: --num_train_steps. The worker starts 5 s after the chief
-      (TensorFlow's delay) and skips training when the chief has finished
-      by then: the chief's steps must outlast that.
-    flags: more flags of the command.
-  """
-  module: str
-  write_config: object
-  train_steps: int
-  flags: tuple = ()
+# The worker starts 5 s after the chief (TensorFlow's delay) and skips
+# training when the chief has finished by then: the tiny SSD steps about
+# once a second on a shared 2-core machine, so 4 steps outlast the delay.
+TRAIN_STEPS = 4
 
 
-FAMILIES = {
-    'ssd': _Family(
-        'od_estimator.model_main',
-        lambda root: tiny_ssd.write_config(root, root / 'data'), 4,
-        ('--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES,)),
-    'faster_rcnn': _Family(
-        'tests.fake_extractor_model_main',
-        lambda root: tiny_faster_rcnn.write_config(root, root / 'data',
-                                                   extractor='fake'),
-        # Its 1x1-conv extractor builds in a second and steps 35 to 60 times
-        # a second on a shared 2-core machine (the SSD about once): 500
-        # steps outlast the worker's delay by seconds.
-        500),
-}
 # Only parsed, never connected to.
 CLUSTER = {'chief': ['host0:1'], 'worker': ['host1:1', 'host2:1'],
            'ps': ['host3:1']}
@@ -92,12 +66,12 @@ def test_no_input_context_outside_a_cluster(monkeypatch):
   assert inputs.worker_input_context(None) is None
 
 
-def _launch(module, task_type, cluster, args, log_path):
+def _launch(task_type, cluster, args, log_path):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', TF_CONFIG=json.dumps({
       'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        plain_command.command(module) + args, env=env,
+        plain_command.command('od_estimator.model_main') + args, env=env,
         stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 
@@ -144,26 +118,25 @@ class _Run:
   ps_served: bool
 
 
-@pytest.fixture(scope='module', params=sorted(FAMILIES))
-def cluster_run(request, tmp_path_factory):
-  """Runs the cluster of one model family; returns its _Run."""
-  family = FAMILIES[request.param]
-  root = tmp_path_factory.mktemp('cluster_' + request.param)
-  config = family.write_config(root)
+@pytest.fixture(scope='module')
+def cluster_run(tmp_path_factory):
+  """Runs the cluster; returns its _Run."""
+  root = tmp_path_factory.mktemp('cluster')
+  config = tiny_ssd.write_config(root, root / 'data')
   model_dir = str(root / 'model')
   with local_ports.reserved(3) as ports:
     chief, worker, ps = ['localhost:%d' % port for port in ports]
     cluster = {'chief': [chief], 'worker': [worker], 'ps': [ps]}
     args = ['--pipeline_config_path=%s' % config,
             '--model_dir=%s' % model_dir,
-            '--num_train_steps=%d' % family.train_steps,
+            '--num_train_steps=%d' % TRAIN_STEPS,
             '--log_every_n_steps=1', '--eval_throttle_secs=2',
             # Each evaluation on the first validation image only.
-            '--sample_1_of_n_eval_examples=8'] + list(family.flags)
+            '--sample_1_of_n_eval_examples=8',
+            '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
     logs = {task: str(root / ('%s.log' % task))
             for task in ('ps',) + FINISHING_TASKS}
-    processes = {task: _launch(family.module, task, cluster, args,
-                               logs[task])
+    processes = {task: _launch(task, cluster, args, logs[task])
                  for task in logs}
     deadline = time.monotonic() + DEADLINE_SECS
     try:
@@ -187,7 +160,7 @@ def cluster_run(request, tmp_path_factory):
           process.kill()
           process.wait()
   return _Run(
-      family.train_steps, model_dir,
+      TRAIN_STEPS, model_dir,
       {task: _read(path) for task, path in logs.items()}, stragglers,
       {task: process.returncode for task, process in processes.items()},
       ps_served)

@@ -9,23 +9,17 @@ the run is tests/trained_models.py's overfit_faster_rcnn_fpn, FPN_STEPS
 steps with the fixed seed. Measured: DetectionBoxes_Precision/mAP@.50IOU
 1.0 with seeds 1 and 2.
 """
-import pytest
-
 from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import trained_models
 
 
-@pytest.fixture(scope='module')
-def trained(overfit_faster_rcnn_fpn):
-  """model_main's run of FPN_STEPS steps and evaluation; its paths."""
-  return overfit_faster_rcnn_fpn
-
-
-def test_model_main_trains_evaluates_and_overfits(trained):
+def test_model_main_trains_evaluates_and_overfits(overfit_faster_rcnn_fpn):
   end_to_end.check_trains_evaluates_and_overfits(
-      trained, trained_models.FPN_STEPS, 'faster_rcnn_resnet50_fpn_keras')
+      overfit_faster_rcnn_fpn, trained_models.FPN_STEPS,
+      'faster_rcnn_resnet50_fpn_keras')
 
 
-def test_export_detections_equal_estimator_predict(trained, tmp_path):
+def test_export_detections_equal_estimator_predict(overfit_faster_rcnn_fpn,
+                                                   tmp_path):
   end_to_end.check_export_equals_estimator_predict(
-      trained, str(tmp_path / 'export'))
+      overfit_faster_rcnn_fpn, str(tmp_path / 'export'))

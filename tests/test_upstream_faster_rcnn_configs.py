@@ -171,6 +171,11 @@ def test_faster_rcnn_graph_has_the_original_variables(path):
   assert box_weights[0] == class_weights[0]
   if config.feature_extractor.type.startswith('faster_rcnn_resnet'):
     assert class_weights[0] == 2048
+    # The units of each depth's block3 (3, 4 and 3 in the other blocks).
+    depth = config.feature_extractor.type[len('faster_rcnn_resnet'):]
+    units = {name.split('/unit_')[1].split('/')[0] for name in shapes
+             if '/resnet_v1_%s/block3/unit_' % depth in name}
+    assert len(units) == {'50': 6, '101': 23, '152': 36}[depth], units
   if config.feature_extractor.type == 'faster_rcnn_nas':
     # Six states of 672 filters (cell_17), as NASNet-A large's final layer.
     assert class_weights[0] == 4032

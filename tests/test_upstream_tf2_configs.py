@@ -5,9 +5,14 @@ provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
 Keras layers' own, no `FeatureExtractor/` scope). The two-stage ones whose
 extractor it provides build their models, for training and inference
-(each extractor's graph and names: its tests/models/ module). The others
-are refused with one line naming the field and the type.
+(each extractor's graph and names: its tests/models/ module); the Faster
+R-CNN ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with
+exactly the variables of the original's TF2 checkpoints: Keras names and
+shapes (tests/data/tf2_checkpoint_keys/). The others are refused with one
+line naming the field and the type.
 """
+import os
+
 import pytest
 import tensorflow as tf
 
@@ -17,6 +22,8 @@ from od_estimator.config import config_util
 from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import ssd_feature_extractor_registry
+from tests import tf2_checkpoints
+from tests import tf2_faster_rcnn
 from tests import upstream_folder
 from tests import upstream_ssd
 
@@ -49,11 +56,19 @@ def _builds_faster_rcnn(path):
   return _builds(path, ('faster_rcnn',))
 
 
+def _is_faster_rcnn_resnet(path):
+  """Whether the config is a Faster R-CNN ResNet (C4) we provide."""
+  extractor = _model(path).faster_rcnn.feature_extractor
+  return (_builds_faster_rcnn(path) and not extractor.HasField('fpn') and
+          extractor.type.startswith('faster_rcnn_resnet'))
+
+
 def test_the_folder_has_ssd_configs_that_build(upstream_configs_tf2):
   del upstream_configs_tf2  # the folder exists (else: skipped)
   paths = upstream_folder.paths(tf2=True)
   assert any(_builds_ssd(path) for path in paths)
   assert any(_builds_faster_rcnn(path) for path in paths)
+  assert len([path for path in paths if _is_faster_rcnn_resnet(path)]) == 9
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True))
@@ -83,6 +98,18 @@ def test_two_stage_config_builds_its_model(path, is_training):
   assert isinstance(model, faster_rcnn_meta_arch.FasterRCNNMetaArch)
   assert type(model.feature_extractor) is _EXTRACTORS['faster_rcnn'][
       model_config.faster_rcnn.feature_extractor.type]
+
+
+@pytest.mark.parametrize('path', upstream_folder.params(
+    tf2=True, keep=_is_faster_rcnn_resnet))
+def test_faster_rcnn_resnet_builds_with_the_originals_variables(path):
+  name = os.path.splitext(os.path.basename(path))[0]
+  built = tf2_faster_rcnn.built(name)
+  assert {name: variable.shape.as_list()
+          for name, variable in built.variables.items()} == {
+              fact.keras_name: fact.shape
+              for fact in tf2_checkpoints.model_lines(tf2_checkpoints.facts(
+                  tf2_faster_rcnn.facts_name(name)))}
 
 
 @pytest.mark.parametrize('path', upstream_folder.params(

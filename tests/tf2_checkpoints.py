@@ -26,6 +26,9 @@ _SLOT_MARK = '/.OPTIMIZER_SLOT/'
 _SAVE_COUNTER = object_checkpoint_writer.SAVE_COUNTER
 # The sample configs' num_classes when the facts were recorded.
 _RECORDED_CLASSES = 90
+# The Keras second-stage box layer of Faster R-CNN (a box per class unless
+# share_box_across_classes).
+_PER_CLASS_BOXES = 'mask_rcnn_box_head/BoxEncodingPredictor_dense'
 
 Fact = collections.namedtuple('Fact', ['key', 'keras_name', 'shape', 'dtype'])
 
@@ -52,17 +55,19 @@ def with_num_classes(lines, num_classes):
   """`lines` of the same model predicting `num_classes` classes.
 
   The class predictor's outputs (last axis of its kernel, pointwise kernel
-  and bias; not its depthwise kernel) are num_classes + 1 per anchor.
-  Optimizer slots keep their shapes.
+  and bias; not its depthwise kernel) are num_classes + 1 per anchor; a
+  Faster R-CNN second stage predicting a box per class has
+  num_classes * code_size box outputs. Optimizer slots keep their shapes.
   """
   changed = []
   for fact in lines:
-    per_anchor, rest = divmod(fact.shape[-1] if fact.shape else 0,
-                              _RECORDED_CLASSES + 1)
-    if ('ClassPredictor' in fact.keras_name and _SLOT_MARK not in fact.key
-        and per_anchor and not rest):
-      fact = fact._replace(
-          shape=fact.shape[:-1] + [per_anchor * (num_classes + 1)])
+    for layer, slots in (('ClassPredictor', 1), (_PER_CLASS_BOXES, 0)):
+      per_anchor, rest = divmod(fact.shape[-1] if fact.shape else 0,
+                                _RECORDED_CLASSES + slots)
+      if (layer in fact.keras_name and _SLOT_MARK not in fact.key and
+          per_anchor and not rest):
+        fact = fact._replace(
+            shape=fact.shape[:-1] + [per_anchor * (num_classes + slots)])
     changed.append(fact)
   return changed
 

@@ -47,7 +47,7 @@ _TINY_ANCHORS = tiny_faster_rcnn.CONFIG[
     tiny_faster_rcnn.CONFIG.index(
         '\n    first_stage_box_predictor_conv_hyperparams')]
 # What trains: everything but the backbone (Keras ResNet names at the root).
-TRAINABLE = ('private__resnet_fpn', '^dense', '^Conv/', 'Predictor')
+TRAINABLE = ('private__resnet_fpn', '^dense', '^RPNConv/', 'Predictor')
 
 
 # The grid anchors once the overfitting recipe has edited them.

@@ -6,15 +6,16 @@
 
 Supports the `convolutional_box_predictor` and
 `weight_shared_convolutional_box_predictor` oneof choices (tf-slim layers
-with the original's variable names; with keras_layer_names=True, those of
-its TF2 Keras predictors) and `mask_rcnn_box_predictor`, the second stage of
-Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head as its
-third-stage head) and `rfcn_box_predictor`, R-FCN's second stage
+with the original's variable names), `mask_rcnn_box_predictor`, the second
+stage of Faster R-CNN (with predict_instance_masks, the Mask R-CNN mask head
+as its third-stage head) and `rfcn_box_predictor`, R-FCN's second stage
 (position-sensitive score maps). build_rpn_box_predictor makes the Faster
 R-CNN first stage's objectness predictor, which has no config message of its
-own.
+own. With keras_layer_names=True all but R-FCN's take the names of the
+original's TF2 Keras predictors (two_stage_keras_names for Faster R-CNN's).
 """
 import collections
+import functools
 
 import tensorflow as tf
 
@@ -23,6 +24,7 @@ from od_estimator.errors import UserInputError
 from od_estimator.predictors import convolutional_box_predictor
 from od_estimator.predictors import mask_rcnn_box_predictor
 from od_estimator.predictors import rfcn_box_predictor
+from od_estimator.predictors import two_stage_keras_names
 from od_estimator.predictors.heads import box_head
 from od_estimator.predictors.heads import class_head
 from od_estimator.predictors.heads import mask_head
@@ -50,7 +52,8 @@ def build_convolutional_box_predictor(is_training,
                                       class_prediction_bias_init=0.0,
                                       use_depthwise=False,
                                       box_encodings_clip_range=None,
-                                      keras_layer_names=False):
+                                      keras_layer_names=False,
+                                      keras_name='BoxPredictor'):
   """Returns a ConvolutionalBoxPredictor with convolutional box/class heads.
 
   Args:
@@ -70,6 +73,7 @@ def build_convolutional_box_predictor(is_training,
     use_depthwise: SSDLite depthwise + 1x1 prediction layers.
     box_encodings_clip_range: optional BoxEncodingsClipRange.
     keras_layer_names: variable names of the original's Keras predictor.
+    keras_name: that predictor's name (see ConvolutionalBoxPredictor).
   """
   box_prediction_head = box_head.ConvolutionalBoxHead(
       is_training=is_training,
@@ -96,7 +100,8 @@ def build_convolutional_box_predictor(is_training,
       num_layers_before_predictor=num_layers_before_predictor,
       min_depth=min_depth,
       max_depth=max_depth,
-      keras_layer_names=keras_layer_names)
+      keras_layer_names=keras_layer_names,
+      keras_name=keras_name)
 
 
 def build_weight_shared_convolutional_box_predictor(
@@ -183,7 +188,10 @@ def build_rpn_box_predictor(is_training, conv_hyperparams_fn, box_code_size=4,
   'FirstStageBoxPredictor' on one feature map it creates
   FirstStageBoxPredictor/BoxEncodingPredictor/{weights,biases} [1, 1,
   depth, anchors * box_code_size] and FirstStageBoxPredictor/ClassPredictor/
-  {weights,biases} [1, 1, depth, anchors * 2].
+  {weights,biases} [1, 1, depth, anchors * 2]; with keras_layer_names
+  FirstStageBoxPredictor/ConvolutionalBoxHead_0/BoxEncodingPredictor/
+  {kernel,bias} and FirstStageBoxPredictor/ConvolutionalClassHead_0/
+  ClassPredictor/{kernel,bias}.
 
   Args:
     is_training: whether the predictor is built for training.
@@ -204,7 +212,8 @@ def build_rpn_box_predictor(is_training, conv_hyperparams_fn, box_code_size=4,
       kernel_size=1,
       box_code_size=box_code_size,
       apply_sigmoid_to_scores=False,
-      keras_layer_names=keras_layer_names)
+      keras_layer_names=keras_layer_names,
+      keras_name='')
 
 
 def build_mask_rcnn_box_predictor(is_training,
@@ -215,7 +224,8 @@ def build_mask_rcnn_box_predictor(is_training,
                                   box_code_size,
                                   add_background_class=True,
                                   share_box_across_classes=False,
-                                  third_stage_heads=None):
+                                  third_stage_heads=None,
+                                  renaming=None):
   """Returns a MaskRCNNBoxPredictor with fully connected box/class heads.
 
   Args:
@@ -230,6 +240,7 @@ def build_mask_rcnn_box_predictor(is_training,
     share_box_across_classes: one box per ROI instead of one per class.
     third_stage_heads: optional dict from output name to a head run by
       predict(..., prediction_stage=3).
+    renaming: optional variable renaming (see MaskRCNNBoxPredictor).
   """
   box_prediction_head = box_head.MaskRCNNBoxHead(
       is_training=is_training,
@@ -250,7 +261,8 @@ def build_mask_rcnn_box_predictor(is_training,
       num_classes=num_classes,
       box_prediction_head=box_prediction_head,
       class_prediction_head=class_prediction_head,
-      third_stage_heads=third_stage_heads or {})
+      third_stage_heads=third_stage_heads or {},
+      renaming=renaming)
 
 
 def build_score_converter(score_converter_config, is_training):
@@ -398,13 +410,30 @@ def _check_mask_rcnn_fields(config):
         'got %g.' % (oneof, config.dropout_keep_probability))
 
 
+def _keras_mask_rcnn_renaming(config):
+  """Renaming to the original's Keras second-stage names (its TF2 models).
+
+  Raises:
+    UserInputError: for batch norm in fc_hyperparams, which the Keras heads
+      apply after a dense layer with a bias (slim's has none).
+  """
+  if config.fc_hyperparams.HasField('batch_norm'):
+    raise UserInputError(
+        'mask_rcnn_box_predictor.fc_hyperparams.batch_norm is not supported '
+        'with the TF2 (_keras) feature extractors; remove it.')
+  mask_layers = ()
+  if config.predict_instance_masks:
+    mask_layers = two_stage_keras_names.mask_head_layers(
+        config.mask_prediction_num_conv_layers,
+        config.convolve_then_upsample_masks)
+  return functools.partial(two_stage_keras_names.second_stage_name,
+                           mask_layers=mask_layers)
+
+
 def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
                      add_background_class, keras_layer_names):
-  # Only the slim (TF1) names exist for this predictor: restoring one of the
-  # original's TF2 detection checkpoints skips these layers and lists them,
-  # like any variable the checkpoint lacks.
-  del keras_layer_names
   _check_mask_rcnn_fields(config)
+  renaming = _keras_mask_rcnn_renaming(config) if keras_layer_names else None
   third_stage_heads = {}
   if config.predict_instance_masks:
     third_stage_heads[mask_rcnn_box_predictor.MASK_PREDICTIONS] = (
@@ -428,7 +457,8 @@ def _build_mask_rcnn(argscope_fn, config, is_training, num_classes,
       box_code_size=config.box_code_size,
       add_background_class=add_background_class,
       share_box_across_classes=config.share_box_across_classes,
-      third_stage_heads=third_stage_heads)
+      third_stage_heads=third_stage_heads,
+      renaming=renaming)
 
 
 def _check_rfcn_fields(config):
@@ -498,9 +528,8 @@ def build(argscope_fn, box_predictor_config, is_training, num_classes,
     add_background_class: add an implicit background class slot.
     keras_layer_names: build the original's Keras predictor instead (the
       same layers, named as in its TF2 checkpoints); the model builder sets
-      it for feature extractor types ending in '_keras'. The convolutional
-      predictors only: mask_rcnn_box_predictor and rfcn_box_predictor keep
-      their slim names.
+      it for feature extractor types ending in '_keras'. Not for
+      rfcn_box_predictor, which keeps its slim names.
 
   Returns:
     A box_predictor.BoxPredictor.

@@ -24,6 +24,8 @@ crop its attention into the image's context features (context_rcnn_lib),
 as the original's first Context R-CNN (its sample configs and zoo
 checkpoint); the attention variants of its later versions are refused by
 name. output_final_box_features adds detection_features to the detections.
+The original's TF2 extractor types (ending in `_keras`) bring the TF2 names
+of the shared heads (predictors/two_stage_keras_names.py).
 R-FCN is a second_stage_box_predictor of type rfcn_box_predictor: the box
 classifier then has no ROI crop (box_classifier.BoxClassifier). Mask R-CNN
 is number_of_stages 3 with predict_instance_masks in the
@@ -50,6 +52,7 @@ from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.predictors import two_stage_keras_names
 from od_estimator.protos import faster_rcnn_pb2
 from od_estimator.protos import target_assigner_pb2
 
@@ -325,7 +328,7 @@ def _target_assigner(matched_threshold, unmatched_threshold,
   return target_assigner_builder.build(config)
 
 
-def _build_first_stage(config, is_training, use_static_shapes):
+def _build_first_stage(config, is_training, use_static_shapes, layer_names):
   """FirstStageParams of the region proposal network."""
   if is_training and config.second_stage_batch_size > (
       config.first_stage_max_proposals) and config.number_of_stages > 1:
@@ -343,7 +346,8 @@ def _build_first_stage(config, is_training, use_static_shapes):
       conv_hyperparams_fn=conv_hyperparams_fn,
       box_predictor=box_predictor_builder.build_rpn_box_predictor(
           is_training, conv_hyperparams_fn,
-          box_code_size=len(_BOX_CODER_SCALES)),
+          box_code_size=len(_BOX_CODER_SCALES),
+          keras_layer_names=layer_names.keras),
       target_assigner=_target_assigner(
           0.7, 0.3, True, config.use_matmul_gather_in_matcher),
       sampler=sampler.BalancedPositiveNegativeSampler(
@@ -366,7 +370,8 @@ def _build_first_stage(config, is_training, use_static_shapes):
       max_proposals=config.first_stage_max_proposals,
       localization_loss_weight=config.first_stage_localization_loss_weight,
       objectness_loss_weight=config.first_stage_objectness_loss_weight,
-      clip_anchors_to_image=config.clip_anchors_to_image)
+      clip_anchors_to_image=config.clip_anchors_to_image,
+      layer_names=layer_names)
 
 
 def _build_roi_crop(config):
@@ -387,7 +392,7 @@ def _build_roi_crop(config):
       maxpool_stride=config.maxpool_stride)
 
 
-def _build_second_stage(config, is_training, use_static_shapes):
+def _build_second_stage(config, is_training, use_static_shapes, layer_names):
   """(RoiCropParams or None, SecondStageParams) of the box classifier."""
   roi_crop = _build_roi_crop(config)
   nms_fn, score_conversion_fn = post_processing_builder.build(
@@ -402,7 +407,8 @@ def _build_second_stage(config, is_training, use_static_shapes):
   second_stage = box_classifier.SecondStageParams(
       box_predictor=box_predictor_builder.build(
           hyperparams_builder.build, config.second_stage_box_predictor,
-          is_training=is_training, num_classes=config.num_classes),
+          is_training=is_training, num_classes=config.num_classes,
+          keras_layer_names=layer_names.keras),
       target_assigner=_target_assigner(
           0.5, 0.5, False, config.use_matmul_gather_in_matcher),
       sampler=sampler.BalancedPositiveNegativeSampler(
@@ -464,10 +470,12 @@ def build(config, is_training, add_summaries=True):
   # Static shapes hold in training, and in evaluation only when asked for.
   use_static_shapes = config.use_static_shapes and (
       is_training or config.use_static_shapes_for_eval)
+  layer_names = two_stage_keras_names.for_feature_extractor(
+      config.feature_extractor.type)
   roi_crop = second_stage = None
   if config.number_of_stages > 1:
-    roi_crop, second_stage = _build_second_stage(config, is_training,
-                                                 use_static_shapes)
+    roi_crop, second_stage = _build_second_stage(
+        config, is_training, use_static_shapes, layer_names)
   feature_extractor = _build_feature_extractor(config, is_training)
   model_params = faster_rcnn_meta_arch.ModelParams(
       num_classes=config.num_classes,
@@ -477,7 +485,8 @@ def build(config, is_training, add_summaries=True):
       inplace_batchnorm_update=config.inplace_batchnorm_update,
       output_final_box_features=config.output_final_box_features)
   rpn = region_proposal_network.RegionProposalNetwork(
-      _build_first_stage(config, is_training, use_static_shapes),
+      _build_first_stage(config, is_training, use_static_shapes,
+                         layer_names),
       is_training, use_static_shapes, model_params.parallel_iterations)
   classifier = branch = None
   if config.number_of_stages > 1:

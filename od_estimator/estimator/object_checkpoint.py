@@ -58,8 +58,8 @@ PARTS = {
 # a classification checkpoint's backbone.
 _MODEL_ROOTS = ('model/', 'feature_extractor/')
 
-# A name below a Keras model numbered by Keras (`<model>_<n>/<layer>/<w>`).
-_NUMBERED_MODEL = re.compile(r'^([^/]+)_\d+/(?=[^/]+/)')
+# The number Keras gives a model's name (`<model>_<n>`).
+_MODEL_NUMBER = re.compile(r'_\d+$')
 
 class Matched(collections.namedtuple('Matched', [
     'available',   # {checkpoint key: variable}, for init_from_checkpoint
@@ -174,12 +174,16 @@ def _without(variables, names):
 def _identity(keras_name, wanted):
   """The wanted variable name a saved value's Keras name stands for, or None.
 
-  The name itself, or the name without the number Keras gave a model that
-  the writing process had built before (same object path, see above).
+  The name itself, or the name without the numbers Keras gave the models
+  it is below (`<model>_<n>/<layer>/<w>`, or nested as the second stage's
+  `mask_rcnn_keras_box_predictor_1/mask_rcnn_box_head_1/...`) when the
+  writing process had built them before (same object path, see above).
   """
   if keras_name in wanted:
     return keras_name
-  unnumbered = _NUMBERED_MODEL.sub(r'\1/', keras_name)
+  parts = keras_name.split('/')
+  unnumbered = '/'.join([_MODEL_NUMBER.sub('', model)
+                         for model in parts[:-2]] + parts[-2:])
   return unnumbered if unnumbered in wanted else None
 
 

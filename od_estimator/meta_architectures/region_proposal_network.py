@@ -1,7 +1,8 @@
 """The first stage of two-stage detectors: the region proposal network.
 
 On the first-stage feature map a convolution (named `Conv` at the root
-scope, as in the original's checkpoints) feeds a 1x1 convolutional box
+scope, as in the original's TF1 checkpoints; `RPNConv` with the TF2 names
+of predictors/two_stage_keras_names.py) feeds a 1x1 convolutional box
 predictor (`FirstStageBoxPredictor`) that gives, for every grid anchor, a
 box code and two objectness logits (background, object). On a feature
 pyramid (a list of maps, finest first, with one anchor grid per map, as a
@@ -27,10 +28,9 @@ from od_estimator.core import box_predictor
 from od_estimator.core import losses
 from od_estimator.core import target_assigner as target_assigner_lib
 from od_estimator.core import shape_utils
+from od_estimator.predictors import two_stage_keras_names
 
 BOX_PREDICTOR_SCOPE = 'FirstStageBoxPredictor'
-# The RPN convolution's scope: `Conv/weights` and `Conv/biases` at the root.
-CONV_SCOPE = 'Conv'
 _OBJECTNESS_CLASSES = 2  # Background, object.
 
 
@@ -61,6 +61,8 @@ class FirstStageParams:
     objectness_loss_weight: first_stage_objectness_loss_weight.
     clip_anchors_to_image: in training, clip anchors to the image instead of
       dropping those that cross its border (keeps the anchor count static).
+    layer_names: two_stage_keras_names.LayerNames of the RPN convolution
+      (the box predictor is built with the same choice).
   """
   anchor_generator: Any
   conv_hyperparams_fn: Callable
@@ -76,6 +78,7 @@ class FirstStageParams:
   localization_loss_weight: float = 1.0
   objectness_loss_weight: float = 1.0
   clip_anchors_to_image: bool = False
+  layer_names: two_stage_keras_names.LayerNames = two_stage_keras_names.SLIM
 
 
 def image_window(image_shape):
@@ -195,14 +198,16 @@ class RegionProposalNetwork:
     anchors = box_list_ops.concatenate(params.anchor_generator.generate(
         [tuple(shape_utils.combined_static_and_dynamic_shape(features)[1:3])
          for features in feature_maps]))
-    with slim.arg_scope(params.conv_hyperparams_fn()):
+    with params.layer_names.rpn_features(), \
+        slim.arg_scope(params.conv_hyperparams_fn()):
       # One convolution shared by every level.
       box_predictor_features = [
           slim.conv2d(
               features, params.depth,
               kernel_size=[params.kernel_size, params.kernel_size],
               rate=params.atrous_rate, activation_fn=tf.nn.relu6,
-              scope=CONV_SCOPE, reuse=True if level else None)
+              scope=params.layer_names.rpn_features_scope,
+              reuse=True if level else None)
           for level, features in enumerate(feature_maps)]
     predictions = params.box_predictor.predict(
         box_predictor_features,

@@ -10,6 +10,7 @@ from od_estimator.models import faster_rcnn_inception_resnet_v2_feature_extracto
 from od_estimator.models import faster_rcnn_inception_resnet_v2_keras_feature_extractor
 from od_estimator.models import faster_rcnn_inception_v2_feature_extractor
 from od_estimator.models import faster_rcnn_nas_feature_extractor
+from od_estimator.models import faster_rcnn_resnet_keras_feature_extractor
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor
 from od_estimator.models import (
     faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
@@ -35,6 +36,15 @@ FASTER_RCNN_FEATURE_EXTRACTORS = {
     'faster_rcnn_resnet152':
         faster_rcnn_resnet_v1_feature_extractor
         .FasterRCNNResnet152FeatureExtractor,
+    'faster_rcnn_resnet50_keras':
+        faster_rcnn_resnet_keras_feature_extractor
+        .FasterRCNNResnet50KerasFeatureExtractor,
+    'faster_rcnn_resnet101_keras':
+        faster_rcnn_resnet_keras_feature_extractor
+        .FasterRCNNResnet101KerasFeatureExtractor,
+    'faster_rcnn_resnet152_keras':
+        faster_rcnn_resnet_keras_feature_extractor
+        .FasterRCNNResnet152KerasFeatureExtractor,
     'faster_rcnn_resnet50_fpn_keras':
         fpn_keras.FasterRCNNResnet50FpnKerasFeatureExtractor,
     'faster_rcnn_resnet101_fpn_keras':

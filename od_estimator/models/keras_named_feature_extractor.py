@@ -1,9 +1,10 @@
-"""Shared parts of SSD extractors that carry the original's Keras names.
+"""Shared parts of extractors that carry the original's Keras names.
 
 The original builds the `*_keras` extractor types as TF2 Keras models: the
 backbone's variables sit at the graph root (`Conv1/kernel`,
 `conv2_block1_1_conv/kernel`) and the added layers under the extractor's
-Keras name, none of them under 'FeatureExtractor/'. Such extractors record
+Keras name, none of them under 'FeatureExtractor/' (SSD) or the two
+Faster R-CNN stage scopes. Such extractors record
 the variables they create and answer restore questions from that record;
 `overriding_hyperparams` tells what conv_hyperparams make of their
 backbone's layers.
@@ -39,7 +40,7 @@ def overriding_hyperparams(conv_hyperparams_fn):
 
 
 class KerasNamedFeatureExtractorMixin:
-  """Mixin for SSDFeatureExtractor subclasses built with Keras names."""
+  """Mixin for SSD and Faster R-CNN extractors built with Keras names."""
 
   def _keras_variables(self):
     """Every variable built by `_keras_named` so far (may repeat)."""
@@ -60,7 +61,8 @@ class KerasNamedFeatureExtractorMixin:
     del feature_extractor_scope
     return any(variable is own for own in self._keras_variables())
 
-  def restore_from_classification_checkpoint_fn(self, feature_extractor_scope):
+  def restore_from_classification_checkpoint_fn(self,
+                                                *feature_extractor_scopes):
     """{Keras name: variable} of the extractor's variables in this graph.
 
     As in the original's Keras extractors, the names are those of the
@@ -68,9 +70,9 @@ class KerasNamedFeatureExtractorMixin:
     the added layers are reported missing.
 
     Args:
-      feature_extractor_scope: unused; the names carry no such prefix.
+      *feature_extractor_scopes: unused; the names carry no such prefix.
     """
-    del feature_extractor_scope
+    del feature_extractor_scopes
     graph = tf.compat.v1.get_default_graph()
     return {variable.op.name: variable
             for variable in self._keras_variables()

@@ -31,26 +31,8 @@ from od_estimator.nets import resnet_v1_keras
 _MIN_IMAGE_DIM = 129
 # Highest FPN level the backbone provides (stage conv5).
 _BASE_MAX_LEVEL = 5
-# Backbone layers' defaults when conv_hyperparams do not override them.
+# The backbone's weight decay when conv_hyperparams do not override it.
 _WEIGHT_DECAY = 0.0001
-_BATCH_NORM_DECAY = 0.997
-_BATCH_NORM_EPSILON = 1e-5
-
-
-def _default_backbone_scope():
-  """The original's Keras ResNet defaults (no hyperparams override).
-
-  Keras' l2(0.0001) is sum(w**2) * 0.0001, i.e. slim's l2_regularizer at
-  twice the scale; the initializer is variance scaling with scale 1.
-  """
-  with slim.arg_scope(
-      [slim.conv2d],
-      weights_regularizer=slim.l2_regularizer(2 * _WEIGHT_DECAY),
-      weights_initializer=tf.compat.v1.variance_scaling_initializer()), \
-      slim.arg_scope([slim.batch_norm], decay=_BATCH_NORM_DECAY,
-                     epsilon=_BATCH_NORM_EPSILON, center=True,
-                     scale=True) as scope:
-    return scope
 
 
 def backbone_layers(conv_hyperparams_fn, override_hyperparams):
@@ -64,7 +46,8 @@ def backbone_layers(conv_hyperparams_fn, override_hyperparams):
       original's Keras ResNet defaults.
   """
   if not override_hyperparams:
-    return slim.arg_scope(_default_backbone_scope()), tf.nn.relu, True
+    return (slim.arg_scope(resnet_v1_keras.default_arg_scope(_WEIGHT_DECAY)),
+            tf.nn.relu, True)
   batch_norm_args, activation_fn = (
       keras_named_feature_extractor.overriding_hyperparams(
           conv_hyperparams_fn))

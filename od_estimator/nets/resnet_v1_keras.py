@@ -29,6 +29,9 @@ _STAGE_BLOCKS = {
 }
 # Bottleneck depth of each stage; its blocks output 4 times as many.
 _STAGE_DEPTHS = (64, 128, 256, 512)
+# Batch norm of the Keras ResNet without a hyperparams override.
+_BATCH_NORM_DECAY = 0.997
+_BATCH_NORM_EPSILON = 1e-5
 
 
 def output_layer_names(model_name):
@@ -99,39 +102,70 @@ def _block(layers, net, filters, stride, conv_shortcut, name):
   return layers.activation(shortcut + net, name + '_out')
 
 
-def resnet_v1(inputs, model_name='resnet_v1_50', depth_multiplier=1.0,
-              min_depth=8, activation_fn=tf.nn.relu, use_batch_norm=True):
-  """Builds the ResNet trunk (no classification head).
+def default_arg_scope(weight_decay):
+  """The original's Keras ResNet layers without a hyperparams override.
+
+  Keras' l2(weight_decay) is sum(w**2) * weight_decay, i.e. slim's
+  l2_regularizer at twice the scale; the initializer is variance scaling
+  with scale 1; batch norm has decay 0.997, epsilon 1e-5 and a scale.
 
   Args:
-    inputs: [batch, height, width, channels] float32 images.
+    weight_decay: the Keras ResNet's weight_decay.
+  """
+  with slim.arg_scope(
+      [slim.conv2d],
+      weights_regularizer=slim.l2_regularizer(2 * weight_decay),
+      weights_initializer=tf.compat.v1.variance_scaling_initializer()), \
+      slim.arg_scope([slim.batch_norm], decay=_BATCH_NORM_DECAY,
+                     epsilon=_BATCH_NORM_EPSILON, center=True,
+                     scale=True) as scope:
+    return scope
+
+
+def resnet_v1(inputs, model_name='resnet_v1_50', depth_multiplier=1.0,
+              min_depth=8, activation_fn=tf.nn.relu, use_batch_norm=True,
+              first_stage=1, last_stage=5):
+  """Builds the ResNet trunk (no classification head), or some of its stages.
+
+  Args:
+    inputs: [batch, height, width, channels] float32 images, or with
+      first_stage > 1 the output of stage first_stage - 1.
     model_name: 'resnet_v1_50', 'resnet_v1_101' or 'resnet_v1_152'.
     depth_multiplier: every conv has max(int(filters * depth_multiplier),
       min_depth) filters.
     min_depth: see depth_multiplier.
     activation_fn: activation after batch norm (None: none).
     use_batch_norm: batch-normalize every conv.
+    first_stage: first stage built: 1 (conv1 and pool1) to 5.
+    last_stage: last stage built, first_stage to 5.
 
   Returns:
-    dict {end point: tensor}: 'conv1_relu', 'pool1_pool' and
-    'conv<s>_block<b>_out' for every block; stage s has stride 2**s
+    dict {end point: tensor} of the stages built: 'conv1_relu', 'pool1_pool'
+    and 'conv<s>_block<b>_out' for every block; stage s has stride 2**s
     (conv2: 4 ... conv5: 32).
 
   Raises:
-    ValueError: for an unknown model name.
+    ValueError: for an unknown model name or stages out of 1..5.
   """
   output_layer_names(model_name)  # Validates the name.
+  if not 1 <= first_stage <= last_stage <= 5:
+    raise ValueError('Stages %d to %d are not within 1 to 5.' % (
+        first_stage, last_stage))
   layers = _Layers(depth_multiplier, min_depth, activation_fn,
                    use_batch_norm)
   end_points = {}
+  net = inputs
   with keras_names.renamed_variables(_keras_name):
-    net = layers.conv_bn(inputs, 64, 7, 'conv1', stride=2)
-    end_points['conv1_relu'] = net
-    net = slim.max_pool2d(net, [3, 3], stride=2, padding='SAME',
-                          scope='pool1_pool')
-    end_points['pool1_pool'] = net
+    if first_stage == 1:
+      net = layers.conv_bn(net, 64, 7, 'conv1', stride=2)
+      end_points['conv1_relu'] = net
+      net = slim.max_pool2d(net, [3, 3], stride=2, padding='SAME',
+                            scope='pool1_pool')
+      end_points['pool1_pool'] = net
     for stage, (blocks, filters) in enumerate(
         zip(_STAGE_BLOCKS[model_name], _STAGE_DEPTHS), start=2):
+      if not first_stage <= stage <= last_stage:
+        continue
       for block in range(1, blocks + 1):
         name = 'conv%d_block%d' % (stage, block)
         first = block == 1

@@ -34,10 +34,11 @@ CLASS_PREDICTIONS_WITH_BACKGROUND = (
 MASK_PREDICTIONS = box_predictor.MASK_PREDICTIONS
 
 
-def _keras_convolutional_name(feature_index, name):
+def _keras_convolutional_name(keras_name, feature_index, name):
   """Keras name of a ConvolutionalBoxPredictor variable.
 
   Args:
+    keras_name: the Keras predictor's name the heads go under; '' for none.
     feature_index: index of the feature map the variable belongs to.
     name: slim name, e.g. 'BoxPredictor_0/ClassPredictor/weights' (without
       the BoxPredictor_<i> scope when there is one feature map).
@@ -55,10 +56,11 @@ def _keras_convolutional_name(feature_index, name):
     parent, batch_norm_suffix = 'SharedConvolutions', '_norm'
   else:
     raise ValueError('Box predictor layer %r has no Keras name.' % layer)
-  return 'BoxPredictor/%s_%d/%s' % (
+  head = '%s_%d/%s' % (
       parent, feature_index,
       keras_names.keras_layer_variable(name,
                                        batch_norm_suffix=batch_norm_suffix))
+  return '%s/%s' % (keras_name, head) if keras_name else head
 
 
 # Keras layers of the weight shared heads, by slim head scope.
@@ -105,7 +107,8 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
                num_layers_before_predictor,
                min_depth,
                max_depth,
-               keras_layer_names=False):
+               keras_layer_names=False,
+               keras_name='BoxPredictor'):
     """Constructor.
 
     Args:
@@ -124,6 +127,9 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
         min_depth 0) no convolution is inserted.
       keras_layer_names: name the variables as the original's Keras
         predictor (for its TF2 checkpoints).
+      keras_name: with keras_layer_names, the Keras predictor's name, below
+        the caller's variable scope; '' when that scope is its name (the
+        Faster R-CNN first stage's 'FirstStageBoxPredictor').
     """
     super().__init__(is_training, num_classes)
     self._box_prediction_head = box_prediction_head
@@ -134,11 +140,13 @@ class ConvolutionalBoxPredictor(box_predictor.BoxPredictor):
     self._min_depth = min_depth
     self._max_depth = max_depth
     self._keras_layer_names = keras_layer_names
+    self._keras_name = keras_name
 
   def _variable_naming(self, feature_index):
     if self._keras_layer_names:
       return keras_names.renamed_variables(
-          functools.partial(_keras_convolutional_name, feature_index))
+          functools.partial(_keras_convolutional_name, self._keras_name,
+                            feature_index))
     return contextlib.nullcontext()
 
   def _predict(self, image_features, num_predictions_per_location_list):

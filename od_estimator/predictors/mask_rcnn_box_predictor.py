@@ -11,9 +11,13 @@ Variable names follow the original's checkpoints; the Faster R-CNN model
 calls predict with scope 'SecondStageBoxPredictor' and the heads name their
 layers, giving e.g. SecondStageBoxPredictor/BoxEncodingPredictor/weights
 [channels, num_classes * 4] and SecondStageBoxPredictor/ClassPredictor/
-weights [channels, num_classes + 1].
+weights [channels, num_classes + 1]; a `renaming` gives them other names
+(the original's Keras ones, two_stage_keras_names.second_stage_name).
 """
+import contextlib
+
 from od_estimator.core import box_predictor
+from od_estimator.utils import keras_names
 
 BOX_ENCODINGS = box_predictor.BOX_ENCODINGS
 CLASS_PREDICTIONS_WITH_BACKGROUND = (
@@ -34,7 +38,8 @@ class MaskRCNNBoxPredictor(box_predictor.BoxPredictor):
                num_classes,
                box_prediction_head,
                class_prediction_head,
-               third_stage_heads):
+               third_stage_heads,
+               renaming=None):
     """Constructor.
 
     Args:
@@ -48,11 +53,14 @@ class MaskRCNNBoxPredictor(box_predictor.BoxPredictor):
         e.g. class_head.MaskRCNNClassHead.
       third_stage_heads: dict from output name (e.g. MASK_PREDICTIONS) to a
         head with the same predict method; may be empty.
+      renaming: optional callable(slim variable name relative to the
+        predictor's scope) -> the variable's name from the graph's root.
     """
     super().__init__(is_training, num_classes)
     self._box_prediction_head = box_prediction_head
     self._class_prediction_head = class_prediction_head
     self._third_stage_heads = dict(third_stage_heads)
+    self._renaming = renaming
 
   def get_second_stage_prediction_heads(self):
     """Output names of the second stage."""
@@ -103,6 +111,9 @@ class MaskRCNNBoxPredictor(box_predictor.BoxPredictor):
     else:
       raise ValueError('prediction_stage must be 2 or 3, got %r'
                        % (prediction_stage,))
-    return {name: heads[name].predict(features=image_features[0],
-                                      num_predictions_per_location=1)
-            for name in names}
+    naming = (keras_names.renamed_variables(self._renaming, root_scope='')
+              if self._renaming else contextlib.nullcontext())
+    with naming:
+      return {name: heads[name].predict(features=image_features[0],
+                                        num_predictions_per_location=1)
+              for name in names}

@@ -13,6 +13,7 @@ from od_estimator.meta_architectures import faster_rcnn_meta_arch
 from od_estimator.meta_architectures import mask_branch
 from od_estimator.meta_architectures import region_proposal_network
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.predictors import two_stage_keras_names
 from od_estimator.protos import model_pb2
 from tests import fakes
 from tests.builders import params_testing
@@ -140,7 +141,10 @@ def test_builds_the_parts_and_hands_them_in():
           anchor_generator=None, conv_hyperparams_fn=None, box_predictor=None,
           target_assigner=None, sampler=None, nms_fn=None, kernel_size=3,
           depth=4, minibatch_size=16, max_proposals=8,
-          localization_loss_weight=2.0, clip_anchors_to_image=True))
+          localization_loss_weight=2.0, clip_anchors_to_image=True,
+          layer_names=None))
+  # The TF1 names: the extractor type does not end in _keras.
+  assert model.rpn.params.layer_names is two_stage_keras_names.SLIM
   assert isinstance(model.box_classifier, box_classifier.BoxClassifier)
   assert params_testing.settings(model.box_classifier.params) == (
       box_classifier.SecondStageParams(

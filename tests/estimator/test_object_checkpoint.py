@@ -8,7 +8,9 @@ into our graph of the same config, built once per module at the smallest
 size it takes (variable shapes do not depend on the image size). The same
 facts check the object paths exporter_main_v2 writes our variables under.
 ResNet-101 and -152 graph builds take about 4 and 6 s (with identity
-equality, see utils/graph_building).
+equality, see utils/graph_building). Faster R-CNN ResNet-50 (and with a
+Mask R-CNN head) comes from tests/tf2_faster_rcnn.py, its detection part
+being its two stages' Keras models.
 """
 import collections
 
@@ -28,6 +30,7 @@ from od_estimator.utils import graph_building
 from tests import log_capture
 from tests import plain_session
 from tests import tf2_checkpoints
+from tests import tf2_faster_rcnn
 from tests import upstream_folder
 
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
@@ -36,6 +39,8 @@ RESNET101 = 'ssd_resnet101_v1_fpn_640x640_coco17_tpu-8'
 RESNET152 = 'ssd_resnet152_v1_fpn_640x640_coco17_tpu-8'
 FPNLITE = 'ssd_mobilenet_v2_fpnlite_320x320_coco17_tpu-8'
 V1_FPN = 'ssd_mobilenet_v1_fpn_640x640_coco17_tpu-8'
+FASTER_RCNN = tf2_faster_rcnn.RESNET50
+MASK_RCNN = FASTER_RCNN + tf2_faster_rcnn.MASKS
 KINDS = ('classification', 'detection', 'full')
 
 Built = collections.namedtuple('Built', ['name', 'graph', 'model',
@@ -79,6 +84,16 @@ def built(request, graphs):
   return graphs(request.param)
 
 
+# The restores: every backbone but ResNet-101/152 FPN, the ResNet-50 one's
+# code with more blocks (their names and shapes are checked above).
+RESTORED = [name for name in SIZES if name not in (RESNET101, RESNET152)]
+
+
+@pytest.fixture(params=RESTORED)
+def restored(request, graphs):
+  return graphs(request.param)
+
+
 @pytest.fixture
 def mobilenet(graphs):
   return graphs(MOBILENET)
@@ -111,7 +126,7 @@ def _checkpoint_for(config, kind):
     MOBILENET, MOBILENET + '.classification',
     MOBILENET + '.use_moving_average', MOBILENET + '.built_twice',
     RESNET + '.classification', FPNLITE, FPNLITE + '.classification',
-    V1_FPN, V1_FPN + '.classification'])
+    V1_FPN, V1_FPN + '.classification', MASK_RCNN])
 def test_written_checkpoints_have_the_originals_keys_and_names(written,
                                                                 name):
   prefix, lines = written(name)
@@ -135,6 +150,12 @@ def test_our_names_and_shapes_are_the_originals(built):
   assert {name: variable.shape.as_list()
           for name, variable in built.variables.items()
           if name != 'global_step'} == model_facts
+  # The backbone of the original's classification checkpoint is ours.
+  backbone = {fact.keras_name: fact.shape for fact in tf2_checkpoints.facts(
+      built.name + '.classification') if fact.key.startswith(
+          'feature_extractor/')}
+  assert backbone and all(model_facts.get(name) == shape
+                          for name, shape in backbone.items())
 
 
 def test_exported_object_paths_are_the_originals(built):
@@ -151,28 +172,47 @@ def test_exported_object_paths_are_the_originals(built):
 _train_config = tf2_checkpoints.train_config
 
 
-@pytest.mark.parametrize('kind', KINDS)
-def test_restores_with_nothing_skipped(built, written, kind):
-  prefix, _ = written(_checkpoint_for(built.name, kind))
-  matched, wanted = tf2_checkpoints.match(built.graph, built.model, prefix,
-                                          kind)
+def _restores_with_nothing_skipped(written, checkpoint, graph, model,
+                                   variables, kind, detection_root, heads,
+                                   backbone_facts):
+  """Matched of `kind`, checked: nothing skipped, the part's variables.
+
+  Args:
+    written: the fixture; checkpoint: the facts name it writes.
+    graph, model, variables: our built model ({name: variable}).
+    kind: fine_tune_checkpoint_type.
+    detection_root: object path prefix of the detection part's values.
+    heads: name prefixes of the variables outside the detection part.
+    backbone_facts: the facts name of the classification checkpoint.
+  """
+  prefix, _ = written(checkpoint)
+  matched, wanted = tf2_checkpoints.match(graph, model, prefix, kind)
   assert (matched.missing, matched.mismatched, matched.left_out) == (
       [], [], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
       wanted)
   root = {'classification': 'feature_extractor/',
-          'detection': 'model/_feature_extractor/', 'full': 'model/'}[kind]
+          'detection': detection_root, 'full': 'model/'}[kind]
   assert all(key.startswith(root) for key in matched.available)
-  model_variables = set(built.variables) - {'global_step'}
+  model_variables = set(variables) - {'global_step'}
   backbone = {fact.keras_name for fact in tf2_checkpoints.facts(
-      built.name + '.classification') if fact.key != 'save_counter/'
+      backbone_facts) if fact.key != 'save_counter/'
               '.ATTRIBUTES/VARIABLE_VALUE'}
-  heads = {name for name in model_variables
-           if name.startswith(('BoxPredictor/',
-                               'WeightSharedConvolutionalBoxPredictor/'))}
   assert set(wanted) == {
-      'classification': backbone, 'detection': model_variables - heads,
+      'classification': backbone,
+      'detection': {name for name in model_variables
+                    if not name.startswith(heads)},
       'full': model_variables}[kind]
+  return matched
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_restores_with_nothing_skipped(restored, written, kind):
+  _restores_with_nothing_skipped(
+      written, _checkpoint_for(restored.name, kind), restored.graph,
+      restored.model, restored.variables, kind, 'model/_feature_extractor/',
+      ('BoxPredictor/', 'WeightSharedConvolutionalBoxPredictor/'),
+      restored.name + '.classification')
 
 
 def test_classification_from_a_detection_checkpoint(mobilenet, written):
@@ -186,24 +226,28 @@ def test_classification_from_a_detection_checkpoint(mobilenet, written):
              for key in matched.available)
 
 
+def _fine_tuned_full(graph, model, prefix):
+  """{variable name: value} after a "full" fine-tuning initialization."""
+  with graph.as_default():
+    available = fine_tune.restore_map(model, _train_config(prefix, 'full'))
+    tf.compat.v1.train.init_from_checkpoint(prefix, available)
+    variables = list(available.values())
+    with plain_session.session() as sess:
+      sess.run([v.initializer for v in variables])
+      return dict(zip([v.op.name for v in variables], sess.run(variables)))
+
+
 def test_full_restores_the_raw_weights_not_the_averages(mobilenet, written):
   prefix, lines = written(MOBILENET + '.use_moving_average')
   expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
               for fact in lines if fact.key.startswith('model/') and
               '/.OPTIMIZER_SLOT/' not in fact.key}
-  with mobilenet.graph.as_default():
-    with log_capture.absl_messages() as messages:
-      available = fine_tune.restore_map(mobilenet.model,
-                                        _train_config(prefix, 'full'))
-    tf.compat.v1.train.init_from_checkpoint(prefix, available)
-    variables = list(available.values())
-    with plain_session.session() as sess:
-      sess.run([v.initializer for v in variables])
-      values = sess.run(variables)
-  assert len(variables) == len(expected)
-  for variable, value in zip(variables, values):
-    np.testing.assert_array_equal(
-        value, np.full(value.shape, expected[variable.op.name]))
+  with log_capture.absl_messages() as messages:
+    restored = _fine_tuned_full(mobilenet.graph, mobilenet.model, prefix)
+  assert len(restored) == len(expected)
+  for name, value in restored.items():
+    np.testing.assert_array_equal(value, np.full(value.shape,
+                                                 expected[name]))
   assert any('holds moving averages; fine-tuning starts from its raw '
              'weights' in message for message in messages)
 
@@ -310,3 +354,36 @@ def test_a_checkpoint_of_another_backbone_is_refused(mobilenet, written):
                        r'variables, e.g. conv1_conv/kernel \[7, 7, 3, 64\]'):
       fine_tune.restore_map(mobilenet.model,
                             _train_config(prefix, 'classification'))
+
+
+# The heads of the Faster R-CNN models, outside their detection part.
+_TWO_STAGE_HEADS = ('RPNConv/', 'FirstStageBoxPredictor/',
+                    'mask_rcnn_keras_box_predictor/')
+
+
+@pytest.mark.parametrize('name,kind', [
+    (FASTER_RCNN, kind) for kind in KINDS] + [
+        (MASK_RCNN, kind) for kind in KINDS[1:]])
+def test_faster_rcnn_restores_with_nothing_skipped(written, name, kind):
+  built = tf2_faster_rcnn.built(name)
+  matched = _restores_with_nothing_skipped(
+      written, _checkpoint_for(name, kind), built.graph, built.model,
+      built.variables, kind, 'model/_feature_extractor_for_',
+      _TWO_STAGE_HEADS, FASTER_RCNN + '.classification')
+  # Each stage holds its own layers: conv5 is the box classifier's alone.
+  if kind == 'detection':
+    assert {variable.op.name for key, variable in matched.available.items()
+            if key.startswith('model/_feature_extractor_for_box_classifier_'
+                              'features/')} == {
+                                  name for name in built.variables
+                                  if name.startswith('conv5_')}
+
+
+def test_faster_rcnn_full_restore_gives_every_variable_its_value(written):
+  built = tf2_faster_rcnn.built(FASTER_RCNN)
+  prefix, lines = written(FASTER_RCNN)
+  expected = {fact.keras_name: _value_fn(lines)(fact).flat[0]
+              for fact in tf2_checkpoints.model_lines(lines)}
+  restored = _fine_tuned_full(built.graph, built.model, prefix)
+  assert {name: value.flat[0] for name, value in restored.items()} == expected
+  assert all(np.all(value == value.flat[0]) for value in restored.values())

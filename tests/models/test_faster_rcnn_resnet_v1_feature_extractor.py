@@ -6,7 +6,10 @@ depths 64, 128, 256, 512, four times that out; a projection shortcut in
 each block's first unit; batch norm with gamma), and spot-checked against
 names published from model-zoo checkpoints. As in the original, the first
 stage builds the whole network, block4 included, so its checkpoints hold
-`FirstStageFeatureExtractor/resnet_v1_101/block4/...` too.
+`FirstStageFeatureExtractor/resnet_v1_101/block4/...` too. ResNet-50 and
+-152 are the same code with other unit counts, which
+tests/test_upstream_faster_rcnn_configs.py checks on each depth's sample
+config graph.
 """
 import numpy as np
 import pytest
@@ -141,22 +144,6 @@ def test_resnet50_trainable_batch_norm_updates_its_statistics(
 
 def test_resnet50_atrous_training_steps_decrease_a_toy_loss(resnet50_atrous):
   assert resnet50_atrous.losses[-1] < resnet50_atrous.losses[0]
-
-
-def test_resnet152_has_the_original_units():
-  # Graph only: its units are ResNet-101's code (tested training above)
-  # with 36 instead of 23 in block3.
-  extractor = resnet.FasterRCNNResnet152FeatureExtractor(
-      is_training=True, first_stage_features_stride=16)
-  backbone = backbones.build_graph_only(extractor)
-  assert backbone.rpn_feature_map.shape.as_list() == [1, 4, 4, 1024]
-  assert backbone.box_classifier_features.shape.as_list() == [1, 4, 4, 2048]
-  # 50 units (3, 8, 36, 3) and block4 again in the second stage.
-  assert len(backbone.names(backbones.FIRST)) == 5 * (1 + 3 * 50 + 4)
-  assert len(backbone.names(backbones.SECOND)) == 5 * 10
-  assert backbone.names(backbones.FIRST)[
-      'resnet_v1_152/block3/unit_36/bottleneck_v1/conv3/weights'] == [
-          1, 1, 256, 1024]
 
 
 # Frozen batch norm in training: see test_resnet101_frozen_batch_norm_...

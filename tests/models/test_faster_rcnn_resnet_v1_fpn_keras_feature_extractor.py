@@ -1,10 +1,10 @@
 """The Faster R-CNN ResNet v1 FPN Keras extractors (*_fpn_keras).
 
 The original's FPN config builds at 128x128 (its shapes do not depend on the
-size) with the original's TF2 names and shapes of the backbone, pyramid and
-box head (tests/data/tf2_checkpoint_keys/faster_rcnn_resnet50_v1_fpn_640x640_
-coco17_tpu-8.model.txt), the RPN and box predictor heads apart (their Keras
-names are the shared heads'); its prediction shapes are the original's
+size) with the original's TF2 names and shapes of every variable: backbone,
+pyramid, box head (tests/data/tf2_checkpoint_keys/faster_rcnn_resnet50_v1_
+fpn_640x640_coco17_tpu-8.model.txt) and the RPN and box predictors (the
+shared heads' names); its prediction shapes are the original's
 there, and it fine-tunes from the original's TF2 ResNet-50 classification
 checkpoint layout.
 """
@@ -27,10 +27,10 @@ CONFIG = 'faster_rcnn_resnet50_v1_fpn_640x640_coco17_tpu-8'
 # The TF2 ResNet-50 classification checkpoint's layout, as recorded.
 _CLASSIFICATION = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8.classification'
 _SIZE = 128
-# Names of the RPN and the box predictors, ours and the original's Keras
-# ones: the shared heads, named elsewhere.
-_HEADS = ('Conv/', 'FirstStageBoxPredictor/', 'SecondStageBoxPredictor/',
-          'RPNConv/', 'mask_rcnn_keras_box_predictor/')
+# Names of the RPN and the box predictors (the shared heads), outside the
+# extractor.
+_HEADS = ('FirstStageBoxPredictor/', 'RPNConv/',
+          'mask_rcnn_keras_box_predictor/')
 
 
 def _conv_hyperparams():
@@ -66,12 +66,12 @@ def built():
 
 def test_backbone_pyramid_and_box_head_have_the_original_names(built):
   variables, _, restore, _, _ = built
-  recorded = {fact.keras_name: fact.shape
-              for fact in tf2_checkpoints.facts(CONFIG + '.model')
-              if not fact.keras_name.startswith(_HEADS)}
+  # The RPN and box predictors too: the shared heads' TF2 names
+  # (predictors/two_stage_keras_names), a first-stage head per level.
+  assert variables == {fact.keras_name: fact.shape
+                       for fact in tf2_checkpoints.facts(CONFIG + '.model')}
   ours = {name: shape for name, shape in variables.items()
           if not name.startswith(_HEADS)}
-  assert ours == recorded
   assert 'private__resnet_fpn/bottom_up_block5_conv/kernel' in ours
   # A detection checkpoint restores the extractor: all of it, by name.
   assert sorted(restore) == sorted(ours)
