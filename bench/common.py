@@ -236,9 +236,70 @@ RFCN_CONFIG = FASTER_RCNN_CONFIG.replace(
     crop_height: 18 crop_width: 18
     num_spatial_bins_height: 3 num_spatial_bins_width: 3 }""")
 assert 'rfcn_box_predictor' in RFCN_CONFIG and 'initial_crop' not in RFCN_CONFIG
+# The original's TF2 faster_rcnn_resnet50_v1_640x640_coco17_tpu-8.config
+# (the faster_rcnn_resnet50_keras extractor: its Keras ResNet-50, batch norm
+# trainable, static shapes, matrix-product crops, the static sampler) with
+# nothing changed but the class count, the image size, the batch and the
+# inputs (no fine-tune checkpoint: random weights, as every bench model).
+FASTER_RCNN_KERAS_CONFIG = """
+model { faster_rcnn {
+  num_classes: 3
+  image_resizer { keep_aspect_ratio_resizer {
+    min_dimension: %(size)d max_dimension: %(size)d
+    pad_to_max_dimension: true } }
+  feature_extractor {
+    type: 'faster_rcnn_resnet50_keras' batch_norm_trainable: true }
+  first_stage_anchor_generator { grid_anchor_generator {
+    scales: [0.25, 0.5, 1.0, 2.0] aspect_ratios: [0.5, 1.0, 2.0]
+    height_stride: 16 width_stride: 16 } }
+  first_stage_box_predictor_conv_hyperparams {
+    op: CONV
+    regularizer { l2_regularizer { weight: 0.0 } }
+    initializer { truncated_normal_initializer { stddev: 0.01 } } }
+  first_stage_nms_score_threshold: 0.0
+  first_stage_nms_iou_threshold: 0.7
+  first_stage_max_proposals: 300
+  first_stage_localization_loss_weight: 2.0
+  first_stage_objectness_loss_weight: 1.0
+  initial_crop_size: 14 maxpool_kernel_size: 2 maxpool_stride: 2
+  second_stage_box_predictor { mask_rcnn_box_predictor {
+    use_dropout: false dropout_keep_probability: 1.0
+    fc_hyperparams {
+      op: FC
+      regularizer { l2_regularizer { weight: 0.0 } }
+      initializer { variance_scaling_initializer {
+        factor: 1.0 uniform: true mode: FAN_AVG } } }
+    share_box_across_classes: true } }
+  second_stage_post_processing {
+    batch_non_max_suppression {
+      score_threshold: 0.0 iou_threshold: 0.6
+      max_detections_per_class: 100 max_total_detections: 300 }
+    score_converter: SOFTMAX }
+  second_stage_localization_loss_weight: 2.0
+  second_stage_classification_loss_weight: 1.0
+  use_static_shapes: true
+  use_matmul_crop_and_resize: true
+  clip_anchors_to_image: true
+  use_static_balanced_label_sampler: true
+  use_matmul_gather_in_matcher: true
+} }
+train_config {
+  batch_size: %(batch)d
+  optimizer { momentum_optimizer {
+    learning_rate { cosine_decay_learning_rate {
+      learning_rate_base: .04 total_steps: 25000
+      warmup_learning_rate: .013333 warmup_steps: 2000 } }
+    momentum_optimizer_value: 0.9 }
+    use_moving_average: false }
+  data_augmentation_options { random_horizontal_flip {} }
+  max_number_of_boxes: 100
+  unpad_groundtruth_tensors: false
+  use_bfloat16: true
+}
+""" + _SHAPES_INPUTS
 ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG,
          'faster_rcnn': FASTER_RCNN_CONFIG, 'mask_rcnn': MASK_RCNN_CONFIG,
-         'rfcn': RFCN_CONFIG}
+         'rfcn': RFCN_CONFIG, 'faster_rcnn_keras': FASTER_RCNN_KERAS_CONFIG}
 
 
 def add_model_args(parser, size=300, depth=1.0, batch=8):
@@ -262,13 +323,19 @@ def write_records(data_dir, size, num_train=64, num_val=32):
         num_train_shards=2, num_val_shards=1, seed=0)
 
 
-def ssd_config_path(args, directory):
-  """Writes args.arch's config into directory; returns its path."""
+def config_text(args):
+  """args.arch's config at args' size, depth, batch and records."""
+  return ARCHS[args.arch] % {'size': args.size, 'depth': args.depth,
+                             'batch': args.batch, 'data': args.data_dir}
+
+
+def ssd_config_path(args, directory, text=None):
+  """Writes text (args.arch's config by default) into directory, with the
+  records it reads; returns its path."""
   write_records(args.data_dir, args.size)
   path = os.path.join(directory, 'pipeline.config')
   with open(path, 'w') as f:
-    f.write(ARCHS[args.arch] % {'size': args.size, 'depth': args.depth,
-                          'batch': args.batch, 'data': args.data_dir})
+    f.write(config_text(args) if text is None else text)
   return path
 
 

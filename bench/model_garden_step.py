@@ -24,9 +24,7 @@ compiled train_step after warm-up. Prints one `RESULT {json}` line.
 import argparse
 import json
 import os
-import resource
 import sys
-import time
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
@@ -34,6 +32,9 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top,wrong-import-posi
 from official.core import exp_factory  # pylint: disable=g-import-not-at-top,wrong-import-position
 from official.core import task_factory  # pylint: disable=g-import-not-at-top,wrong-import-position
 from official.vision import registry_imports  # pylint: disable=g-import-not-at-top,wrong-import-position,unused-import
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_env  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def _retinanet(task_config):
@@ -115,20 +116,10 @@ def main(argv=None):
     return task.train_step(inputs, model, optimizer)
 
   iterator = iter(dataset)
-  for _ in range(args.warmup):
-    step(next(iterator))
-  start, cpu_start = time.perf_counter(), time.process_time()
-  for _ in range(args.steps):
-    logs = step(next(iterator))
-  seconds = time.perf_counter() - start
-  cpu_seconds = time.process_time() - cpu_start
-  print('RESULT ' + json.dumps({
-      'images_per_s': args.steps * args.batch / seconds,
-      'images_per_cpu_s': args.steps * args.batch / cpu_seconds,
-      'loss': float(logs[task.loss]),
-      'peak_rss_mb': resource.getrusage(
-          resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-      'tf_version': tf.__version__}))
+  logs, result = peer_env.time_steps(lambda: step(next(iterator)),
+                                     args.warmup, args.steps, args.batch)
+  print('RESULT ' + json.dumps(dict(result, loss=float(logs[task.loss]),
+                                    tf_version=tf.__version__)))
   return 0
 
 

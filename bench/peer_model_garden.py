@@ -31,16 +31,15 @@ time over the timed steps, which other load on the machine disturbs less);
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+import peer_env  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PEER_VENV = os.path.join(BENCH, '.peer_venv')
-PEER_PY = os.path.join(PEER_VENV, 'bin', 'python')
 PEER_PACKAGES = ['tf-models-official==2.15.0', 'tensorflow==2.15.1']
 # --arch -> (Model Garden experiment, what it is).
 ARCHS = {'retinanet': ('retinanet_resnetfpn_coco', 'RetinaNet ResNet50 FPN'),
@@ -50,46 +49,16 @@ ARCHS = {'retinanet': ('retinanet_resnetfpn_coco', 'RetinaNet ResNet50 FPN'),
                        'Mask R-CNN, ResNet-50 FPN vs ours ResNet-50')}
 
 
-def _result(command):
-  out = subprocess.run(command, capture_output=True, text=True, check=False)
-  lines = [l for l in out.stdout.splitlines() if l.startswith('RESULT ')]
-  if out.returncode or not lines:
-    raise RuntimeError('%s failed: %s' % (
-        os.path.basename(command[1]),
-        ' | '.join(out.stderr.strip().splitlines()[-3:])))
-  return json.loads(lines[-1][len('RESULT '):])
-
-
-def ensure_peer_env():
-  """Creates the peer environment once; raises if it cannot be installed."""
-  check = [PEER_PY, '-c', 'import official.vision, tensorflow']
-  if os.path.exists(PEER_PY) and subprocess.run(
-      check, capture_output=True, check=False).returncode == 0:
-    return
-  print('installing the peer environment (%s) in %s' % (
-      ' '.join(PEER_PACKAGES), PEER_VENV), flush=True)
-  subprocess.run([sys.executable, '-m', 'venv', '--clear', PEER_VENV],
-                 check=True)
-  install = subprocess.run(
-      [PEER_PY, '-m', 'pip', 'install', '-q'] + PEER_PACKAGES,
-      capture_output=True, text=True, check=False)
-  if install.returncode:
-    raise RuntimeError('pip install %s failed: %s' % (
-        ' '.join(PEER_PACKAGES), install.stderr.strip()[-500:]))
-
-
-def _round(args, experiment, shape):
+def _round(args, peer_py, experiment, shape):
   """One peer run, then one of ours: their rates and peak memory."""
-  peer = _result([PEER_PY, os.path.join(BENCH, 'model_garden_step.py'),
-                  '--experiment=' + experiment,
-                  '--steps=%d' % args.steps] + shape)
-  ours = json.loads(args.ours) if args.ours else _result(
+  peer = peer_env.run_result(
+      [peer_py, os.path.join(BENCH, 'model_garden_step.py'),
+       '--experiment=' + experiment, '--steps=%d' % args.steps] + shape)
+  ours = json.loads(args.ours) if args.ours else peer_env.run_result(
       [sys.executable, os.path.join(BENCH, 'train_step.py'), '--json',
        '--arch=' + args.arch, '--mode=estimator', '--warmup=2',
        '--steps=%d' % args.steps] + shape)
-  return {'%s_%s' % (side, key): figures[key]
-          for side, figures in (('peer', peer), ('ours', ours))
-          for key in ('images_per_s', 'images_per_cpu_s', 'peak_rss_mb')}
+  return peer_env.paired(peer, ours)
 
 
 def main(argv=None):
@@ -98,15 +67,7 @@ def main(argv=None):
   parser.add_argument('--arch', choices=sorted(ARCHS), default='retinanet')
   parser.add_argument('--size', type=int, default=256)
   parser.add_argument('--batch', type=int, default=8)
-  parser.add_argument('--steps', type=int, default=5)
-  parser.add_argument('--rounds', type=int, default=1,
-                      help='Peer then ours, this many times in turn: the '
-                           'ratios are medians over the rounds.')
-  parser.add_argument('--ours', default=None,
-                      help='Our side as measured earlier in the same run '
-                           '(JSON of bench/train_step.py --mode=estimator '
-                           'with this --arch, records, size and batch): '
-                           'only the peer is run.')
+  peer_env.add_round_args(parser, steps=5)
   parser.add_argument('--json', action='store_true')
   args = parser.parse_args(argv)
   common.write_records(args.data_dir, args.size)
@@ -115,23 +76,11 @@ def main(argv=None):
   experiment, what = ARCHS[args.arch]
   result = {}
   try:
-    ensure_peer_env()
-    rounds = [_round(args, experiment, shape) for _ in range(args.rounds)]
-    result = {key: statistics.median(r[key] for r in rounds)
-              for key in rounds[0]}
-    result['ratio'] = statistics.median(
-        r['ours_images_per_s'] / r['peer_images_per_s'] for r in rounds)
-    result['cpu_ratio'] = statistics.median(
-        r['ours_images_per_cpu_s'] / r['peer_images_per_cpu_s']
-        for r in rounds)
-    if args.rounds > 1:
-      result['round_ratios'] = [
-          round(r['ours_images_per_s'] / r['peer_images_per_s'], 3)
-          for r in rounds]
-    result['summary'] = (
-        'ours %.3g vs Model Garden %.3g images/s: %.2fx (per CPU second '
-        '%.2fx)' % (result['ours_images_per_s'], result['peer_images_per_s'],
-                     result['ratio'], result['cpu_ratio']))
+    peer_py = peer_env.ensure_venv(
+        PEER_VENV, [PEER_PACKAGES], 'import official.vision, tensorflow')
+    rounds = [_round(args, peer_py, experiment, shape)
+              for _ in range(args.rounds)]
+    result = peer_env.medians(rounds, 'Model Garden')
   except (RuntimeError, subprocess.CalledProcessError, OSError) as error:
     result = {'summary': 'could not run here: %s' % error}
   print('peer (%s, %dx%d, batch %d):' % (what, args.size, args.size,

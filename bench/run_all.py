@@ -5,6 +5,7 @@ after another, so they share the machine in the same conditions and peak
 memory is per process. Ratios are formed from figures of this one run.
 
   .venv/bin/python bench/run_all.py [--skip_demo] [--skip_peer]
+      [--skip_original] [--original_rounds=N] [--orig_python=PATH]
 """
 import argparse
 import datetime
@@ -129,7 +130,67 @@ def measure(args):
                          run('peer_model_garden.py', '--arch=mask_rcnn',
                              '--data_dir=' + data_frcnn, '--size=320',
                              '--batch=1', '--steps=3'))
+  r.update(measure_original(args, r, large, frcnn))
   return r
+
+
+def measure_original(args, r, large, frcnn):
+  """Item 10: the original's TF2 trainer against ours.
+
+  With --original_rounds=1 (make bench's ~30 minutes) our side of rows
+  10a-c is items 1 and 1c (the same configs, records, size and batch) and
+  only the original runs; with more rounds the two alternate, each row's
+  ratio the rounds' median.
+  """
+  if args.skip_original:
+    return {'orig_' + row: {'skipped': '--skip_original'}
+            for row in ORIGINAL_ROWS}
+  flags = ['--rounds=%d' % args.original_rounds] + (
+      ['--orig_python=' + args.orig_python] if args.orig_python else [])
+  ours = {'ssd_mobilenet_v2': r['train'], 'faster_rcnn': r['train_frcnn'],
+          'faster_rcnn_matched': r['train_frcnn']}
+  return {'orig_' + row: run(
+      'peer_original.py', '--row=' + row, *flags, *shape,
+      *(_measured('--ours', ours[row])
+        if args.original_rounds == 1 and row in ours else []))
+          for row, shape in (
+              ('ssd_mobilenet_v2', large + ['--warmup=3', '--steps=10']),
+              ('faster_rcnn', frcnn), ('faster_rcnn_matched', frcnn),
+              ('faster_rcnn_keras', frcnn))}
+
+
+# Item 10's rows: the original's TF2 trainer against ours, with a goal
+# where both sides run the same network.
+ORIGINAL_ROWS = {
+    'ssd_mobilenet_v2': ('10a. Original\'s TF2 trainer: SSD MobileNetV2 '
+                         '(300x300, batch 8; ours TF1 extractor, theirs '
+                         'ssd_mobilenet_v2_keras, same config otherwise)',
+                         1.2),
+    'faster_rcnn': ('10b. Original\'s TF2 trainer: Faster R-CNN ResNet-50 '
+                    'as each ships it (320x320, batch 1; ours conv5 stride '
+                    '1, theirs faster_rcnn_resnet50_keras, conv5 stride 2: '
+                    'a third of the conv5 work)', None),
+    'faster_rcnn_matched': ('10c. Same, the work matched (theirs on 14x14 '
+                            'crops unpooled, so its stride-2 conv5 runs at '
+                            'our 7x7)', 1.2),
+    'faster_rcnn_keras': ('10d. Original\'s TF2 trainer: the TF2 Faster '
+                          'R-CNN ResNet-50 Keras config on both sides, '
+                          'nothing changed (320x320, batch 1)', 1.2),
+}
+
+
+def _original_rows(r):
+  """Item 10's table rows, goals per CPU second (steadier under load)."""
+  rows = []
+  for row, (title, goal) in ORIGINAL_ROWS.items():
+    figures = r['orig_' + row]
+    measured = figures.get('summary', json.dumps(figures))
+    if goal is None:
+      rows.append((title, measured, 'none (another network)', 'reported'))
+    else:
+      rows.append((title, measured, '>= %s per CPU second' % goal,
+                   _verdict(figures.get('cpu_ratio'), goal)))
+  return rows
 
 
 def _tf_version():
@@ -264,7 +325,7 @@ def write_results(r, seconds, command):
        'head; 320x320, batch 1, same records with masks)',
        peer_mask.get('summary', json.dumps(peer_mask)),
        '>= 1.2', _verdict(peer_mask.get('ratio'), 1.2)),
-  ]
+  ] + _original_rows(r)
   lines = [
       '# Benchmarks', '',
       'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '
@@ -295,6 +356,17 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--skip_demo', action='store_true')
   parser.add_argument('--skip_peer', action='store_true')
+  parser.add_argument('--skip_original', action='store_true',
+                      help='Skip item 10, the original\'s TF2 trainer (its '
+                           'environment, bench/.orig_venv, is installed on '
+                           'first use).')
+  parser.add_argument('--original_rounds', type=int, default=1,
+                      help='Item 10: rounds of the original then ours (1: '
+                           'ours from items 1 and 1c where the same).')
+  parser.add_argument('--orig_python',
+                      default=os.environ.get('OD_BENCH_ORIG_PYTHON'),
+                      help='Item 10: the original\'s interpreter instead of '
+                           'bench/.orig_venv.')
   args = parser.parse_args(argv)
   os.makedirs(OUT, exist_ok=True)
   start = time.perf_counter()
