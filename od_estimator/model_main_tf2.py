@@ -25,9 +25,9 @@ TF_CONFIG naming the N workers, e.g. on the second
               "task": {"type": "worker", "index": 1}}'
 Every worker reads its share of the input files; train_config.batch_size
 is the batch of all workers together, as the original's; each step
-averages the gradients of all. Worker 0 (or a "chief" task) writes the checkpoints and
-summaries to --model_dir, a folder all can reach; each other worker writes
-its copies to model_dir/tmp_worker_<index>.
+averages the gradients of all. Worker 0 (or a "chief" task) writes the
+checkpoints and summaries to --model_dir, a folder all can reach; each
+other worker writes its copies to model_dir/tmp_worker_<index>.
 
 Cloud TPU: --use_tpu [--tpu_name=TPU] trains with TPUEstimator, as
 model_tpu_main (--model_dir on gs://). Evaluation runs on CPU/GPU.

@@ -34,8 +34,9 @@ def check(configs, pipeline_config_path, evaluation_only=False,
     pipeline_config_path: the --pipeline_config_path the configs came from,
       named in the messages.
     evaluation_only: the job only evaluates: the training input files and
-      the fine-tune checkpoint need not exist. So does a TF_CONFIG cluster's evaluator task; a parameter
-      server reads no input files at all.
+      the fine-tune checkpoint need not exist. So does a TF_CONFIG
+      cluster's evaluator task; a parameter server reads no input files at
+      all.
     stream: where `note:` lines go; None for stderr.
     command: the command launching, for config_notes.notes (None:
       model_main's).

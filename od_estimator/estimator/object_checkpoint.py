@@ -22,16 +22,17 @@ FeatureMaps/...`) at the object paths of the first, which name them
 without the number. Where Keras numbered the layers themselves in the
 order it built them (`conv2d_17`, `freezable_batch_norm_42`: the Keras
 Inception-ResNet v2), the name says nothing about the layer; such models'
-values are read by object path alone (models/keras_object_paths). The original's
-two-stage models hold their feature extractor as two Keras models,
-`model/_feature_extractor_for_proposal_features/...` and
+values are read by object path alone (models/keras_object_paths). The
+original's two-stage models hold their feature extractor as two Keras
+models, `model/_feature_extractor_for_proposal_features/...` and
 `model/_feature_extractor_for_box_classifier_features/...`, the detection
-part, whose layers together are the classification backbone. Fine-tuning
-never restores optimizer slots: the
-original restores the model objects alone, so a checkpoint holding moving
-averages (`average` slots of its ExponentialMovingAverage optimizer)
-fine-tunes from the raw weights there too; its evaluation swaps the
-averages in (whole_model_keys with use_moving_averages).
+part, whose layers together are the classification backbone.
+
+Fine-tuning never restores optimizer slots: the original restores the
+model objects alone, so a checkpoint holding moving averages (`average`
+slots of its ExponentialMovingAverage optimizer) fine-tunes from the raw
+weights there too; its evaluation swaps the averages in (whole_model_keys
+with use_moving_averages).
 """
 import collections
 import re

@@ -45,9 +45,9 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
 Faster R-CNN ResNet Keras (C4) models have their own layout
-(faster_rcnn_object_paths). Models whose Keras names do not identify their layers (the Keras
-Inception-ResNet v2) tell their paths themselves (models/
-keras_object_paths).
+(faster_rcnn_object_paths). Models whose Keras names do not identify their
+layers (the Keras Inception-ResNet v2) tell their paths themselves
+(models/keras_object_paths).
 
 `original_paths` answers for a whole model or not at all: a model with a
 value outside these layouts (e.g. of the TF1 names) gets None.

@@ -1,11 +1,12 @@
 """The second stage of Faster R-CNN: ROI features and the box classifier.
 
 Each proposal's region of the first-stage feature map is cropped and
-resized (bilinear, `initial_crop_size` square) and max-pooled (on a feature
-pyramid, from the level its size assigns it: core/multilevel_crop); the second
-stage of the feature extractor turns the crops into box classifier features
-and a fully connected predictor (`SecondStageBoxPredictor`) gives, per
-proposal, refined box codes per class and class logits with background.
+resized (bilinear, `initial_crop_size` square) and max-pooled (on a
+feature pyramid, from the level its size assigns it: core/multilevel_crop);
+the second stage of the feature extractor turns the crops into box
+classifier features and a fully connected predictor
+(`SecondStageBoxPredictor`) gives, per proposal, refined box codes per
+class and class logits with background.
 Context R-CNN (ContextParams) adds to each crop, before the max pool, its
 attention into the image's context features (context_rcnn_lib), given as
 side inputs. R-FCN (no RoiCropParams) crops nothing: the second stage of
@@ -196,11 +197,12 @@ class BoxClassifier:
     roi_crop = self._roi_crop
     size = roi_crop.initial_crop_size
     feature_maps = rpn.as_feature_map_list(features_to_crop)
-    if len(feature_maps) > 1 and image_shape is None:
-      raise ValueError('Cropping from %d feature maps needs the image shape '
-                       '(it sets each box\'s level).' % len(feature_maps))
     box_levels = None
     if len(feature_maps) > 1:
+      if image_shape is None:
+        raise ValueError('Cropping from %d feature maps needs the image '
+                         'shape (it sets each box\'s level).' %
+                         len(feature_maps))
       box_levels = multilevel_crop.image_box_levels(
           len(feature_maps), image_shape, proposal_boxes_normalized)
     cropped = multilevel_crop.multilevel_crop_and_resize(
