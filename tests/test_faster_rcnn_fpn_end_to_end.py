@@ -9,17 +9,27 @@ the run is tests/trained_models.py's overfit_faster_rcnn_fpn, FPN_STEPS
 steps with the fixed seed. Measured: DetectionBoxes_Precision/mAP@.50IOU
 1.0 with seeds 1 and 2.
 """
+import pytest
+
 from tests import test_faster_rcnn_end_to_end as end_to_end
+from tests import tiny_resnet
 from tests import trained_models
 
 
-def test_model_main_trains_evaluates_and_overfits(overfit_faster_rcnn_fpn):
+@pytest.fixture(scope='module')
+def trained(overfit_faster_rcnn_fpn):
+  """The run's paths, its extractor registered for the export."""
+  with tiny_resnet.registered():
+    yield overfit_faster_rcnn_fpn
+
+
+def test_model_main_trains_evaluates_and_overfits(trained):
   end_to_end.check_trains_evaluates_and_overfits(
-      overfit_faster_rcnn_fpn, trained_models.FPN_STEPS,
-      'faster_rcnn_resnet50_fpn_keras')
+      trained, trained_models.FPN_STEPS, tiny_resnet.FPN_TYPE)
+  with open(trained['config']) as f:
+    assert 'multiscale_anchor_generator' in f.read()
 
 
-def test_export_detections_equal_estimator_predict(overfit_faster_rcnn_fpn,
-                                                   tmp_path):
+def test_export_detections_equal_estimator_predict(trained, tmp_path):
   end_to_end.check_export_equals_estimator_predict(
-      overfit_faster_rcnn_fpn, str(tmp_path / 'export'))
+      trained, str(tmp_path / 'export'))

@@ -9,14 +9,24 @@ overfit_rfcn. The same model_fn, evaluation and export serve it as Faster
 R-CNN. Measured once: DetectionBoxes_Precision/mAP@.50IOU 1.0 (mAP 0.55)
 after OVERFIT_STEPS steps with the fixed seed.
 """
+import pytest
+
 from tests import test_faster_rcnn_end_to_end as end_to_end
+from tests import tiny_resnet
 
 
-def test_model_main_trains_evaluates_and_overfits(overfit_rfcn):
+@pytest.fixture(scope='module')
+def trained(overfit_rfcn):
+  """The run's paths, its extractor registered for the export."""
+  with tiny_resnet.registered():
+    yield overfit_rfcn
+
+
+def test_model_main_trains_evaluates_and_overfits(trained):
   end_to_end.check_trains_evaluates_and_overfits(
-      overfit_rfcn, end_to_end.OVERFIT_STEPS, 'rfcn_box_predictor')
+      trained, end_to_end.OVERFIT_STEPS, 'rfcn_box_predictor')
 
 
-def test_export_detections_equal_estimator_predict(overfit_rfcn, tmp_path):
+def test_export_detections_equal_estimator_predict(trained, tmp_path):
   end_to_end.check_export_equals_estimator_predict(
-      overfit_rfcn, str(tmp_path / 'export'))
+      trained, str(tmp_path / 'export'))

@@ -282,11 +282,13 @@ def overfit_frames(size=64):
           for image, box, mask in [overfit_frame(label, top, left, size, rng)]]
 
 
-def write_overfit_backbone(directory, size=64):
-  """write_calibrated_checkpoint on overfit_frames (the recipe's crop); the
-  checkpoint prefix. Every family's overfit run can start from one."""
+def write_overfit_backbone(directory, size=64,
+                           extractor='faster_rcnn_resnet50'):
+  """write_calibrated_checkpoint of the extractor on overfit_frames (the
+  recipe's crop); the checkpoint prefix. Every family's overfit run of that
+  extractor can start from one."""
   return write_calibrated_checkpoint(
-      directory, size=size, crop_size=6, images=np.stack(
+      directory, extractor, size=size, crop_size=6, images=np.stack(
           [frame[0] for frame in overfit_frames(size)]).astype(np.float32))
 
 
@@ -297,7 +299,8 @@ OVERFIT_TRAINABLE = ('Predictor', '^Conv/')
 def write_overfit_config(directory, data_dir, size=64, model_fields='',
                          edits=(), write_records=write_overfit_examples,
                          backbone=None, fine_tune=True,
-                         trainable=OVERFIT_TRAINABLE):
+                         trainable=OVERFIT_TRAINABLE,
+                         extractor='faster_rcnn_resnet50'):
   """A small set a Faster R-CNN overfits in a few dozen steps.
 
   The OVERFIT_SHAPES images in one TFRecord that both training and
@@ -319,6 +322,8 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
     fine_tune: start from that checkpoint (else from scratch: a model of
       another backbone, tests/tiny_faster_rcnn_fpn.py).
     trainable: the update_trainable_variables patterns.
+    extractor: model.faster_rcnn.feature_extractor.type (a slim ResNet v1's
+      when fine_tune).
 
   Returns:
     The pipeline.config path.
@@ -334,10 +339,11 @@ def write_overfit_config(directory, data_dir, size=64, model_fields='',
     train_fields += (
         ' fine_tune_checkpoint: "%s" fine_tune_checkpoint_type: '
         '"classification"' % (backbone or
-                              write_overfit_backbone(directory, size)))
+                              write_overfit_backbone(directory, size,
+                                                     extractor)))
   text = CONFIG % {
       'train': record, 'val': record, 'label_map': label_map,
-      'extractor': 'faster_rcnn_resnet50',
+      'extractor': extractor,
       'model_fields': 'first_stage_minibatch_size: 16 ' + model_fields,
       'batch_size': len(OVERFIT_SHAPES), 'train_fields': train_fields}
   text = apply_edits(text, OVERFIT_EDITS + tuple(edits))

@@ -84,10 +84,12 @@ def write_config(directory, data_dir, extractor=EXTRACTOR, fields='',
   return path
 
 
-def write_overfit_config(directory, data_dir):
-  """tiny_faster_rcnn.write_overfit_config's set and recipe with the FPN,
-  from scratch: its pyramid, RPN and heads train. Returns the path."""
+def write_overfit_config(directory, data_dir, extractor=EXTRACTOR):
+  """tiny_faster_rcnn.write_overfit_config's set and recipe with the FPN
+  (a pyramid extractor type), from scratch: its pyramid, RPN and heads
+  train. Returns the path."""
   return tiny_faster_rcnn.write_overfit_config(
       directory, data_dir, model_fields='clip_anchors_to_image: true',
-      edits=pyramid_edits('faster_rcnn_resnet50', anchors=_OVERFIT_ANCHORS),
+      edits=pyramid_edits('faster_rcnn_resnet50', extractor,
+                          anchors=_OVERFIT_ANCHORS),
       fine_tune=False, trainable=TRAINABLE)

@@ -16,10 +16,9 @@ family's end-to-end tests, and its export beside it.
 """
 import contextlib
 import fcntl
+import functools
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -27,10 +26,13 @@ import tensorflow as tf
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
+from tests import command_modules
+from tests import plain_session
 from tests import tiny_context_rcnn
 from tests import tiny_faster_rcnn
 from tests import tiny_faster_rcnn_fpn
 from tests import tiny_mask_rcnn
+from tests import tiny_resnet
 from tests import tiny_rfcn
 from tests import tiny_ssd
 
@@ -138,43 +140,37 @@ def one_step_tiny_ssd_export(tmp_path_factory, one_step_tiny_ssd):
                         export) / 'export')
 
 
-def _run_model_main(root, config, num_steps):
-  """model_main trains num_steps steps with SEED and evaluates into root/model.
-
-  Returns:
-    {'root', 'model_dir', 'config' (the model_dir's copy), 'checkpoint'}.
-  """
-  model_dir = str(root / 'model')
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=' + config, '--model_dir=' + model_dir,
-       '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED],
-      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'), check=False)
-  assert result.returncode == 0, result.stderr[-3000:]
-  return {'root': root, 'model_dir': model_dir,
-          'config': os.path.join(model_dir, 'pipeline.config'),
-          'checkpoint': tf.train.latest_checkpoint(model_dir)}
+def _write_tiny_resnet_backbone(folder):
+  tiny_faster_rcnn.write_overfit_backbone(folder, extractor=tiny_resnet.TYPE)
 
 
 def _overfit_run(tmp_path_factory, name, write_overfit_config,
                  num_steps=OVERFIT_STEPS, calibrated_backbone=True):
   """model_main's overfitting run of a family, once per run; its paths.
 
-  The families of the slim ResNet-50 start from one calibrated backbone
-  checkpoint, written once per run (tiny_faster_rcnn.write_overfit_backbone:
-  the same images); without calibrated_backbone, write_overfit_config takes
-  no backbone.
+  model_main runs in this process (tests/command_modules.py), with grappler
+  as users run it, while tests/tiny_resnet.py's extractor is registered:
+  the families of the slim ResNet start from one calibrated checkpoint of
+  it, written once per run (tiny_faster_rcnn.write_overfit_backbone: the
+  same images); without calibrated_backbone, write_overfit_config takes no
+  backbone. The family's tests take the extractor (tiny_resnet.registered)
+  to export and predict.
   """
   def train(root):
     kwargs = {}
     if calibrated_backbone:
+      kwargs['extractor'] = tiny_resnet.TYPE
       kwargs['backbone'] = str(built_once(
           tmp_path_factory, 'overfit_backbone',
-          tiny_faster_rcnn.write_overfit_backbone) / 'backbone' / 'model.ckpt')
-    _run_model_main(root, write_overfit_config(root, root / 'data', **kwargs),
-                    num_steps)
-  root = built_once(tmp_path_factory, name, train)
+          _write_tiny_resnet_backbone) / 'backbone' / 'model.ckpt')
+    config = write_overfit_config(root, root / 'data', **kwargs)
+    result = command_modules.run_command('model_main', [
+        '--pipeline_config_path=' + config,
+        '--model_dir=' + str(root / 'model'),
+        '--num_train_steps=%d' % num_steps, '--random_seed=%d' % SEED])
+    assert result.returncode == 0, result.stderr[-3000:]
+  with tiny_resnet.registered(), plain_session.with_grappler():
+    root = built_once(tmp_path_factory, name, train)
   model_dir = str(root / 'model')
   return {'root': root, 'model_dir': model_dir,
           'config': os.path.join(model_dir, 'pipeline.config'),
@@ -210,9 +206,11 @@ def overfit_rfcn(tmp_path_factory):
 def overfit_faster_rcnn_fpn(tmp_path_factory):
   """tiny_faster_rcnn_fpn's run (the set of overfit_faster_rcnn) of
   FPN_STEPS steps by model_main; as above."""
-  return _overfit_run(tmp_path_factory, 'overfit_faster_rcnn_fpn',
-                      tiny_faster_rcnn_fpn.write_overfit_config, FPN_STEPS,
-                      calibrated_backbone=False)
+  return _overfit_run(
+      tmp_path_factory, 'overfit_faster_rcnn_fpn',
+      functools.partial(tiny_faster_rcnn_fpn.write_overfit_config,
+                        extractor=tiny_resnet.FPN_TYPE),
+      FPN_STEPS, calibrated_backbone=False)
 
 
 @pytest.fixture(scope='session')

@@ -1,0 +1,90 @@
+"""Narrow, shallow ResNets for the two-stage families' pipeline runs.
+
+The families' end-to-end runs (tests/trained_models.py) check the pipeline:
+model_main's training, COCO evaluation, export, serving. The network is
+not what they check (the real ResNet-50 and -101 graphs are built by the
+extractor's and the upstream configs' tests), and ResNet-50's 25M weights
+cost most of such a run: building its graphs, 200 MB checkpoints written
+and restored, a 100 MB frozen graph. This extractor is the same class
+(FasterRCNNResnetV1FeatureExtractor: its preprocessing, stride handling,
+scopes and classification-checkpoint restore) on a ResNet v1 of one
+bottleneck unit per block, BASE_DEPTHS bottleneck channels. FPN_TYPE is
+the Keras ResNet FPN extractor's class on the Keras ResNet of one block per
+stage (registered as model KERAS_MODEL) at FPN_DEPTH_MULTIPLIER.
+
+Both are registered while `registered()` is active (in its process only:
+the runs take them in-process).
+"""
+import contextlib
+
+import pytest
+import tensorflow as tf
+import tf_slim as slim
+from tf_slim.nets import resnet_utils
+from tf_slim.nets import resnet_v1
+
+from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as v1
+from od_estimator.models import (
+    faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
+from od_estimator.nets import resnet_v1_keras
+
+TYPE = 'faster_rcnn_tiny_resnet'
+# block1..block4's bottleneck depths (each block outputs 4x as many).
+BASE_DEPTHS = (16, 32, 64, 128)
+FPN_TYPE = 'faster_rcnn_tiny_resnet_fpn_keras'
+KERAS_MODEL = 'resnet_v1_tiny'
+FPN_DEPTH_MULTIPLIER = 0.25
+
+
+def _block(index, stride):
+  return resnet_v1.resnet_v1_block('block%d' % (index + 1),
+                                   BASE_DEPTHS[index], 1, stride)
+
+
+def tiny_resnet_v1(inputs, num_classes=None, is_training=True,
+                   global_pool=True, output_stride=None, reuse=None,
+                   scope='resnet_v1_tiny'):
+  """resnet_v1_50's layout (strides 2, 2, 2, 1) with one unit per block."""
+  return resnet_v1.resnet_v1(
+      inputs, [_block(0, 2), _block(1, 2), _block(2, 2), _block(3, 1)],
+      num_classes, is_training, global_pool, output_stride,
+      include_root_block=True, reuse=reuse, scope=scope)
+
+
+class TinyResnetFeatureExtractor(v1.FasterRCNNResnetV1FeatureExtractor):
+  """FasterRCNNResnetV1FeatureExtractor on tiny_resnet_v1."""
+  _ARCHITECTURE = 'resnet_v1_tiny'
+  _RESNET_FN = tiny_resnet_v1
+
+  def _extract_box_classifier_features(self, proposal_feature_maps, scope):
+    """block4 (one unit, stride 1) on the crops."""
+    with tf.compat.v1.variable_scope(self._ARCHITECTURE,
+                                     reuse=self._reuse_weights):
+      with slim.arg_scope(self._arg_scope()):
+        with slim.arg_scope([slim.batch_norm],
+                            is_training=self._train_batch_norm):
+          return resnet_utils.stack_blocks_dense(proposal_feature_maps,
+                                                 [_block(3, 1)])
+
+
+class TinyResnetFpnKerasFeatureExtractor(
+    fpn_keras.FasterRCNNResnetV1FpnKerasFeatureExtractor):
+  """The Keras ResNet FPN on KERAS_MODEL at FPN_DEPTH_MULTIPLIER."""
+  _MODEL = KERAS_MODEL
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, depth_multiplier=FPN_DEPTH_MULTIPLIER, **kwargs)
+
+
+@contextlib.contextmanager
+def registered():
+  """Context: TYPE and FPN_TYPE are these extractors in this process."""
+  extractors = (
+      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(extractors, TYPE, TinyResnetFeatureExtractor)
+    patch.setitem(extractors, FPN_TYPE, TinyResnetFpnKerasFeatureExtractor)
+    # One block per stage (conv2 .. conv5).
+    patch.setitem(resnet_v1_keras._STAGE_BLOCKS, KERAS_MODEL, (1, 1, 1, 1))  # pylint: disable=protected-access
+    yield
