@@ -2,19 +2,20 @@
 tf.SequenceExamples with context features until it overfits them, and
 evaluates it with COCO metrics; the attention into the context trains.
 
-tests/tiny_context_rcnn.py's ResNet-50 model (64x64, 8 proposals, 8 context
-rows of 7 values, bottleneck 8) on the Faster R-CNN end to end's images and
-recipe (tests/test_faster_rcnn_end_to_end.py), each image a one-frame
-sequence of one camera whose context rows are the camera's two shapes
-(class one-hot and box, as create_synthetic_sequence_tf_record writes
-them); the attention block trains with the heads. The run is
-tests/trained_models.py's overfit_context_rcnn (CONTEXT_RCNN_STEPS steps,
-seed trained_models.SEED). Measured mAP@.5 with seeds 1, 2, 3, 4: 1.0 for
-each at 60 steps; 1.0, 1.0, 0.0, 1.0 at 40; 0.5, 0.5 (seeds 1, 2) at 25,
-on an Intel CPU. On an AMD EPYC (other oneDNN kernels, other rounding)
-seed 1 stayed at 0.5 at 60 and 80 steps (one shape never found) and
-reached 1.0 at 120, where seeds 2, 3 and 4 pass too, and seed 1 with
-oneDNN off: 120 it is.
+tests/tiny_context_rcnn.py's model (64x64, 8 proposals, 8 context rows of 7
+values, bottleneck 8; the tiny ResNet of tests/tiny_resnet.py) on the Faster
+R-CNN end to end's images and recipe (tests/test_faster_rcnn_end_to_end.py),
+each image a one-frame sequence of one camera whose context rows are the
+camera's two shapes (class one-hot and box, as
+create_synthetic_sequence_tf_record writes them); the attention block trains
+with the heads. The run is tests/trained_models.py's overfit_context_rcnn
+(CONTEXT_RCNN_STEPS steps, seed trained_models.SEED). Measured mAP@.5 with
+seeds 1, 2, 3, 4: 1.0 for each at 60 steps; 1.0, 1.0, 0.0, 1.0 at 40; 0.5,
+0.5 (seeds 1, 2) at 25, on an Intel CPU. On an AMD EPYC (other oneDNN
+kernels, other rounding) seed 1 stayed at 0.5 at 60 and 80 steps (one shape
+never found) and reached 1.0 at 120, where seeds 2, 3 and 4 pass too, and
+seed 1 with oneDNN off: 120 it is. (These on ResNet-50; on the tiny ResNet,
+AMD EPYC, seeds 1 and 2 at 120: 1.0 and 0.75.)
 (With both images one two-frame sequence, of which training takes a random
 frame per example: 0.5 and 0.5 at 60 steps.)
 """
