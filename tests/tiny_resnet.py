@@ -18,9 +18,6 @@ the runs take them in-process).
 import contextlib
 
 import pytest
-import tensorflow as tf
-import tf_slim as slim
-from tf_slim.nets import resnet_utils
 from tf_slim.nets import resnet_v1
 
 from od_estimator.models import faster_rcnn_feature_extractor_registry
@@ -56,16 +53,7 @@ class TinyResnetFeatureExtractor(v1.FasterRCNNResnetV1FeatureExtractor):
   """FasterRCNNResnetV1FeatureExtractor on tiny_resnet_v1."""
   _ARCHITECTURE = 'resnet_v1_tiny'
   _RESNET_FN = tiny_resnet_v1
-
-  def _extract_box_classifier_features(self, proposal_feature_maps, scope):
-    """block4 (one unit, stride 1) on the crops."""
-    with tf.compat.v1.variable_scope(self._ARCHITECTURE,
-                                     reuse=self._reuse_weights):
-      with slim.arg_scope(self._arg_scope()):
-        with slim.arg_scope([slim.batch_norm],
-                            is_training=self._train_batch_norm):
-          return resnet_utils.stack_blocks_dense(proposal_feature_maps,
-                                                 [_block(3, 1)])
+  _BLOCK4_UNITS = tuple(_block(3, 1).args)
 
 
 class TinyResnetFpnKerasFeatureExtractor(

@@ -56,6 +56,8 @@ class FasterRCNNResnetV1FeatureExtractor(
   _ARCHITECTURE = None
   _RESNET_FN = None
   _FIRST_STAGE_STRIDES = (8, 16)
+  # block4's bottleneck units in the second stage.
+  _BLOCK4_UNITS = ({'depth': 2048, 'depth_bottleneck': 512, 'stride': 1},) * 3
 
   def preprocess(self, resized_inputs):
     """Subtracts the ImageNet channel means from 3-channel images.
@@ -111,7 +113,7 @@ class FasterRCNNResnetV1FeatureExtractor(
     return activations[block3], activations
 
   def _extract_box_classifier_features(self, proposal_feature_maps, scope):
-    """block4 (three bottleneck units, all stride 1) on the crops.
+    """block4 (_BLOCK4_UNITS: three bottleneck units, stride 1) on the crops.
 
     Args:
       proposal_feature_maps: [num_proposals, crop_height, crop_width, 1024].
@@ -120,9 +122,8 @@ class FasterRCNNResnetV1FeatureExtractor(
     Returns:
       [num_proposals, crop_height, crop_width, 2048] float32.
     """
-    block4 = resnet_utils.Block(
-        'block4', resnet_v1.bottleneck,
-        [{'depth': 2048, 'depth_bottleneck': 512, 'stride': 1}] * 3)
+    block4 = resnet_utils.Block('block4', resnet_v1.bottleneck,
+                                list(self._BLOCK4_UNITS))
     with tf.compat.v1.variable_scope(self._ARCHITECTURE,
                                      reuse=self._reuse_weights):
       with slim.arg_scope(self._arg_scope()):
