@@ -1,10 +1,10 @@
 """SIGTERM and Ctrl-C during training: a checkpoint at the step reached.
 
 The hook alone, then model_main in a subprocess: the tiniest model
-(tiny_faster_rcnn's fake extractor) trains towards a far step count, gets SIGTERM once steps are logged, must save a
-checkpoint at the step it reached and exit 0 without evaluating; the
-relaunch resumes from that checkpoint and stops on SIGINT the same way
-(exit status 130).
+(tiny_faster_rcnn's fake extractor) trains towards a far step count, gets
+SIGTERM once steps are logged, must save a checkpoint at the step it
+reached and exit 0 without evaluating; the relaunch resumes from that
+checkpoint and stops on SIGINT the same way (exit status 130).
 """
 import os
 import signal
