@@ -5,9 +5,10 @@ a real cluster. All but the parameter server exit on their own; parameter
 servers serve until they are stopped (Estimator's design), so the test
 stops it once the others are done, as a cluster manager would.
 
-The tasks run the light tiny SSD. Between-graph replication, the parameter
-server and the evaluator are the Estimator's and do not depend on the
-model, so one cluster covers every family: the two-stage model's own
+The tasks run the tiniest model (tiny_faster_rcnn's, 1x1-conv extractor,
+through tests/fake_extractor_command.py). Between-graph replication, the
+parameter server and the evaluator are the Estimator's and do not depend
+on the model, so one cluster covers every family: the two-stage model's own
 distributed paths run in tests/test_mirrored_strategy_two_stage.py and
 model_main_tf2's two workers (tests/test_model_main_tf2.py).
 """
@@ -26,6 +27,7 @@ from tensorboard.backend.event_processing import event_accumulator
 from od_estimator.input_pipeline import inputs
 from tests import local_ports
 from tests import plain_command
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
 # Generous: on a 2-core machine also busy with other work, a run took 6 min.
@@ -33,10 +35,14 @@ DEADLINE_SECS = 600
 FINISHING_TASKS = ('chief', 'worker', 'evaluator')
 
 
-# The worker starts 5 s after the chief (TensorFlow's delay) and skips
-# training when the chief has finished by then: the tiny SSD steps about
-# once a second on a shared 2-core machine, so 4 steps outlast the delay.
+# A worker skips training when the chief has finished by the time it starts
+# (5 s after its launch, TensorFlow's delay): the chief is launched once
+# the worker has started training (WORKER_STARTED), so a few steps do.
 TRAIN_STEPS = 4
+# The worker's line once it has checked the model_dir's step and builds its
+# training input; it then waits for the chief to initialize the variables.
+WORKER_STARTED = 'Input pipeline 1 of 2 reads'
+
 
 
 # Only parsed, never connected to.
@@ -71,7 +77,8 @@ def _launch(task_type, cluster, args, log_path):
       'cluster': cluster, 'task': {'type': task_type, 'index': 0}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        plain_command.command('od_estimator.model_main') + args, env=env,
+        plain_command.command('tests.fake_extractor_command') +
+        ['od_estimator.model_main'] + args, env=env,
         stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 
@@ -122,7 +129,8 @@ class _Run:
 def cluster_run(tmp_path_factory):
   """Runs the cluster; returns its _Run."""
   root = tmp_path_factory.mktemp('cluster')
-  config = tiny_ssd.write_config(root, root / 'data')
+  config = tiny_faster_rcnn.write_config(root, root / 'data',
+                                         extractor='fake')
   model_dir = str(root / 'model')
   with local_ports.reserved(3) as ports:
     chief, worker, ps = ['localhost:%d' % port for port in ports]
@@ -132,20 +140,24 @@ def cluster_run(tmp_path_factory):
             '--num_train_steps=%d' % TRAIN_STEPS,
             '--log_every_n_steps=1', '--eval_throttle_secs=2',
             # Each evaluation on the first validation image only.
-            '--sample_1_of_n_eval_examples=8',
-            '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+            '--sample_1_of_n_eval_examples=8']
     logs = {task: str(root / ('%s.log' % task))
             for task in ('ps',) + FINISHING_TASKS}
     processes = {task: _launch(task, cluster, args, logs[task])
-                 for task in logs}
+                 for task in ('ps', 'worker', 'evaluator')}
     deadline = time.monotonic() + DEADLINE_SECS
     try:
+      while (time.monotonic() < deadline and
+             processes['worker'].poll() is None and
+             WORKER_STARTED not in _read(logs['worker'])):
+        time.sleep(0.5)
+      processes['chief'] = _launch('chief', cluster, args, logs['chief'])
       while time.monotonic() < deadline and any(
           processes[task].poll() is None for task in FINISHING_TASKS):
         time.sleep(1)
     finally:
       stragglers = [task for task in FINISHING_TASKS
-                    if processes[task].poll() is None]
+                    if task in processes and processes[task].poll() is None]
       ps_served = processes['ps'].poll() is None
       # The parameter server never returns on its own: stopping it is the
       # normal end of a cluster run, not a failure. SIGTERM, as a cluster
@@ -162,7 +174,8 @@ def cluster_run(tmp_path_factory):
   return _Run(
       TRAIN_STEPS, model_dir,
       {task: _read(path) for task, path in logs.items()}, stragglers,
-      {task: process.returncode for task, process in processes.items()},
+      {task: processes[task].returncode if task in processes else None
+       for task in logs},
       ps_served)
 
 

@@ -116,17 +116,31 @@ def predicted(config, tf1_checkpoint):
 
 
 def serve(directory, input_type):
-  """The SavedModel called as TF2 serving code calls it, on the first image."""
+  """The SavedModel called as TF2 serving code calls it, on the first image:
+  {output key: array}."""
+  return _load_and_serve(directory, input_type)[0]
+
+
+def _load_and_serve(directory, input_type):
+  """serve's call, and the SavedModel's serving_default signature."""
   image = image_inputs.images()[:1]
   feed = {'image_tensor': tf.constant(image),
           'encoded_image_string_tensor': tf.constant(
               [image_inputs.png(image[0])])}[input_type]
   detector = tf.saved_model.load(os.path.join(directory, 'saved_model'))
   called = {key: value.numpy() for key, value in detector(feed).items()}
-  signed = detector.signatures['serving_default'](input_tensor=feed)
+  signature = detector.signatures['serving_default']
+  signed = signature(input_tensor=feed)
   for key, value in signed.items():
     np.testing.assert_array_equal(value.numpy(), called[key], err_msg=key)
-  return called
+  return called, signature
+
+
+@pytest.fixture(scope='module')
+def served(exports):
+  """{name: _load_and_serve of that export}: each SavedModel loaded once."""
+  return {name: _load_and_serve(directory, input_type)
+          for name, (input_type, directory) in exports.items()}
 
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
@@ -139,10 +153,9 @@ def test_layout_is_the_originals(exports, name):
 
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
-def test_signature_is_the_originals(exports, name):
-  input_type, directory = exports[name]
-  signature = tf.saved_model.load(os.path.join(
-      directory, 'saved_model')).signatures['serving_default']
+def test_signature_is_the_originals(exports, served, name):
+  input_type = exports[name][0]
+  signature = served[name][1]
   inputs = {key: [spec.dtype.name, spec.shape.as_list()]
             for key, spec in signature.structured_input_signature[1].items()}
   outputs = {key: [spec.dtype.name, spec.shape.as_list()]
@@ -161,26 +174,23 @@ def test_signature_is_the_originals(exports, name):
 
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
-def test_export_serves_the_estimators_detections(exports, predicted, name):
-  input_type, directory = exports[name]
-  served = serve(directory, input_type)
-  assert served['num_detections'][0] > 0
+def test_export_serves_the_estimators_detections(served, predicted, name):
+  outputs = served[name][0]
+  assert outputs['num_detections'][0] > 0
   for key, value in predicted.items():
-    np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
+    np.testing.assert_allclose(outputs[key], value, atol=TOLERANCE, rtol=0,
                                err_msg=key)
   # What Estimator.predict leaves out, the original's exports serve.
-  assert set(served) - set(predicted) <= {'detection_anchor_indices'}
-  indices = served['detection_anchor_indices'][0].astype(int)
+  assert set(outputs) - set(predicted) <= {'detection_anchor_indices'}
+  indices = outputs['detection_anchor_indices'][0].astype(int)
   np.testing.assert_allclose(
-      served['raw_detection_boxes'][0][indices][:5],
-      served['detection_boxes'][0][:5], atol=TOLERANCE)
+      outputs['raw_detection_boxes'][0][indices][:5],
+      outputs['detection_boxes'][0][:5], atol=TOLERANCE)
 
 
 @pytest.mark.parametrize('name', ['tf2', 'tf1'])
-def test_detect_runs_the_export(exports, name, tmp_path):
-  input_type, directory = exports[name]
-  check_detect_runs_the_export(directory, serve(directory, input_type),
-                               tmp_path)
+def test_detect_runs_the_export(exports, served, name, tmp_path):
+  check_detect_runs_the_export(exports[name][1], served[name][0], tmp_path)
 
 
 def check_detect_runs_the_export(directory, served, tmp_path):

@@ -4,16 +4,16 @@ As tests/mirrored_training.py compares them: one step of tiny_ssd's model
 with 2 CPU replicas against one device, on batches [a, b, a, b].
 """
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
 from tests import mirrored_training
 from tests import tiny_ssd
+from tests.command_modules import run_command
 
 
 def _repeated_pair_config(root):
@@ -121,15 +121,18 @@ def test_one_step_updates_match_single_device(trained):
       lambda name: _comparable(name, tossed))
 
 
-def test_num_gpus_without_gpus_is_a_one_line_error(tmp_path):
+def test_num_gpus_without_gpus_is_a_one_line_error(tmp_path, monkeypatch):
+  # The command in this process (its exit status and lines as `python -m`
+  # gives them), with every GPU hidden as CUDA_VISIBLE_DEVICES='' would.
+  list_physical_devices = tf.config.list_physical_devices
+  monkeypatch.setattr(
+      tf.config, 'list_physical_devices',
+      lambda device_type=None: [] if device_type == 'GPU' else
+      list_physical_devices(device_type))
   config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
-  result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.model_main',
-       '--pipeline_config_path=%s' % config,
-       '--model_dir=%s' % str(tmp_path / 'model'), '--num_gpus=2'],
-      capture_output=True, text=True, timeout=300, cwd=tiny_ssd.REPO,
-      check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-                            CUDA_VISIBLE_DEVICES=''))
+  result = run_command('model_main', [
+      '--pipeline_config_path=%s' % config,
+      '--model_dir=%s' % str(tmp_path / 'model'), '--num_gpus=2'])
   assert result.returncode == 1
   assert 'error: --num_gpus=2 asks for 2 GPUs but TensorFlow sees 0' in (
       result.stderr)

@@ -1,14 +1,16 @@
 """model_main end to end: a real tiny SSD trains, evaluates and exports.
 
-The train -> eval -> export run is the command line in a subprocess; the
-bad-config error runs the command in this process (run_command) and the
-evaluate-only runs call model_main.main in this process with the flags
-parsed as absl does (no interpreter start).
+The train -> eval -> export run of the demo's model is the command line
+in a subprocess; the bad-config error runs the command in this process
+(run_command) and the evaluate-only runs call model_main.main in this
+process with the flags parsed as absl does (no interpreter start), on the
+session's one-step light tiny SSD (tests/trained_models.py): they are about
+the evaluation's flags and config fields, and its eval graph builds in
+about half the time of the demo model's.
 """
 import glob
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,11 +21,15 @@ from tests.command_modules import import_command
 from tests.command_modules import run_command
 
 from tests import event_tags
+from tests import plain_command
 from tests import tiny_ssd
 
 model_main = import_command('model_main')
 
-MODEL_MAIN = [sys.executable, '-m', 'od_estimator.model_main']
+# `python -m od_estimator.model_main` with its sessions without grappler
+# (tests/plain_command.py); the families' end-to-end runs
+# (tests/trained_models.py) and test_xla run it with grappler.
+MODEL_MAIN = plain_command.command('od_estimator.model_main')
 
 
 def _run(args, timeout=600):
@@ -33,7 +39,8 @@ def _run(args, timeout=600):
 
 
 def _evaluate_once(config, model_dir, checkpoint_dir):
-  """model_main.main with --checkpoint_dir and --run_once, in-process.
+  """model_main.main with --checkpoint_dir and --run_once, in-process, on
+  the light tiny SSD.
 
   main() marks its flags required (absl validators, process-wide): they are
   taken off again for the other tests of this process.
@@ -43,7 +50,7 @@ def _evaluate_once(config, model_dir, checkpoint_dir):
                 for name in ('model_dir', 'pipeline_config_path')}
   flags(['model_main', '--pipeline_config_path=%s' % config,
          '--model_dir=%s' % model_dir, '--checkpoint_dir=%s' % checkpoint_dir,
-         '--run_once', '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+         '--run_once', '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
   try:
     model_main.main(None)
   finally:
@@ -113,8 +120,8 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
   assert 'step 4/6, loss' in log and 'ETA' in log
 
 
-def test_evaluate_once_from_a_checkpoint_dir(trained, tmp_path):
-  model_dir, config, _ = trained
+def test_evaluate_once_from_a_checkpoint_dir(one_step_tiny_ssd, tmp_path):
+  _, config, model_dir = one_step_tiny_ssd
   _evaluate_once(config, tmp_path / 'eval', model_dir)
   tags = event_tags.scalar_tags(
       str(tmp_path / 'eval' / 'eval_validation_data'))
@@ -124,8 +131,9 @@ def test_evaluate_once_from_a_checkpoint_dir(trained, tmp_path):
   assert set(images.values()) == {(64, 128)}
 
 
-def test_no_eval_images_and_a_dummy_loss_when_asked(trained, tmp_path):
-  model_dir, config, _ = trained
+def test_no_eval_images_and_a_dummy_loss_when_asked(one_step_tiny_ssd,
+                                                    tmp_path):
+  _, config, model_dir = one_step_tiny_ssd
   with open(config) as f:
     text = f.read()
   assert 'eval_config {' in text

@@ -281,7 +281,8 @@ def _launch_worker(index, addresses, args, log_path):
       'task': {'type': 'worker', 'index': index}}))
   with open(log_path, 'w') as log:
     return subprocess.Popen(
-        plain_command.command('tests.fake_extractor_model_main_tf2') + args,
+        plain_command.command('tests.fake_extractor_command') +
+        ['od_estimator.model_main_tf2'] + args,
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=tiny_ssd.REPO)
 
 

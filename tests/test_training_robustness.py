@@ -3,9 +3,10 @@
 The upstream SSD MobileNet v2 COCO config, pointed at synthetic records and
 shrunk by overrides, trains in a model_main subprocess that is killed with
 SIGKILL after its first checkpoint and relaunched with the same command.
-Alongside it (both cores) the tiny SSD trains with a learning rate that
+The tiny SSD trains (model_main in this process) with a learning rate that
 makes the loss Inf. Continuous evaluation runs in-process while the
-relaunch trains, as an evaluator job would.
+relaunch trains, as an evaluator job would, on checkpoints published one
+after the other.
 """
 import contextlib
 import os
@@ -25,6 +26,7 @@ from tests import log_capture
 from tests import plain_command
 from tests import tiny_ssd
 from tests import upstream_folder
+from tests.command_modules import run_command
 
 MODEL_MAIN = plain_command.command('od_estimator.model_main')
 TRAIN_STEPS = 4
@@ -154,42 +156,23 @@ def _copy_checkpoint(source_dir, step, target_dir):
 
 
 @pytest.fixture(scope='module')
-def exploding(root, config):
-  """The tiny SSD with a learning rate that blows the weights up.
-
-  Step 0's loss is finite; its update makes step 1's loss Inf (NaN a step
-  later). Yields the background run and its model_dir.
-  """
-  model_dir = str(root / 'exploding')
-  overrides = '%s,learning_rate=%g' % (tiny_ssd.LIGHT_OVERRIDES,
-                                       EXPLODING_RATE)
-  with _started(_train_command(config, model_dir, overrides),
-                str(root / 'exploding')) as run:
-    yield run, model_dir
-
-
-@pytest.fixture(scope='module')
-def resumed(root, config, exploding, upstream_config):
+def resumed(root, config, upstream_config):
   """The upstream config killed after its first checkpoint and relaunched.
 
-  The exploding run is requested only to start it first, alongside.
+  `config` is requested for the synthetic records it writes.
 
   Yields:
-    (model_dir, step of the last checkpoint at the kill, a copy of that
-    checkpoint's directory, the relaunch running in the background).
+    (model_dir, step of the last checkpoint at the kill, the relaunch
+    running in the background).
   """
-  del config, exploding  # See above.
+  del config  # See above.
   model_dir = str(root / 'resumed')
   command = _train_command(upstream_config, model_dir,
                            _upstream_overrides(str(root / 'data')))
   killed_at = _kill_after_first_checkpoint(command, model_dir,
                                            str(root / 'killed'))
-  # The relaunch saves that step again as it starts.
-  snapshot = str(root / 'killed_checkpoint')
-  os.makedirs(snapshot)
-  _copy_checkpoint(model_dir, killed_at, snapshot)
   with _started(command, str(root / 'relaunch')) as relaunch:
-    yield model_dir, killed_at, snapshot, relaunch
+    yield model_dir, killed_at, relaunch
 
 
 def _eval_parts(pipeline_config_path, overrides, model_dir):
@@ -199,16 +182,6 @@ def _eval_parts(pipeline_config_path, overrides, model_dir):
       hparams=config_util.parse_hparams_overrides(overrides),
       pipeline_config_path=pipeline_config_path,
       sample_1_of_n_eval_examples=8)
-
-
-def _wait_for_checkpoint(model_dir, step, run):
-  """Waits until the background run's latest checkpoint is at `step`."""
-  deadline = time.monotonic() + TIMEOUT
-  while (_step(tf.train.latest_checkpoint(model_dir)) != step and
-         run.running() and time.monotonic() < deadline):
-    time.sleep(0.5)
-  assert _step(tf.train.latest_checkpoint(model_dir)) == step, (
-      run.result().stderr[-3000:])
 
 
 class _TrainerAhead:
@@ -228,36 +201,38 @@ class _TrainerAhead:
     return metrics
 
 
-# Runs while the relaunch trains (first here for that): it evaluates the
-# killed run's checkpoint, then the relaunch's final one, in a directory
-# where each appears only when the previous evaluation is done.
-def test_continuous_eval_stops_after_the_final_checkpoint(root, resumed,
-                                                          upstream_config,
-                                                          tmp_path):
-  model_dir, killed_at, snapshot, relaunch = resumed
+# Runs while the relaunch trains (first here for that), on the session's
+# one-step light tiny SSD (tests/trained_models.py): it evaluates its step-0
+# checkpoint, then its final one, in a directory where each appears only
+# when the previous evaluation is done. The evaluator's loop does not
+# depend on the model; the light one's eval graph builds in about half the
+# time of the upstream config's.
+def test_continuous_eval_stops_after_the_final_checkpoint(one_step_tiny_ssd,
+                                                          resumed, tmp_path):
+  del resumed  # Started first, to train alongside.
+  _, config, trained_dir = one_step_tiny_ssd
+  final_step = 1
   watched = str(tmp_path / 'train')
   os.makedirs(watched)
-  _copy_checkpoint(snapshot, killed_at, watched)
+  _copy_checkpoint(trained_dir, 0, watched)
 
   def publish_final():
-    _wait_for_checkpoint(model_dir, TRAIN_STEPS, relaunch)
-    _copy_checkpoint(model_dir, TRAIN_STEPS, watched)
-  parts = _eval_parts(upstream_config, _upstream_overrides(str(root / 'data')),
-                      str(tmp_path / 'eval'))
+    _copy_checkpoint(trained_dir, final_step, watched)
+  parts = _eval_parts(config, tiny_ssd.LIGHT_OVERRIDES, str(tmp_path / 'eval'))
   estimator = _TrainerAhead(parts['estimator'], publish_final)
   with log_capture.absl_messages() as messages:
     metrics = model_lib.continuous_eval(
-        estimator, watched, parts['eval_input_fns'][0], TRAIN_STEPS,
+        estimator, watched, parts['eval_input_fns'][0], final_step,
         'validation_data', timeout_secs=TIMEOUT)
-  assert estimator.evaluated == [killed_at, TRAIN_STEPS]
-  assert metrics['global_step'] == TRAIN_STEPS
+  assert estimator.evaluated == [0, final_step]
+  assert metrics['global_step'] == final_step
   assert 'DetectionBoxes_Precision/mAP' in metrics
-  assert 'Evaluated the final checkpoint (step %d).' % TRAIN_STEPS in messages
+  assert 'Evaluated the final checkpoint (step %d).' % final_step in messages
   assert not any('Stopping evaluation' in line for line in messages)
 
 
 def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
-  model_dir, killed_at, _, relaunch = resumed
+  model_dir, killed_at, relaunch = resumed
   relaunch = relaunch.result()
   assert killed_at == CHECKPOINT_EVERY
   assert relaunch.returncode == 0, relaunch.stderr[-3000:]
@@ -275,7 +250,7 @@ def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
 
 
 def test_upstream_ssd_mobilenet_v2_coco_config_trains(resumed):
-  model_dir, _, _, relaunch = resumed
+  model_dir, _, relaunch = resumed
   relaunch = relaunch.result()
   assert relaunch.returncode == 0, relaunch.stderr[-3000:]
   assert 'Evaluation at step %d:' % TRAIN_STEPS in relaunch.stdout
@@ -294,9 +269,19 @@ def test_upstream_ssd_mobilenet_v2_coco_config_trains(resumed):
                                        'saved_model.pb'))
 
 
-def test_non_finite_loss_stops_with_the_last_good_checkpoint(exploding):
-  run, model_dir = exploding
-  result = run.result()
+def test_non_finite_loss_stops_with_the_last_good_checkpoint(config,
+                                                             tmp_path):
+  """The tiny SSD with a learning rate that blows the weights up.
+
+  Step 0's loss is finite; its update makes step 1's loss Inf (NaN a step
+  later). model_main runs in this process (run_command: its exit status
+  and output as `python -m` gives them).
+  """
+  model_dir = str(tmp_path / 'exploding')
+  overrides = '%s,learning_rate=%g' % (tiny_ssd.LIGHT_OVERRIDES,
+                                       EXPLODING_RATE)
+  result = run_command('model_main',
+                       _train_command(config, model_dir, overrides))
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr
   last = result.stderr.strip().splitlines()[-1]
