@@ -1,6 +1,7 @@
 """A tiny real NASNet Faster R-CNN end to end: model_main trains and
 evaluates it, export_inference_graph exports it, and the export's
-detections equal Estimator.predict's.
+detections equal the Estimator's (its PREDICT graph, as model_main's Servo
+export of the same checkpoint serves it).
 
 The config is the original's faster_rcnn_nas_coco.config made tiny: the
 tiny Faster R-CNN's (64x64 images, 8 proposals) with the NAS config's
@@ -16,9 +17,10 @@ full-size graph is built by tests/test_upstream_faster_rcnn_configs.py.
 
 Its wall time is that of building NASNet's graphs (~15k ops to train,
 whatever the filters): the backbone's, model_main's train, eval and Servo
-export, the export's and Estimator.predict's; ~2 minutes on 2 idle cores.
+export and the export's; ~2 minutes on 2 idle cores.
 """
 import dataclasses
+import glob
 import os
 
 import numpy as np
@@ -30,6 +32,7 @@ from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_nas_feature_extractor as nas
 from od_estimator.nets import nasnet
 from tests import event_tags
+from tests import image_inputs
 from tests import saved_models
 from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import tiny_faster_rcnn
@@ -180,7 +183,15 @@ def test_export_detections_equal_estimator_predict(trained, tmp_path):
   image = _record_images(str(trained['root'] / 'data' /
                             'shapes_val.record-*'))[:1]
   served = saved_models.serve(os.path.join(output, 'saved_model'), image)
-  predicted = end_to_end.predict(trained, image)
+  # The Estimator's own PREDICT graph on the last checkpoint: the Servo
+  # export model_main wrote after its evaluation (Estimator.export_saved_model
+  # of the same model_fn and checkpoint Estimator.predict would build and
+  # restore again), fed the image as the tf.Example its receiver decodes.
+  servo, = glob.glob(os.path.join(trained['model_dir'], 'export', 'Servo',
+                                  '*'))
+  assert tf.train.load_checkpoint(os.path.join(
+      servo, 'variables', 'variables')).get_tensor('global_step') == STEPS
+  predicted = saved_models.serve(servo, image_inputs.tf_example(image[0]))
   for key in ('detection_boxes', 'detection_scores', 'detection_classes',
               'num_detections'):
     np.testing.assert_allclose(served[key], predicted[key],

@@ -9,7 +9,9 @@ from google.protobuf import text_format
 from od_estimator import errors
 from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
+from od_estimator.core import box_predictor
 from od_estimator.protos import graph_rewriter_pb2
+from tests import quantized_layers
 from tests import tiny_ssd
 
 
@@ -18,14 +20,16 @@ def _config(text):
 
 
 def _tiny_ssd_graph(is_training, feature_extractor='ssd_mobilenet_v2'):
+  """The tiny SSD's graph up to its predictions; (graph, their tensors)."""
   config = tiny_ssd.model_config()
   config.ssd.feature_extractor.type = feature_extractor
   graph = tf.Graph()
   with graph.as_default():
     model = model_builder.build(config, is_training=is_training)
     images = tf.compat.v1.placeholder(tf.float32, [2, 64, 64, 3])
-    model.predict(*model.preprocess(images))
-  return graph
+    predictions = model.predict(*model.preprocess(images))
+  return graph, [predictions[box_predictor.BOX_ENCODINGS],
+                 predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]]
 
 
 def _variable_names(graph):
@@ -35,7 +39,7 @@ def _variable_names(graph):
 
 def test_training_rewrite_of_tiny_ssd_mobilenet_v2():
   is_training = True
-  graph = _tiny_ssd_graph(is_training)
+  graph, outputs = _tiny_ssd_graph(is_training)
   before = _variable_names(graph)
   rewrite_fn = graph_rewriter_builder.build(
       _config('quantization { delay: 10 weight_bits: 8 activation_bits: 8 }'),
@@ -71,10 +75,19 @@ def test_training_rewrite_of_tiny_ssd_mobilenet_v2():
   assert 'fake_quantization_step' in others
   assert all(n.endswith(('/biased', '/local_step'))
              for n in others - {'fake_quantization_step'})
+  assert [n for n in others if 'act_quant/' in n and n.endswith('/biased')]
+  # Float until fake_quantization_step reaches the delay.
+  assert [op for op in graph.get_operations()
+          if op.name.endswith('/delayed_quant')]
+  # Every layer of the predictions (depthwise box predictor, residual adds
+  # included) reads fake-quantized weights; its output is fake-quantized.
+  layers = quantized_layers.prediction_layers(outputs)
+  assert len(layers) > 20
+  assert quantized_layers.unquantized(layers) == ([], [])
 
 
 def test_eval_rewrite_of_tiny_ssd_mobilenet_v1():
-  graph = _tiny_ssd_graph(False, 'ssd_mobilenet_v1')
+  graph, _ = _tiny_ssd_graph(False, 'ssd_mobilenet_v1')
   before = _variable_names(graph)
   rewrite_fn = graph_rewriter_builder.build(
       _config('quantization { delay: 10 }'), is_training=False)
