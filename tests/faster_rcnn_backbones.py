@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.models import faster_rcnn_feature_extractor as base
+from tests import fast_graphs
 from tests import plain_session
 
 FIRST = base.FIRST_STAGE_SCOPE
@@ -70,8 +71,7 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
     a Backbone whose `losses` are the loss before each step and after the
     last.
   """
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     tf.compat.v1.set_random_seed(1)
     images = tf.constant(np.random.RandomState(0).uniform(
         0, 255, [1, image_size, image_size, 3]).astype(np.float32))
@@ -95,7 +95,7 @@ def build(extractor, crop_shape=None, image_size=64, train_steps=3,
 
 def first_stage_shape(extractor, image_size=64):
   """Static shape of the proposal features of a [1, size, size, 3] image."""
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     images = tf.zeros([1, image_size, image_size, 3])
     rpn_feature_map, _ = extractor.extract_proposal_features(
         extractor.preprocess(images), scope=FIRST)
@@ -113,7 +113,7 @@ def second_stage_alone(extractor, crop_shape):
     SecondStage: the output's static shape, the number of UPDATE_OPS and
     the number of regularization losses.
   """
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     features = extractor.extract_box_classifier_features(
         tf.zeros(crop_shape), scope=SECOND)
     return SecondStage(

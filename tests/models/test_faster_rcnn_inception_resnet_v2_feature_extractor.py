@@ -15,6 +15,7 @@ from od_estimator import errors
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_inception_resnet_v2_feature_extractor as irv2
 from od_estimator.nets import inception_resnet_v2
+from tests import fast_graphs
 from tests import faster_rcnn_backbones as backbones
 
 _BN = ('beta', 'moving_mean', 'moving_variance')
@@ -155,7 +156,7 @@ def test_training_steps_decrease_a_toy_loss(atrous):
 
 def test_output_stride_16_is_set_at_mixed_6a():
   # Stride 8 is the module fixture's; Mixed_6a decides between the two.
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, end_points = inception_resnet_v2.inception_resnet_v2_base(
         tf.zeros([1, 64, 64, 3]), final_endpoint='Mixed_6a',
         output_stride=16, align_feature_maps=True)
@@ -164,7 +165,7 @@ def test_output_stride_16_is_set_at_mixed_6a():
 
 
 def test_valid_padding_follows_the_classification_sizes():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _, end_points = inception_resnet_v2.inception_resnet_v2_base(
         tf.zeros([1, 75, 75, 3]), final_endpoint='Mixed_5b')
     shapes = {k: v.shape.as_list()[1:] for k, v in end_points.items()}
@@ -177,7 +178,7 @@ def test_valid_padding_follows_the_classification_sizes():
 
 
 def test_classification_network_names_its_block8_stack_repeat_2():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with tf.compat.v1.variable_scope('InceptionResnetV2'):
       net = inception_resnet_v2.mixed_7a(tf.zeros([1, 5, 5, 1088]))
       inception_resnet_v2.block8_stack(net)
@@ -192,7 +193,7 @@ def test_classification_network_names_its_block8_stack_repeat_2():
     ({'final_endpoint': 'Logits'}, 'not one of'),
 ])
 def test_base_rejects_what_it_cannot_build(kwargs, message):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match=message):
       inception_resnet_v2.inception_resnet_v2_base(tf.zeros([1, 64, 64, 3]),
                                                    **kwargs)

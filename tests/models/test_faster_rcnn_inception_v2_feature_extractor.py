@@ -18,6 +18,7 @@ from tf_slim.nets import inception_v2 as tf_slim_inception_v2
 from od_estimator import errors
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_inception_v2_feature_extractor as inception
+from tests import fast_graphs
 from tests import faster_rcnn_backbones as backbones
 
 _BN = ('gamma', 'beta', 'moving_mean', 'moving_variance')
@@ -173,7 +174,7 @@ def test_restore_map_matches_the_classification_network(inception_v2):
   # its arg_scope leaves the separable stem without batch norm, where the
   # original's detector (and its zoo checkpoints) normalize it.
   stem = 'InceptionV2/Conv2d_1a_7x7/'
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with slim.arg_scope(tf_slim_inception_v2.inception_v2_arg_scope()):
       tf_slim_inception_v2.inception_v2_base(tf.zeros([1, 64, 64, 3]),
                                              scope='InceptionV2')

@@ -16,6 +16,7 @@ from od_estimator import errors
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_nas_feature_extractor as nas
 from od_estimator.nets import nasnet
+from tests import fast_graphs
 from tests import faster_rcnn_backbones as backbones
 
 SMALL = dataclasses.replace(nasnet.LARGE, num_cells=6, num_conv_filters=8)
@@ -46,7 +47,7 @@ def test_only_stride_16_is_built():
 
 
 def test_images_of_unknown_size_are_refused_naming_the_resizer():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     images = tf.compat.v1.placeholder(tf.float32, [1, None, None, 3])
     with pytest.raises(errors.UserInputError, match='fixed_shape_resizer'):
       _extractor().extract_proposal_features(images, scope=backbones.FIRST)
@@ -110,7 +111,7 @@ def test_training_steps_decrease_a_toy_loss(small):
 def test_inference_second_stage_has_no_drop_path():
   # The second stage alone (cheap); the first stage's cells are the
   # classification network's, whose inference mode test_nasnet checks.
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     _extractor(is_training=False).extract_box_classifier_features(
         tf.zeros([2, 5, 5, 192]), scope=backbones.SECOND)
     assert not graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)

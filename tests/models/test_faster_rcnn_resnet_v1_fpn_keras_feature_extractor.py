@@ -20,6 +20,7 @@ from od_estimator.estimator import fine_tune
 from od_estimator.models import (
     faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
 from od_estimator.protos import train_pb2
+from tests import fast_graphs
 from tests import tf2_checkpoints
 from tests import upstream_folder
 
@@ -50,7 +51,7 @@ def built():
   resizer.min_dimension = resizer.max_dimension = _SIZE
   model_config.faster_rcnn.first_stage_max_proposals = 20
   model_config.faster_rcnn.second_stage_batch_size = 8
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(model_config, is_training=True)
     model.provide_groundtruth([tf.constant([[0.1, 0.1, 0.6, 0.6]])] * 2,
                               [tf.one_hot([0], 90)] * 2)
@@ -124,7 +125,7 @@ def test_batch_norm_trains_only_when_trainable(built):
   frozen one (without override_base_feature_extractor_hyperparams: the
   backbone's Keras defaults) keeps every batch norm in inference mode."""
   assert _batch_norm_modes(built[-1]) == {True}
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     extractor = fpn_keras.FasterRCNNResnet50FpnKerasFeatureExtractor(
         True, 16, batch_norm_trainable=False,
         conv_hyperparams_fn=_conv_hyperparams, fpn_max_level=5)

@@ -15,6 +15,7 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.models import ssd_inception_feature_extractor as inception
 from od_estimator.protos import hyperparams_pb2
+from tests import fast_graphs
 from tests import plain_session
 
 # conv_hyperparams of the sample ssd_inception_v2/v3_coco configs.
@@ -115,8 +116,7 @@ Built = collections.namedtuple(
 def built(request):
   """The extractor built on a grey image of its spec's size."""
   spec = SPECS[request.param]
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     extractor = _extractor(request.param)
     with tf.compat.v1.variable_scope('FeatureExtractor'):
       maps = extractor.extract_features(extractor.preprocess(
@@ -185,7 +185,7 @@ def test_backbone_always_takes_conv_hyperparams(extractor_type):
 ])
 def test_too_small_static_image(extractor_type, shape, pad_to_multiple,
                                 minimum):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError,
                        match='image size must be >= {}'.format(minimum)):
       _extractor(extractor_type, pad_to_multiple=pad_to_multiple

@@ -20,6 +20,7 @@ from od_estimator.models import ssd_mobilenet_v2_keras_feature_extractor
 from od_estimator.models import ssd_resnet_v1_fpn_keras_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.protos import model_pb2
+from tests import fast_graphs
 
 MOBILENET_KERAS = ssd_mobilenet_v2_keras_feature_extractor
 RESNET_KERAS = ssd_resnet_v1_fpn_keras_feature_extractor
@@ -92,8 +93,7 @@ MobileNetSSD = collections.namedtuple(
 @pytest.fixture(scope='module')
 def mobilenet_ssd():
   """The whole SSD (extractor and predictor), for training, at 128 px."""
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(
         text_format.Parse(MOBILENET_SSD, model_pb2.DetectionModel()),
         is_training=True)
@@ -214,8 +214,7 @@ ResNetFpn = collections.namedtuple(
 
 def _build_resnet(depth_multiplier=1.0, override=True):
   """The extractor at 256 px, levels 3..7, in the 'FeatureExtractor' scope."""
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     extractor = RESNET_KERAS.SSDResNet50V1FpnKerasFeatureExtractor(
         is_training=True, depth_multiplier=depth_multiplier, min_depth=16,
         pad_to_multiple=1,

@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobiledet_feature_extractor as mobiledet
 from od_estimator.protos import hyperparams_pb2
+from tests import fast_graphs
 from tests import plain_session
 
 # conv_hyperparams of the upstream ssdlite_mobiledet_*_320x320 configs.
@@ -148,8 +149,7 @@ Built = collections.namedtuple(
 
 def _build(extractor, images_fn):
   """Builds `extractor` in the 'FeatureExtractor' scope of a new graph."""
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     images = images_fn()
     with tf.compat.v1.variable_scope('FeatureExtractor'):
       maps = extractor.extract_features(extractor.preprocess(images))
@@ -280,7 +280,7 @@ def test_dynamic_size_pad_to_multiple_and_num_layers():
 
 
 def test_too_small_static_image():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     extractor = _extractor('gpu')
     with pytest.raises(ValueError, match='image size must be >= 33'):
       extractor.extract_features(tf.zeros([1, 32, 64, 3]))

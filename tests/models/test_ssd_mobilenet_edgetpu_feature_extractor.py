@@ -16,6 +16,7 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.config import config_util
+from tests import fast_graphs
 from tests import plain_session
 from tests import upstream_folder
 
@@ -76,7 +77,7 @@ def _num_regularization_losses():
 
 
 def test_shapes_names_and_restore_128():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     extractor = _extractor()
     images = tf.fill([2, 128, 128, 3], 128.0)
     with tf.compat.v1.variable_scope('FeatureExtractor'):
@@ -106,7 +107,7 @@ def test_upstream_config_variables():
   path = os.path.join(upstream_folder.require(),
                       'ssdlite_mobilenet_edgetpu_320x320_coco.config')
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     model = model_builder.build(model_config, is_training=True)
     preprocessed, true_shapes = model.preprocess(tf.zeros([1, 128, 128, 3]))
     model.predict(preprocessed, true_shapes)
@@ -122,6 +123,7 @@ def test_upstream_config_variables():
 
 
 def test_explicit_padding_odd_size(execute):
+  @fast_graphs.built_fast
   def graph_fn(images):
     extractor = _extractor(use_explicit_padding=True, use_depthwise=True)
     return extractor.extract_features(extractor.preprocess(images))

@@ -17,6 +17,7 @@ from google.protobuf import text_format
 from od_estimator.builders import hyperparams_builder
 from od_estimator.models import ssd_mobilenet_v2_feature_extractor
 from od_estimator.protos import hyperparams_pb2
+from tests import fast_graphs
 from tests import plain_session
 
 # conv_hyperparams of the sample ssd_mobilenet_v2_coco config.
@@ -99,8 +100,7 @@ Built = collections.namedtuple(
 
 def _build(images_fn, **kwargs):
   """Builds an extractor in the 'FeatureExtractor' scope of a new graph."""
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     extractor = _extractor(**kwargs)
     images = images_fn()
     with tf.compat.v1.variable_scope('FeatureExtractor'):
@@ -217,7 +217,7 @@ def test_dynamic_size_pad_to_multiple(ssdlite_dynamic):
 
 
 def test_too_small_static_image():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     extractor = _extractor()
     with pytest.raises(ValueError, match='image size must be >= 33'):
       extractor.extract_features(tf.zeros([1, 32, 64, 3]))

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.models import ssd_mobilenet_v2_mnasfpn_feature_extractor
+from tests import fast_graphs
 from tests import plain_session
 
 _FE = 'FeatureExtractor/'
@@ -55,8 +56,7 @@ def _extractor(**kwargs):
 
 
 def _build(image_shape, **kwargs):
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     extractor = _extractor(**kwargs)
     images = tf.random.uniform(image_shape, 0.0, 255.0)
     with tf.compat.v1.variable_scope('FeatureExtractor'):
@@ -137,20 +137,20 @@ def test_explicit_padding_native_resize_and_multiplier():
 
 @pytest.mark.parametrize('size', [96, 120])
 def test_input_size_not_dividing_to_level_6_raises(size):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     extractor = _extractor()
     with pytest.raises(ValueError, match='multiples of 64'):
       extractor.extract_features(tf.zeros([1, size, size, 3]))
 
 
 def test_too_small_input_raises():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match='>= 33'):
       _extractor().extract_features(tf.zeros([1, 32, 64, 3]))
 
 
 def test_dynamic_input_size_raises():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     images = tf.compat.v1.placeholder(tf.float32, [1, None, None, 3])
     with pytest.raises(ValueError, match='static image height and width'):
       _extractor().extract_features(images)

@@ -19,6 +19,7 @@ from od_estimator.builders import model_builder
 from od_estimator.models import ssd_mobilenet_v3_feature_extractor
 from od_estimator.protos import hyperparams_pb2
 from od_estimator.config import config_util
+from tests import fast_graphs
 from tests import plain_session
 from tests import upstream_folder
 
@@ -121,8 +122,7 @@ def _graph_facts():
 
 def _build(kind, images_fn, **kwargs):
   """Builds an extractor in the 'FeatureExtractor' scope of a new graph."""
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     extractor = _extractor(kind, **kwargs)
     images = images_fn()
     with tf.compat.v1.variable_scope('FeatureExtractor'):
@@ -149,7 +149,7 @@ def upstream_model(request):
   kind = request.param
   path = os.path.join(upstream_folder.require(), UPSTREAM[kind][0])
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     model = model_builder.build(model_config, is_training=True)
     preprocessed, true_shapes = model.preprocess(tf.zeros([1, 128, 128, 3]))
     model.predict(preprocessed, true_shapes)
@@ -230,7 +230,7 @@ def test_dynamic_size_pad_to_multiple_and_num_layers():
 
 
 def test_too_small_static_image():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     extractor = _extractor('large')
     with pytest.raises(ValueError, match='image size must be >= 33'):
       extractor.extract_features(tf.zeros([1, 32, 64, 3]))

@@ -7,6 +7,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator.nets import mobilenet_v2
+from tests import fast_graphs
 
 Conv = mobilenet_v2.Conv
 ExpandedConv = mobilenet_v2.ExpandedConv
@@ -94,7 +95,7 @@ def _build(size=64, arg_scope=None, batch=2, **kwargs):
 @pytest.fixture(scope='module')
 def full_net():
   """The default net at 300x300 under training_scope, built once."""
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, end_points = _build(
         300, arg_scope=mobilenet_v2.training_scope(weight_decay=0.01))
     losses = _collection(tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES)
@@ -162,6 +163,7 @@ def test_training_scope_regularization_losses(full_net):
 def test_at_64_runs_in_inference_mode(execute):
   num_updates = []
 
+  @fast_graphs.built_fast
   def graph_fn(images):
     outputs = mobilenet_v2.mobilenet_base(images)
     num_updates.append(len(_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)))
@@ -191,7 +193,7 @@ def test_at_64_runs_in_inference_mode(execute):
                  'layer_17': 80, 'layer_19': 640}),
 ])
 def test_depth_multiplier_at_300(multiplier, explicit, depths):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, end_points = _build(300, depth_multiplier=multiplier,
                              use_explicit_padding=explicit)
   # Explicit padding keeps SAME's output sizes.
@@ -229,7 +231,7 @@ def test_make_divisible():
 def test_depth_rules(kwargs, depths):
   conv_defs = [Conv(kernel=[3, 3], stride=2, depth=32),
                Conv(kernel=[1, 1], stride=1, depth=1280)]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _, end_points = _build(16, conv_defs=conv_defs, **kwargs)
   assert [end_points['layer_%d' % n].shape.as_list()[3]
           for n in (1, 2)] == depths
@@ -287,7 +289,7 @@ def test_output_stride_uses_atrous_convolution():
                ExpandedConv(stride=2, depth=16, expansion=6),
                ExpandedConv(stride=1, depth=16, expansion=6),
                Conv(kernel=[1, 1], stride=1, depth=32)]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, end_points = _build(32, conv_defs=conv_defs, output_stride=4)
     block_shape = tf.get_static_value(
         tf.compat.v1.get_default_graph().get_tensor_by_name(
@@ -301,7 +303,7 @@ def test_output_stride_uses_atrous_convolution():
 
 
 def test_final_endpoint_stops_early():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, end_points = _build(64, final_endpoint='layer_4')
     num_variables = len(_variables())
   assert net.shape.as_list() == [2, 16, 16, 24]
@@ -319,7 +321,7 @@ def test_detection_conv_defs_override():
   # As the FPN feature extractor: a 256-channel last layer.
   conv_defs = mobilenet_v2.V2_DEF[:3] + [
       Conv(kernel=[1, 1], stride=1, depth=256)]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     net, _ = _build(64, conv_defs=conv_defs, depth_multiplier=0.5)
     variables = _variables()
   # 1280 and 256 alike are scaled: 256 * .5 = 128.
@@ -331,7 +333,7 @@ def test_detection_conv_defs_override():
 
 def test_scope_object_and_reuse():
   conv_defs = mobilenet_v2.V2_DEF[:2]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     for reuse in (False, True):
       with tf.compat.v1.variable_scope('MobilenetV2', reuse=reuse) as scope:
         _build(conv_defs=conv_defs, scope=scope)
@@ -346,7 +348,7 @@ def test_scope_object_and_reuse():
     ({'is_training': False}, 0),
 ])
 def test_training_scope_batch_norm_mode(kwargs, num_updates):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _build(arg_scope=mobilenet_v2.training_scope(**kwargs),
            conv_defs=mobilenet_v2.V2_DEF[:2])
     # Conv, depthwise and project batch norms x 2 statistics.
@@ -357,7 +359,7 @@ def test_training_scope_batch_norm_mode(kwargs, num_updates):
                                                            (False, 0)])
 def test_training_scope_is_training_none_defers_to_outer_scope(
     outer_is_training, num_updates):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with slim.arg_scope([slim.batch_norm], is_training=outer_is_training):
       _build(arg_scope=mobilenet_v2.training_scope(is_training=None),
              conv_defs=mobilenet_v2.V2_DEF[:2])
@@ -365,7 +367,7 @@ def test_training_scope_is_training_none_defers_to_outer_scope(
 
 
 def test_training_scope_regularizes_only_full_convs():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _build(arg_scope=mobilenet_v2.training_scope(),
            conv_defs=mobilenet_v2.V2_DEF[:3])
     losses = _collection(tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES)
@@ -380,12 +382,12 @@ def test_training_scope_regularizes_only_full_convs():
     ({'conv_defs': [_Pool(stride=2, depth=8)]}, 'Unknown layer type'),
 ])
 def test_bad_arguments_raise(kwargs, message):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match=message):
       _build(**kwargs)
 
 
 def test_bad_input_rank_raises():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match='rank 4'):
       mobilenet_v2.mobilenet_base(tf.zeros([64, 64, 3]))

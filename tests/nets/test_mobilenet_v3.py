@@ -12,6 +12,7 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator.nets import mobilenet_v3
+from tests import fast_graphs
 from tests import plain_session
 
 ExpandedConv = mobilenet_v3.ExpandedConv
@@ -100,7 +101,7 @@ def _count(key):
 
 def _build_net(name, size=64):
   conv_defs, scope = ORIGINAL[name][:2]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with slim.arg_scope(mobilenet_v3.training_scope()):
       net, end_points = mobilenet_v3.mobilenet_base(
           tf.zeros([1, size, size, 3]), conv_defs=conv_defs, scope=scope)
@@ -219,7 +220,7 @@ def test_residual_flag(execute, residual):
 ])
 def test_explicit_padding_keeps_same_sizes(name, final_endpoint, size):
   conv_defs, scope = ORIGINAL[name][:2]
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _, end_points = mobilenet_v3.mobilenet_base(
         tf.zeros([1, 61, 61, 3]), conv_defs=conv_defs, scope=scope,
         final_endpoint=final_endpoint, use_explicit_padding=True)
@@ -229,7 +230,7 @@ def test_explicit_padding_keeps_same_sizes(name, final_endpoint, size):
 
 
 def test_dynamic_size_and_depth_multiplier():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     images = tf.compat.v1.placeholder(tf.float32, [1, None, None, 3])
     _, end_points = mobilenet_v3.mobilenet_base(
         images, conv_defs=mobilenet_v3.V3_SMALL, depth_multiplier=0.5,
@@ -244,7 +245,7 @@ def test_dynamic_size_and_depth_multiplier():
 
 
 def test_fused_stride_without_expansion_raises():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match='needs an expansion'):
       mobilenet_v3.mobilenet_base(
           tf.zeros([1, 32, 32, 16]),
