@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import fast_graphs
 from tests import plain_session
 from tests import trained_models
 from tests import upstream_folder
@@ -100,6 +101,8 @@ class _DurationsWriter:
 def _execute(graph_fn, inputs=(), dynamic=False):
   """Builds `graph_fn(*tensors)` in a fresh graph and runs it once.
 
+  The graph is built with identity hashing (tests/fast_graphs.py).
+
   Args:
     graph_fn: function of tensors returning a tensor or a nested structure
       of tensors.
@@ -110,7 +113,7 @@ def _execute(graph_fn, inputs=(), dynamic=False):
   Returns:
     graph_fn's outputs evaluated to numpy, with the same structure.
   """
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     feed = {}
     tensors = []
     for value in inputs:

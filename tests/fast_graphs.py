@@ -4,7 +4,8 @@ tf-slim and Keras' legacy layers put every global variable in a set on each
 `add_weight`; under TF 2 behaviour each hash first walks the context stack,
 so a network's build costs O(variables^2) such walks (half the build of a
 900-variable backbone). od_estimator.utils.graph_building turns that off
-while a graph is built; these wrap it for tests.
+while a graph is built; new_graph wraps it for tests (the `execute`
+fixture's graphs too).
 """
 import contextlib
 
@@ -24,7 +25,3 @@ def new_graph():
   with graph.as_default(), graph_building.identity_equality():
     yield graph
 
-
-def built_fast(graph_fn):
-  """`graph_fn` (for the `execute` fixture) building with identity hashing."""
-  return graph_building.identity_equality()(graph_fn)

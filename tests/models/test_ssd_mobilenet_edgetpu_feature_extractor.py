@@ -123,7 +123,6 @@ def test_upstream_config_variables():
 
 
 def test_explicit_padding_odd_size(execute):
-  @fast_graphs.built_fast
   def graph_fn(images):
     extractor = _extractor(use_explicit_padding=True, use_depthwise=True)
     return extractor.extract_features(extractor.preprocess(images))

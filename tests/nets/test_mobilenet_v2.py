@@ -163,7 +163,6 @@ def test_training_scope_regularization_losses(full_net):
 def test_at_64_runs_in_inference_mode(execute):
   num_updates = []
 
-  @fast_graphs.built_fast
   def graph_fn(images):
     outputs = mobilenet_v2.mobilenet_base(images)
     num_updates.append(len(_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)))
