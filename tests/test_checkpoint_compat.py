@@ -19,6 +19,7 @@ import tf_slim as slim
 
 from od_estimator.builders import model_builder
 from od_estimator.nets import mobilenet_v2
+from od_estimator.utils import graph_building
 from od_estimator.utils import variables_helper
 from tests import tiny_ssd
 
@@ -29,11 +30,12 @@ def _build_tiny_detector(num_classes=3, is_training=True):
   """The tiny demo detector in the default graph, after predict()."""
   model_config = tiny_ssd.model_config(TINY_SIZE)
   model_config.ssd.num_classes = num_classes
-  model = model_builder.build(model_config, is_training=is_training,
-                              add_summaries=False)
-  images, true_shapes = model.preprocess(
-      tf.zeros([1, TINY_SIZE, TINY_SIZE, 3]))
-  model.predict(images, true_shapes)
+  with graph_building.identity_equality():
+    model = model_builder.build(model_config, is_training=is_training,
+                                add_summaries=False)
+    images, true_shapes = model.preprocess(
+        tf.zeros([1, TINY_SIZE, TINY_SIZE, 3]))
+    model.predict(images, true_shapes)
   return model
 
 
@@ -84,7 +86,7 @@ def classification_checkpoint(tmp_path_factory):
   prefix, logits the detector lacks, a global step.
   """
   path = str(tmp_path_factory.mktemp('classification') / 'model.ckpt')
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     images = tf.zeros([1, TINY_SIZE, TINY_SIZE, 3])
     with slim.arg_scope(mobilenet_v2.training_scope(is_training=False)):
       net, _ = mobilenet_v2.mobilenet_base(images, depth_multiplier=0.25,
