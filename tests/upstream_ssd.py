@@ -38,6 +38,8 @@ def is_ssd(path):
 
 SSD_CONFIGS = [path for path in upstream_folder.paths() if is_ssd(path)]
 REDUCED_SIZE = 128
+# The ResNet FPN extractors take 129 pixels and up: the next multiple of 32.
+RESNET_FPN_SIZE = 160
 
 
 def is_training(path):
@@ -59,8 +61,10 @@ def _shrink(ssd_config):
     return resizer.fixed_shape_resizer.height  # it requires its 256x256
   if kind == 'fixed_shape_resizer':
     size = REDUCED_SIZE
-    if ssd_config.feature_extractor.type.startswith(('ssd_resnet',
-                                                     'ssd_inception_v3')):
+    extractor_type = ssd_config.feature_extractor.type
+    if extractor_type.startswith('ssd_resnet'):
+      size = RESNET_FPN_SIZE
+    elif extractor_type.startswith('ssd_inception_v3'):
       size = 256  # deeper strides need a larger input for their top levels
     resizer.fixed_shape_resizer.height = size
     resizer.fixed_shape_resizer.width = size
