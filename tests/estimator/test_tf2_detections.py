@@ -91,7 +91,7 @@ def _by_anchor_and_class(detections):
 
 # Config -> how our graph loads its checkpoint, each way for half the
 # configs (loading both ways would double the module's time;
-# test_object_checkpoint checks both maps name by name). The two Faster
+# object_checkpoint_checks checks both maps name by name). The two Faster
 # R-CNN configs are its two paths: static shapes with the matmul crop and
 # one box per proposal, dynamic shapes with the native crop and a box per
 # class.
