@@ -3,10 +3,13 @@
 On the tiny demo model: a classification-only backbone checkpoint, a full
 detection checkpoint, and a partial one with missing and shape-mismatched
 variables, filtered with variables_helper and loaded with
-init_from_checkpoint as model_lib does. (The original's released zoo
+init_from_checkpoint as model_lib does. The three load into one training
+graph built for the module: init_from_checkpoint replaces the initializers
+of what it restores, and each test checks only the values it restored. (The original's released zoo
 models' variable names and shapes: tests/zoo_checkpoints.py, checked on the
 graphs tests/upstream_ssd.py builds.)
 """
+import collections
 import logging
 
 import numpy as np
@@ -16,6 +19,7 @@ import tf_slim as slim
 
 from od_estimator.builders import model_builder
 from od_estimator.nets import mobilenet_v2
+from od_estimator.utils import graph_building
 from od_estimator.utils import variables_helper
 from tests import tiny_ssd
 
@@ -26,11 +30,12 @@ def _build_tiny_detector(num_classes=3, is_training=True):
   """The tiny demo detector in the default graph, after predict()."""
   model_config = tiny_ssd.model_config(TINY_SIZE)
   model_config.ssd.num_classes = num_classes
-  model = model_builder.build(model_config, is_training=is_training,
-                              add_summaries=False)
-  images, true_shapes = model.preprocess(
-      tf.zeros([1, TINY_SIZE, TINY_SIZE, 3]))
-  model.predict(images, true_shapes)
+  with graph_building.identity_equality():
+    model = model_builder.build(model_config, is_training=is_training,
+                                add_summaries=False)
+    images, true_shapes = model.preprocess(
+        tf.zeros([1, TINY_SIZE, TINY_SIZE, 3]))
+    model.predict(images, true_shapes)
   return model
 
 
@@ -81,7 +86,7 @@ def classification_checkpoint(tmp_path_factory):
   prefix, logits the detector lacks, a global step.
   """
   path = str(tmp_path_factory.mktemp('classification') / 'model.ckpt')
-  with tf.Graph().as_default():
+  with tf.Graph().as_default(), graph_building.identity_equality():
     images = tf.zeros([1, TINY_SIZE, TINY_SIZE, 3])
     with slim.arg_scope(mobilenet_v2.training_scope(is_training=False)):
       net, _ = mobilenet_v2.mobilenet_base(images, depth_multiplier=0.25,
@@ -92,22 +97,28 @@ def classification_checkpoint(tmp_path_factory):
     return _save_random_values(tf.compat.v1.global_variables(), path)
 
 
+Detector = collections.namedtuple('Detector', ['graph', 'model',
+                                               'detection_checkpoint'])
+
+
 @pytest.fixture(scope='module')
-def detection_checkpoint(tmp_path_factory):
-  """Every variable of the tiny detector (3 classes) and a global step."""
+def detector(tmp_path_factory):
+  """The tiny detector's training graph (3 classes, a global step), and a
+  checkpoint of every variable of it, written before any test loads one."""
   path = str(tmp_path_factory.mktemp('detection') / 'model.ckpt')
-  with tf.Graph().as_default():
-    _build_tiny_detector(is_training=False)
+  graph = tf.Graph()
+  with graph.as_default():
+    model = _build_tiny_detector()
     tf.compat.v1.train.get_or_create_global_step()
-    return _save_random_values(tf.compat.v1.global_variables(), path)
+    checkpoint = _save_random_values(tf.compat.v1.global_variables(), path)
+  return Detector(graph, model, checkpoint)
 
 
 def test_classification_checkpoint_restores_the_backbone(
-    classification_checkpoint):
-  with tf.Graph().as_default():
-    model = _build_tiny_detector()
+    classification_checkpoint, detector):
+  with detector.graph.as_default():
     wanted, available, missing, mismatched, values = _fine_tune(
-        model, classification_checkpoint, 'classification')
+        detector.model, classification_checkpoint, 'classification')
   # Checkpoint names: the detector's backbone without 'FeatureExtractor/'.
   assert all(name.startswith('MobilenetV2/') for name in wanted)
   assert wanted['MobilenetV2/Conv/weights'].op.name == (
@@ -121,21 +132,20 @@ def test_classification_checkpoint_restores_the_backbone(
   _assert_restored(values, available, classification_checkpoint)
 
 
-def test_detection_checkpoint_restores_fully(detection_checkpoint):
-  with tf.Graph().as_default():
-    model = _build_tiny_detector()
-    tf.compat.v1.train.get_or_create_global_step()
+def test_detection_checkpoint_restores_fully(detector):
+  checkpoint = detector.detection_checkpoint
+  with detector.graph.as_default():
     # By default only the feature extractor is taken from a detector.
-    extractor_map = model.restore_map('detection')
+    extractor_map = detector.model.restore_map('detection')
     wanted, available, missing, mismatched, values = _fine_tune(
-        model, detection_checkpoint, 'detection', load_all=True)
+        detector.model, checkpoint, 'detection', load_all=True)
   model_names = set(wanted) - {'global_step'}
   assert set(extractor_map) == {name for name in model_names
                                 if name.startswith('FeatureExtractor/')}
   assert any(name.startswith('BoxPredictor_') for name in model_names)
   assert (missing, mismatched) == ([], [])
   assert set(available) == model_names
-  _assert_restored(values, model_names, detection_checkpoint)
+  _assert_restored(values, model_names, checkpoint)
 
 
 @pytest.fixture(scope='module')
@@ -156,11 +166,11 @@ def partial_checkpoint(tmp_path_factory):
 
 
 def test_partial_checkpoint_restores_the_rest_and_reports_skipped(
-    partial_checkpoint, caplog):
+    partial_checkpoint, detector, caplog):
   checkpoint, left_out = partial_checkpoint
   assert len(left_out) == 10  # depthwise and pointwise conv, with BN
-  with tf.Graph().as_default():
-    model = _build_tiny_detector(num_classes=3)
+  with detector.graph.as_default():
+    model = detector.model
     wanted = model.restore_map('detection',
                                load_all_detection_checkpoint_vars=True)
     # Unfiltered, the checkpoint cannot initialize this model.
@@ -181,7 +191,8 @@ def test_partial_checkpoint_restores_the_rest_and_reports_skipped(
     assert checkpoint_shape[:-1] == model_shape[:-1]
     assert checkpoint_shape[-1] // 3 == model_shape[-1] // 4
   skipped = set(missing) | {entry[0] for entry in mismatched}
-  assert set(available) == set(wanted) - skipped
+  # Neither restored nor reported: the global step (include_global_step).
+  assert set(available) == set(wanted) - skipped - {'global_step'}
   _assert_restored(values, available, checkpoint)
   # One warning names what was skipped and why.
   warning = '\n'.join(r.getMessage() for r in caplog.records

@@ -1,7 +1,7 @@
 """The original's TF2-era sample configs (../shared/upstream_configs_tf2).
 
 Every one parses. The SSD configs whose feature extractor od_estimator
-provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
+provides build as training graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
 Keras layers' own, no `FeatureExtractor/` scope). The two-stage ones whose
 extractor it provides build their models, for training and inference
@@ -10,6 +10,10 @@ R-CNN ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with
 exactly the variables of the original's TF2 checkpoints: Keras names and
 shapes (tests/data/tf2_checkpoint_keys/). The others are refused with one
 line naming the field and the type.
+
+The fine-tuning tests from the original's TF2 checkpoints
+(tests/estimator/object_checkpoint_checks.py) run here too, on the same
+graphs: one build of each model serves both.
 """
 import os
 
@@ -26,6 +30,7 @@ from tests import tf2_checkpoints
 from tests import tf2_faster_rcnn
 from tests import upstream_folder
 from tests import upstream_ssd
+from tests.estimator import object_checkpoint_checks
 
 
 def _model(path):
@@ -83,8 +88,10 @@ def test_every_config_parses(path):
 @pytest.mark.parametrize('path', upstream_folder.params(tf2=True,
                                                        keep=_builds_ssd))
 def test_ssd_config_builds_and_predicts_with_tf2_names(path):
-  upstream_ssd.check_builds_and_predicts(path, training=False)
-  names = upstream_ssd.built(path, training=False).shapes
+  # Training graphs, kept: the fine-tuning tests below restore into them.
+  upstream_ssd.check_builds_and_predicts(path, training=True,
+                                         keep_graph=True)
+  names = upstream_ssd.built(path, training=True, keep_graph=True).shapes
   assert not [name for name in names if name.startswith('FeatureExtractor/')]
 
 
@@ -127,3 +134,6 @@ def test_other_configs_are_refused_by_name(path):
     extractor = getattr(model, family).feature_extractor
     assert (repr(extractor.type) in message or
             'feature_extractor.fpn' in message), message
+
+
+object_checkpoint_checks.add_tests(globals())

@@ -38,6 +38,8 @@ def is_ssd(path):
 
 SSD_CONFIGS = [path for path in upstream_folder.paths() if is_ssd(path)]
 REDUCED_SIZE = 128
+# The ResNet FPN extractors take 129 pixels and up: the next multiple of 32.
+RESNET_FPN_SIZE = 160
 
 
 def is_training(path):
@@ -59,8 +61,10 @@ def _shrink(ssd_config):
     return resizer.fixed_shape_resizer.height  # it requires its 256x256
   if kind == 'fixed_shape_resizer':
     size = REDUCED_SIZE
-    if ssd_config.feature_extractor.type.startswith(('ssd_resnet',
-                                                     'ssd_inception_v3')):
+    extractor_type = ssd_config.feature_extractor.type
+    if extractor_type.startswith('ssd_resnet'):
+      size = RESNET_FPN_SIZE
+    elif extractor_type.startswith('ssd_inception_v3'):
       size = 256  # deeper strides need a larger input for their top levels
     resizer.fixed_shape_resizer.height = size
     resizer.fixed_shape_resizer.width = size
@@ -72,15 +76,21 @@ Built = collections.namedtuple('Built', [
     'model_config',  # as built (input size included)
     'shapes',  # {variable name: shape}
     'class_shape',  # static shape of the class predictions
-    'boxes', 'classes', 'anchors'])  # predicted on one random image
+    'boxes', 'classes', 'anchors',  # predicted on one random image
+    'graph', 'model', 'variables'])  # {name: variable}; None unless kept
 
 
-def built(path, training=None):
+def built(path, training=None, keep_graph=False):
   """The config's model, built and predicted once per process.
 
   Configs whose model (as built) and mode are the same share one build.
-  training: build the training graph; None: is_training(path) (a config of
-  the TF1 folder).
+
+  Args:
+    path: the config.
+    training: build the training graph; None: is_training(path) (a config
+      of the TF1 folder).
+    keep_graph: keep the graph, model and variables in the result (for
+      tests that go on using them; the others let the graph go).
   """
   model_config = config_util.get_configs_from_pipeline_file(path)['model']
   if zoo_name(path):
@@ -90,14 +100,15 @@ def built(path, training=None):
   if training is None:
     training = is_training(path)
   return _build(model_config.SerializeToString(deterministic=True), size,
-                training)
+                training, keep_graph)
 
 
 @functools.lru_cache(maxsize=None)
-def _build(serialized_model_config, size, training):
+def _build(serialized_model_config, size, training, keep_graph):
   """Builds the model config at `size`; predicts on one random image."""
   model_config = model_pb2.DetectionModel.FromString(serialized_model_config)
-  with tf.Graph().as_default(), graph_building.identity_equality():
+  graph = tf.Graph()
+  with graph.as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=training)
     images = tf.random.uniform([1, size, size, 3], 0, 255)
     preprocessed, true_shapes = model.preprocess(images)
@@ -112,17 +123,19 @@ def _build(serialized_model_config, size, training):
       boxes, classes, anchors = sess.run([
           predictions[box_predictor.BOX_ENCODINGS], class_predictions,
           predictions['anchors']])
+  kept = ((graph, model, {v.op.name: v for v in variables}) if keep_graph
+          else (None, None, None))
   return Built(model_config, shapes, class_predictions.shape.as_list(),
-               boxes, classes, anchors)
+               boxes, classes, anchors, *kept)
 
 
-def check_builds_and_predicts(path, training=None):
+def check_builds_and_predicts(path, training=None, keep_graph=False):
   """The config's model predicts boxes and classes for every anchor."""
   extractor_type = config_util.get_configs_from_pipeline_file(
       path)['model'].ssd.feature_extractor.type
   assert (extractor_type in
           ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
-  model = built(path, training)
+  model = built(path, training, keep_graph)
   num_anchors = model.anchors.shape[0]
   num_class_slots = model.model_config.ssd.num_classes + (
       1 if model.model_config.ssd.add_background_class else 0)

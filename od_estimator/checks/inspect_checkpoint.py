@@ -33,6 +33,7 @@ from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import object_checkpoint
 from od_estimator.utils import checkpoint_contents
+from od_estimator.utils import graph_building
 
 _PROGRAM = 'od-estimator inspect_checkpoint'
 # Image side a model is built at when its resizer fixes none.
@@ -89,7 +90,7 @@ def build_model(pipeline_config_path, config_override=''):
   shape = [1, height if height > 0 else _DEFAULT_SIZE,
            width if width > 0 else _DEFAULT_SIZE, 3]
   graph = tf.Graph()
-  with graph.as_default():
+  with graph.as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=True)
     model.predict(*model.preprocess(tf.zeros(shape)))
   return graph, model

@@ -33,6 +33,7 @@ from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.protos import train_pb2
+from od_estimator.utils import graph_building
 from tests import plain_session
 from tests import seeded_values
 from tests import tf2_checkpoints
@@ -90,7 +91,7 @@ def _by_anchor_and_class(detections):
 
 # Config -> how our graph loads its checkpoint, each way for half the
 # configs (loading both ways would double the module's time;
-# test_object_checkpoint checks both maps name by name). The two Faster
+# object_checkpoint_checks checks both maps name by name). The two Faster
 # R-CNN configs are its two paths: static shapes with the matmul crop and
 # one box per proposal, dynamic shapes with the native crop and a box per
 # class.
@@ -123,7 +124,7 @@ def _case(name, folder):
           family, FASTER_RCNN_OVERRIDE if family == 'faster_rcnn' else '')))[
               'model']
   graph = tf.Graph()
-  with graph.as_default():
+  with graph.as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=False)
     images = tf.constant(seeded_values.image()[np.newaxis], tf.float32)
     preprocessed, true_image_shapes = model.preprocess(images)

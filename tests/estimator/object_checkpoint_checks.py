@@ -4,13 +4,16 @@ For the TF2 sample configs that build here. Each checkpoint is written by
 tests/tf2_checkpoints.py with the keys and Keras names the original's TF2
 code writes (tests/data/tf2_checkpoint_keys/), value i + 1 for its i-th
 value (-(i + 1) for optimizer slots, moving averages included), and read
-into our graph of the same config, built once per module at the smallest
+into our graph of the same config, built once per process at the smallest
 size it takes (variable shapes do not depend on the image size). The same
 facts check the object paths exporter_main_v2 writes our variables under.
-ResNet-101 and -152 graph builds take about 4 and 6 s (with identity
-equality, see utils/graph_building). Faster R-CNN ResNet-50 (and with a
-Mask R-CNN head) comes from tests/tf2_faster_rcnn.py, its detection part
-being its two stages' Keras models.
+Faster R-CNN ResNet-50 (and with a Mask R-CNN head) comes from
+tests/tf2_faster_rcnn.py, its detection part being its two stages' Keras
+models.
+
+The graphs are those tests/test_upstream_tf2_configs.py builds of the same
+configs (tests/upstream_ssd.py, tests/tf2_faster_rcnn.py), so these tests
+run in that module (add_tests), in the process that has them.
 """
 import collections
 
@@ -19,19 +22,17 @@ import pytest
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.builders import model_builder
-from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.estimator import object_checkpoint
 from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
-from od_estimator.utils import graph_building
 from tests import log_capture
 from tests import plain_session
 from tests import tf2_checkpoints
 from tests import tf2_faster_rcnn
 from tests import upstream_folder
+from tests import upstream_ssd
 
 MOBILENET = 'ssd_mobilenet_v2_320x320_coco17_tpu-8'
 RESNET = 'ssd_resnet50_v1_fpn_640x640_coco17_tpu-8'
@@ -47,56 +48,36 @@ Built = collections.namedtuple('Built', ['name', 'graph', 'model',
                                          'variables'])
 
 
-def _build(name, size):
-  """Our training graph of sample config `name`, at size x size pixels."""
-  configs = config_util.get_configs_from_pipeline_file(
-      upstream_folder.config_path(name, tf2=True))
-  model_config = configs['model']
-  resizer = model_config.ssd.image_resizer.fixed_shape_resizer
-  resizer.height = resizer.width = size
-  graph = tf.Graph()
-  with graph.as_default(), graph_building.identity_equality():
-    model = model_builder.build(model_config, is_training=True)
-    model.predict(*model.preprocess(tf.zeros([1, size, size, 3])))
-    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
-  return Built(name, graph, model, variables)
+def _build(name):
+  """Our training graph of sample config `name` at a reduced size:
+  tests/upstream_ssd.py's build of it, which test_upstream_tf2_configs
+  checks predicts."""
+  ssd = upstream_ssd.built(upstream_folder.config_path(name, tf2=True),
+                           training=True, keep_graph=True)
+  return Built(name, ssd.graph, ssd.model, ssd.variables)
 
 
-# Config -> image size: the smallest each builds at (FPN levels 3 to 7).
-SIZES = {MOBILENET: 128, RESNET: 256, RESNET101: 256, RESNET152: 256,
-         FPNLITE: 128, V1_FPN: 128}
+SSD_CONFIGS = [MOBILENET, RESNET, RESNET101, RESNET152, FPNLITE, V1_FPN]
 
 
-@pytest.fixture(scope='module')
-def graphs():
-  """graph(config) -> Built, each config built once."""
-  cache = {}
-
-  def graph(name):
-    if name not in cache:
-      cache[name] = _build(name, SIZES[name])
-    return cache[name]
-  return graph
-
-
-@pytest.fixture(params=list(SIZES))
-def built(request, graphs):
-  return graphs(request.param)
+@pytest.fixture(params=SSD_CONFIGS)
+def built(request):
+  return _build(request.param)
 
 
 # The restores: every backbone but ResNet-101/152 FPN, the ResNet-50 one's
 # code with more blocks (their names and shapes are checked above).
-RESTORED = [name for name in SIZES if name not in (RESNET101, RESNET152)]
+RESTORED = [name for name in SSD_CONFIGS if name not in (RESNET101, RESNET152)]
 
 
 @pytest.fixture(params=RESTORED)
-def restored(request, graphs):
-  return graphs(request.param)
+def restored(request):
+  return _build(request.param)
 
 
 @pytest.fixture
-def mobilenet(graphs):
-  return graphs(MOBILENET)
+def mobilenet():
+  return _build(MOBILENET)
 
 
 _value_fn = tf2_checkpoints.indexed_values
@@ -387,3 +368,15 @@ def test_faster_rcnn_full_restore_gives_every_variable_its_value(written):
   restored = _fine_tuned_full(built.graph, built.model, prefix)
   assert {name: value.flat[0] for name, value in restored.items()} == expected
   assert all(np.all(value == value.flat[0]) for value in restored.values())
+
+
+def add_tests(namespace):
+  """Puts the fixtures and tests above into a test module.
+
+  Args:
+    namespace: the test module's globals().
+  """
+  for name in ('built', 'restored', 'mobilenet', 'written'):
+    namespace[name] = globals()[name]
+  namespace.update({name: value for name, value in globals().items()
+                    if name.startswith('test_')})
