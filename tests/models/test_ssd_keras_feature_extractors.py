@@ -1,6 +1,6 @@
 """'ssd_mobilenet_v2_keras' and 'ssd_resnet50_v1_fpn_keras': names, shapes,
 restore maps (restoring the original's TF2 checkpoints:
-tests/estimator/test_object_checkpoint.py).
+tests/estimator/object_checkpoint_checks.py).
 
 Expected names and shapes are those of the original's TF2 models, built
 from its samples ssd_mobilenet_v2_pets_keras.config and

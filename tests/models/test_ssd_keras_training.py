@@ -6,7 +6,8 @@ depth x0.25, batch 1 and the smallest image it builds at. ResNet-101 and
 -152 FPN are the ResNet-50 extractor with more blocks per stage: their
 graphs are built (tests/test_upstream_tf2_configs.py) and their Keras names
 checked in full against the original's, as every backbone's are
-(tests/estimator/test_object_checkpoint.py), without training them again.
+(tests/estimator/object_checkpoint_checks.py), without training them
+again.
 """
 import re
 

@@ -2,8 +2,9 @@
 
 Their backbone names and the options they refuse. A tiny model of each
 trains in tests/models/test_ssd_keras_training.py; the Keras names are
-checked in full against the original's in
-tests/estimator/test_object_checkpoint.py.
+checked in full against the original's by
+tests/estimator/object_checkpoint_checks.py (run in
+tests/test_upstream_tf2_configs.py).
 """
 import pytest
 from google.protobuf import text_format

@@ -2,7 +2,7 @@
 
 The sample configs' names are checked in full against the original's
 checkpoints (tests/test_upstream_tf2_configs.py, with a mask head in
-tests/estimator/test_object_checkpoint.py); here the layers they do not
+tests/estimator/object_checkpoint_checks.py); here the layers they do not
 have: batch norms of the RPN and of the mask head, its upsampling conv.
 """
 import pytest
