@@ -1,9 +1,11 @@
 """Ctrl-C and SIGTERM during model_main's evaluations stop them at once.
 
-On a copy of the session's one-step tiny SSD: an evaluation-only run in a
-subprocess gets SIGINT once it logs that evaluation started; the --run_once
-evaluation and train_and_evaluate's evaluation run in this process and get
-the signal from their second evaluated image. Each exits with the status of
+On a copy of a one-step model_dir of the tiniest model (tiny_faster_rcnn's
+config with the fake 1x1-conv extractor: the signals' handling does not
+depend on the network): an evaluation-only run in a subprocess
+(tests/fake_extractor_command.py) gets SIGINT once it logs that evaluation
+started; the --run_once evaluation and train_and_evaluate's evaluation run
+in this process and get the signal from their second evaluated image. Each exits with the status of
 its signal, writes no metrics, and leaves the checkpoints as they were.
 """
 import glob
@@ -17,9 +19,13 @@ import time
 import pytest
 import tensorflow as tf
 
+from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
+from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.utils import interrupts
+from tests import fakes
 from tests import plain_command
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 from tests.command_modules import import_command
 
@@ -39,10 +45,38 @@ def _checksums(directory):
   return sums
 
 
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+        'fake', fakes.FakeFasterRCNNFeatureExtractor)
+    yield
+
+
+@pytest.fixture(scope='module')
+def one_step(tmp_path_factory):
+  """The tiniest model trained one step in-process: (config, model_dir).
+
+  Its 4 validation images are evaluated; the as-run config is
+  model_dir/pipeline.config.
+  """
+  root = tmp_path_factory.mktemp('one_step')
+  config = tiny_faster_rcnn.write_config(root, root / 'data',
+                                         extractor='fake')
+  model_dir = str(root / 'model')
+  parts = model_lib.create_estimator_and_inputs(
+      tiny_ssd.run_config(model_dir), pipeline_config_path=config,
+      save_final_config=True)
+  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+  return config, model_dir
+
+
 @pytest.fixture
-def trained(one_step_tiny_ssd, tmp_path):
+def trained(one_step, tmp_path):
   """(config, a copy of the one-step model_dir)."""
-  _, config, model_dir = one_step_tiny_ssd
+  config, model_dir = one_step
   copy = str(tmp_path / 'trained')
   shutil.copytree(model_dir, copy)
   return config, copy
@@ -60,10 +94,11 @@ def test_ctrl_c_stops_an_evaluation_only_run(trained, tmp_path):
   log_path = str(tmp_path / 'eval.log')
   with open(log_path, 'w') as log:
     process = subprocess.Popen(
-        plain_command.command('od_estimator.model_main') + [
-         '--pipeline_config_path=%s' % config, '--model_dir=%s' % eval_dir,
-         '--checkpoint_dir=%s' % checkpoint_dir, '--eval_timeout_secs=600',
-         '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
+        plain_command.command('tests.fake_extractor_command') + [
+            'od_estimator.model_main', '--pipeline_config_path=%s' % config,
+            '--model_dir=%s' % eval_dir,
+            '--checkpoint_dir=%s' % checkpoint_dir,
+            '--eval_timeout_secs=600'],
         stdout=log, stderr=log, cwd=tiny_ssd.REPO)
   try:
     deadline = time.monotonic() + DEADLINE_SECS
@@ -113,8 +148,7 @@ def _main(args):
   flags = model_main.FLAGS
   validators = {name: list(flags[name].validators)
                 for name in ('model_dir', 'pipeline_config_path')}
-  flags(['model_main', '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES] +
-        args)
+  flags(['model_main'] + args)
   try:
     with interrupts.stopping_on_signals('model_main'):
       model_main.main(None)
