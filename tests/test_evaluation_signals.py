@@ -1,12 +1,13 @@
 """Ctrl-C and SIGTERM during model_main's evaluations stop them at once.
 
-On a copy of a one-step model_dir of the tiniest model (tiny_faster_rcnn's
-config with the fake 1x1-conv extractor: the signals' handling does not
-depend on the network): an evaluation-only run in a subprocess
+On a copy of the session's one-step model_dir of the tiniest model
+(tests/trained_models.py's one_step_fake_faster_rcnn: the signals' handling
+does not depend on the network): an evaluation-only run in a subprocess
 (tests/fake_extractor_command.py) gets SIGINT once it logs that evaluation
 started; the --run_once evaluation and train_and_evaluate's evaluation run
-in this process and get the signal from their second evaluated image. Each exits with the status of
-its signal, writes no metrics, and leaves the checkpoints as they were.
+in this process and get the signal from their second evaluated image. Each
+exits with the status of its signal, writes no metrics, and leaves the
+checkpoints as they were.
 """
 import glob
 import hashlib
@@ -19,17 +20,16 @@ import time
 import pytest
 import tensorflow as tf
 
-from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.utils import interrupts
 from tests import fakes
 from tests import plain_command
-from tests import tiny_faster_rcnn
 from tests import tiny_ssd
+from tests import trained_models
 from tests.command_modules import import_command
 
 model_main = import_command('model_main')
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 DEADLINE_SECS = 600
 
@@ -48,35 +48,14 @@ def _checksums(directory):
 @pytest.fixture(scope='module', autouse=True)
 def fake_extractor():
   """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(
-        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
-        'fake', fakes.FakeFasterRCNNFeatureExtractor)
+  with fakes.fake_faster_rcnn_extractor():
     yield
 
 
-@pytest.fixture(scope='module')
-def one_step(tmp_path_factory):
-  """The tiniest model trained one step in-process: (config, model_dir).
-
-  Its 4 validation images are evaluated; the as-run config is
-  model_dir/pipeline.config.
-  """
-  root = tmp_path_factory.mktemp('one_step')
-  config = tiny_faster_rcnn.write_config(root, root / 'data',
-                                         extractor='fake')
-  model_dir = str(root / 'model')
-  parts = model_lib.create_estimator_and_inputs(
-      tiny_ssd.run_config(model_dir), pipeline_config_path=config,
-      save_final_config=True)
-  parts['estimator'].train(parts['train_input_fn'], max_steps=1)
-  return config, model_dir
-
-
 @pytest.fixture
-def trained(one_step, tmp_path):
-  """(config, a copy of the one-step model_dir)."""
-  config, model_dir = one_step
+def trained(one_step_fake_faster_rcnn, tmp_path):
+  """(config, a copy of the one-step model_dir); 4 validation images."""
+  _, config, model_dir = one_step_fake_faster_rcnn
   copy = str(tmp_path / 'trained')
   shutil.copytree(model_dir, copy)
   return config, copy

@@ -21,7 +21,6 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import training_graph
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.protos import train_pb2
 from tests import fakes
 from tests import log_capture
@@ -38,10 +37,7 @@ CLASS = 'FirstStageBoxPredictor/ClassPredictor/weights'
 @pytest.fixture(scope='module')
 def config(tmp_path_factory):
   directory = tmp_path_factory.mktemp('freeze')
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(
-        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
-        'fake', fakes.FakeFasterRCNNFeatureExtractor)
+  with fakes.fake_faster_rcnn_extractor():
     yield tiny_faster_rcnn.write_config(directory, directory / 'data',
                                         extractor='fake')
 

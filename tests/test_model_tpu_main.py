@@ -9,7 +9,6 @@ import os
 import pytest
 
 from od_estimator.config import config_util
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import event_tags
 from tests import fakes
 from tests import tiny_faster_rcnn
@@ -24,10 +23,7 @@ OVERRIDES = 'model.faster_rcnn.second_stage_batch_size=6'
 @pytest.fixture(scope='module', autouse=True)
 def fake_extractor():
   """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(
-        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
-        'fake', fakes.FakeFasterRCNNFeatureExtractor)
+  with fakes.fake_faster_rcnn_extractor():
     yield
 
 

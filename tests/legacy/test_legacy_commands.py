@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.config import config_util
-from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import event_tags
 from tests import fakes
 from tests import plain_command
@@ -41,10 +40,7 @@ NUM_EXAMPLES = 4
 @pytest.fixture(scope='module', autouse=True)
 def fake_extractor():
   """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with pytest.MonkeyPatch.context() as patch:
-    patch.setitem(
-        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
-        'fake', fakes.FakeFasterRCNNFeatureExtractor)
+  with fakes.fake_faster_rcnn_extractor():
     yield
 
 
