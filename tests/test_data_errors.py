@@ -1,6 +1,8 @@
 """model_main on bad training data: one error line naming the file, exit 1.
 
-A tiny SSD trains one step; model_main's relaunch reads a record whose
+The tiniest model (tests/trained_models.py's one_step_fake_faster_rcnn:
+the input pipeline's errors do not depend on the network) trains one step;
+model_main's relaunch reads a record whose
 image/encoded is not an image. It must end in one `error:` line naming the
 file and the record's source_id, with the earlier checkpoint left as it
 was. A truncated TFRecord and a class label above num_classes fail the same
@@ -19,17 +21,26 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.checks import record_scanner
-from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
+from tests import fakes
 from tests import tiny_ssd
+from tests import trained_models
 from tests.command_modules import run_command
+
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
+
+
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
 
 
 def _run(config, model_dir, steps):
   return run_command('model_main', [
       '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-      '--num_train_steps=%d' % steps, '--sample_1_of_n_eval_examples=8',
-      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
+      '--num_train_steps=%d' % steps, '--sample_1_of_n_eval_examples=8'])
 
 
 def _checkpoint_values(model_dir):
@@ -42,15 +53,15 @@ def _checkpoint_values(model_dir):
 
 
 @pytest.fixture(scope='module')
-def trained(one_step_tiny_ssd):
+def trained(one_step_fake_faster_rcnn):
   """One training step; returns (root, config text, train record, model_dir).
 
   In this process, through model_lib's Estimator as model_main builds it
-  (tests/trained_models.py's one_step_tiny_ssd, shared by the run): the
+  (one_step_fake_faster_rcnn, shared by the run; batch 4): the
   relaunches, not this run, are what the tests check, and a model_main run
   would also evaluate and export for nothing.
   """
-  root, config, model_dir = one_step_tiny_ssd
+  root, config, model_dir = one_step_fake_faster_rcnn
   train_record = sorted(tf.io.gfile.glob(str(root / 'data' /
                                              'shapes_train.record-*')))[0]
   with open(config) as f:
@@ -104,8 +115,7 @@ def _first_batch_error_line(trained, tmp_path, bad_record, in_order=False):
   """
   config = _config_on(trained, tmp_path, bad_record, in_order)
   parts = model_lib.create_estimator_and_inputs(
-      tiny_ssd.run_config(tmp_path / 'model'), pipeline_config_path=config,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+      tiny_ssd.run_config(tmp_path / 'model'), pipeline_config_path=config)
   with tf.Graph().as_default():
     batch = tf.compat.v1.data.make_one_shot_iterator(
         parts['train_input_fn']()).get_next()

@@ -1,10 +1,13 @@
 """Ctrl-C and SIGTERM during model_main's evaluations stop them at once.
 
-On a copy of the session's one-step tiny SSD: an evaluation-only run in a
-subprocess gets SIGINT once it logs that evaluation started; the --run_once
-evaluation and train_and_evaluate's evaluation run in this process and get
-the signal from their second evaluated image. Each exits with the status of
-its signal, writes no metrics, and leaves the checkpoints as they were.
+On a copy of the session's one-step model_dir of the tiniest model
+(tests/trained_models.py's one_step_fake_faster_rcnn: the signals' handling
+does not depend on the network): an evaluation-only run in a subprocess
+(tests/fake_extractor_command.py) gets SIGINT once it logs that evaluation
+started; the --run_once evaluation and train_and_evaluate's evaluation run
+in this process and get the signal from their second evaluated image. Each
+exits with the status of its signal, writes no metrics, and leaves the
+checkpoints as they were.
 """
 import glob
 import hashlib
@@ -19,11 +22,14 @@ import tensorflow as tf
 
 from od_estimator.estimator import preemption
 from od_estimator.utils import interrupts
+from tests import fakes
 from tests import plain_command
 from tests import tiny_ssd
+from tests import trained_models
 from tests.command_modules import import_command
 
 model_main = import_command('model_main')
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 DEADLINE_SECS = 600
 
@@ -39,10 +45,17 @@ def _checksums(directory):
   return sums
 
 
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
+
+
 @pytest.fixture
-def trained(one_step_tiny_ssd, tmp_path):
-  """(config, a copy of the one-step model_dir)."""
-  _, config, model_dir = one_step_tiny_ssd
+def trained(one_step_fake_faster_rcnn, tmp_path):
+  """(config, a copy of the one-step model_dir); 4 validation images."""
+  _, config, model_dir = one_step_fake_faster_rcnn
   copy = str(tmp_path / 'trained')
   shutil.copytree(model_dir, copy)
   return config, copy
@@ -60,10 +73,11 @@ def test_ctrl_c_stops_an_evaluation_only_run(trained, tmp_path):
   log_path = str(tmp_path / 'eval.log')
   with open(log_path, 'w') as log:
     process = subprocess.Popen(
-        plain_command.command('od_estimator.model_main') + [
-         '--pipeline_config_path=%s' % config, '--model_dir=%s' % eval_dir,
-         '--checkpoint_dir=%s' % checkpoint_dir, '--eval_timeout_secs=600',
-         '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES],
+        plain_command.command('tests.fake_extractor_command') + [
+            'od_estimator.model_main', '--pipeline_config_path=%s' % config,
+            '--model_dir=%s' % eval_dir,
+            '--checkpoint_dir=%s' % checkpoint_dir,
+            '--eval_timeout_secs=600'],
         stdout=log, stderr=log, cwd=tiny_ssd.REPO)
   try:
     deadline = time.monotonic() + DEADLINE_SECS
@@ -113,8 +127,7 @@ def _main(args):
   flags = model_main.FLAGS
   validators = {name: list(flags[name].validators)
                 for name in ('model_dir', 'pipeline_config_path')}
-  flags(['model_main', '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES] +
-        args)
+  flags(['model_main'] + args)
   try:
     with interrupts.stopping_on_signals('model_main'):
       model_main.main(None)

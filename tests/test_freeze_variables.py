@@ -1,8 +1,10 @@
 """train_config.freeze_variables and update_trainable_variables, end to end;
 train_config.use_bfloat16 off TPU in the same run.
 
-Two training steps of the tiny SSD; the checkpoints at step 0 and step 2
-show which weights the optimizer changed. As in the original (tf-slim's
+Two training steps of the tiniest model (tiny_faster_rcnn's config with the
+fake 1x1-conv extractor: the variable filters do not depend on the
+network); the checkpoints at step 0 and step 2 show which weights the
+optimizer changed. As in the original (tf-slim's
 filter_variables): update_trainable_variables lists the only variables
 trained, freeze_variables those not trained (applied after the update
 list), and a regex matches anywhere in a variable's name.
@@ -20,19 +22,24 @@ from od_estimator import errors
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import training_graph
 from od_estimator.protos import train_pb2
-from od_estimator.config import config_util
+from tests import fakes
 from tests import log_capture
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 
-FEATURE = 'FeatureExtractor/MobilenetV1/Conv2d_0/weights'
-BOX = 'BoxPredictor_0/BoxEncodingPredictor/weights'
-CLASS = 'BoxPredictor_0/ClassPredictor/weights'
+FEATURE = 'FirstStageFeatureExtractor/layer1/weights'
+# The RPN's heads: each image's best-matching anchors are positives, so
+# both losses reach them from the first step.
+BOX = 'FirstStageBoxPredictor/BoxEncodingPredictor/weights'
+CLASS = 'FirstStageBoxPredictor/ClassPredictor/weights'
 
 
 @pytest.fixture(scope='module')
 def config(tmp_path_factory):
   directory = tmp_path_factory.mktemp('freeze')
-  return tiny_ssd.write_config(directory, directory / 'data')
+  with fakes.fake_faster_rcnn_extractor():
+    yield tiny_faster_rcnn.write_config(directory, directory / 'data',
+                                        extractor='fake')
 
 
 def _train(config, model_dir, train_config_text, use_bfloat16=False):
@@ -43,9 +50,7 @@ def _train(config, model_dir, train_config_text, use_bfloat16=False):
     step's total loss, 'messages': what was logged through absl,
     'configs': the configs trained}.
   """
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
-  if use_bfloat16:
-    hparams['use_bfloat16'] = True
+  hparams = {'use_bfloat16': True} if use_bfloat16 else None
   losses = []
   with log_capture.absl_messages() as messages:
     parts = model_lib.create_estimator_and_inputs(

@@ -4,9 +4,9 @@ The train -> eval -> export run of the demo's model is the command line
 in a subprocess; the bad-config error runs the command in this process
 (run_command) and the evaluate-only runs call model_main.main in this
 process with the flags parsed as absl does (no interpreter start), on the
-session's one-step light tiny SSD (tests/trained_models.py): they are about
-the evaluation's flags and config fields, and its eval graph builds in
-about half the time of the demo model's.
+session's one-step tiniest model (tests/trained_models.py's
+one_step_fake_faster_rcnn): they are about the evaluation's flags and
+config fields, not the network.
 """
 import glob
 import os
@@ -21,10 +21,13 @@ from tests.command_modules import import_command
 from tests.command_modules import run_command
 
 from tests import event_tags
+from tests import fakes
 from tests import plain_command
 from tests import tiny_ssd
+from tests import trained_models
 
 model_main = import_command('model_main')
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 # `python -m od_estimator.model_main` with its sessions without grappler
 # (tests/plain_command.py); the families' end-to-end runs
@@ -40,7 +43,7 @@ def _run(args, timeout=600):
 
 def _evaluate_once(config, model_dir, checkpoint_dir):
   """model_main.main with --checkpoint_dir and --run_once, in-process, on
-  the light tiny SSD.
+  the tiniest model (its fake extractor registered meanwhile).
 
   main() marks its flags required (absl validators, process-wide): they are
   taken off again for the other tests of this process.
@@ -50,9 +53,10 @@ def _evaluate_once(config, model_dir, checkpoint_dir):
                 for name in ('model_dir', 'pipeline_config_path')}
   flags(['model_main', '--pipeline_config_path=%s' % config,
          '--model_dir=%s' % model_dir, '--checkpoint_dir=%s' % checkpoint_dir,
-         '--run_once', '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
+         '--run_once'])
   try:
-    model_main.main(None)
+    with fakes.fake_faster_rcnn_extractor():
+      model_main.main(None)
   finally:
     for name, kept in validators.items():
       flags[name].validators[:] = kept
@@ -72,8 +76,13 @@ def _eval_images(directory):
 
 # The Estimator tags an eval metric holding a Summary '<metric name>/0'. The
 # tiny config's 8 validation images are 64 x 64 (num_visualizations: 10).
-EVAL_IMAGE_TAGS = ['Detections_Left_Groundtruth_Right/%d/0' % i
-                   for i in range(8)]
+def _eval_image_tags(count):
+  return ['Detections_Left_Groundtruth_Right/%d/0' % i for i in range(count)]
+
+
+EVAL_IMAGE_TAGS = _eval_image_tags(8)
+# The tiniest model's config evaluates its 4 validation images.
+ONE_STEP_EVAL_IMAGE_TAGS = _eval_image_tags(4)
 
 
 @pytest.fixture(scope='module')
@@ -120,20 +129,21 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
   assert 'step 4/6, loss' in log and 'ETA' in log
 
 
-def test_evaluate_once_from_a_checkpoint_dir(one_step_tiny_ssd, tmp_path):
-  _, config, model_dir = one_step_tiny_ssd
+def test_evaluate_once_from_a_checkpoint_dir(one_step_fake_faster_rcnn,
+                                             tmp_path):
+  _, config, model_dir = one_step_fake_faster_rcnn
   _evaluate_once(config, tmp_path / 'eval', model_dir)
   tags = event_tags.scalar_tags(
       str(tmp_path / 'eval' / 'eval_validation_data'))
   assert 'DetectionBoxes_Precision/mAP' in tags
   images = _eval_images(str(tmp_path / 'eval' / 'eval_validation_data'))
-  assert sorted(images) == EVAL_IMAGE_TAGS
+  assert sorted(images) == ONE_STEP_EVAL_IMAGE_TAGS
   assert set(images.values()) == {(64, 128)}
 
 
-def test_no_eval_images_and_a_dummy_loss_when_asked(one_step_tiny_ssd,
-                                                    tmp_path):
-  _, config, model_dir = one_step_tiny_ssd
+def test_no_eval_images_and_a_dummy_loss_when_asked(
+    one_step_fake_faster_rcnn, tmp_path):
+  _, config, model_dir = one_step_fake_faster_rcnn
   with open(config) as f:
     text = f.read()
   assert 'eval_config {' in text
@@ -147,7 +157,8 @@ def test_no_eval_images_and_a_dummy_loss_when_asked(one_step_tiny_ssd,
   tags = event_tags.scalar_tags(directory)
   assert 'DetectionBoxes_Precision/mAP' in tags
   # The model's losses were not computed: only the constant total.
-  assert 'Loss/total_loss' in tags and 'Loss/localization_loss' not in tags
+  assert [tag for tag in tags if tag.startswith('Loss/')] == [
+      'Loss/total_loss'], sorted(tags)
   accumulator = event_accumulator.EventAccumulator(glob.glob(os.path.join(
       directory, 'events.out.tfevents.*'))[0])
   accumulator.Reload()

@@ -1,17 +1,30 @@
-"""model_tpu_main end to end: the TPUEstimator path on CPU (--use_tpu=false)."""
+"""model_tpu_main end to end: the TPUEstimator path on CPU (--use_tpu=false).
+
+On the tiniest model (tiny_faster_rcnn's config with the fake 1x1-conv
+extractor, registered in this process): the command's flags and files do
+not depend on the network.
+"""
 import os
 
 import pytest
 
+from od_estimator.config import config_util
 from tests import event_tags
-from tests import tiny_ssd
+from tests import fakes
+from tests import tiny_faster_rcnn
 from tests.command_modules import run_command
 
 TRAIN_STEPS = 2
-# The tiny overrides minus batch_size, which --train_batch_size sets instead
-# (an hparams batch_size would win over it).
-OVERRIDES = ','.join(item for item in tiny_ssd.LIGHT_OVERRIDES.split(',')
-                     if not item.startswith('batch_size='))
+# An override the as-run config shows (not batch_size, which
+# --train_batch_size sets: an hparams batch_size would win over it).
+OVERRIDES = 'model.faster_rcnn.second_stage_batch_size=6'
+
+
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
 
 
 def _run(args):
@@ -22,7 +35,8 @@ def _run(args):
 def trained(tmp_path_factory):
   """Trains TRAIN_STEPS steps of batch 2; returns (model_dir, config)."""
   root = tmp_path_factory.mktemp('model_tpu_main')
-  config = tiny_ssd.write_config(root, root / 'data')
+  config = tiny_faster_rcnn.write_config(root, root / 'data',
+                                         extractor='fake')
   model_dir = str(root / 'model')
   result = _run(['--use_tpu=false', '--mode=train',
                  '--pipeline_config_path=%s' % config,
@@ -38,12 +52,12 @@ def test_train_writes_checkpoint_and_as_run_config(trained):
   model_dir, _ = trained
   assert os.path.exists(
       os.path.join(model_dir, 'model.ckpt-%d.index' % TRAIN_STEPS))
-  with open(os.path.join(model_dir, 'pipeline.config')) as f:
-    as_run = f.read()
-  # --train_batch_size became train_config.batch_size (the demo has 16).
-  assert 'batch_size: 2' in as_run
-  assert 'num_steps: %d' % TRAIN_STEPS in as_run
-  assert 'depth_multiplier: 0.25' in as_run
+  as_run = config_util.get_configs_from_pipeline_file(
+      os.path.join(model_dir, 'pipeline.config'))
+  # --train_batch_size became train_config.batch_size (the config has 1).
+  assert as_run['train_config'].batch_size == 2
+  assert as_run['train_config'].num_steps == TRAIN_STEPS
+  assert as_run['model'].faster_rcnn.second_stage_batch_size == 6
   assert 'Loss/total_loss' in event_tags.scalar_tags(model_dir)
 
 

@@ -3,10 +3,11 @@
 The upstream SSD MobileNet v2 COCO config, pointed at synthetic records and
 shrunk by overrides, trains in a model_main subprocess that is killed with
 SIGKILL after its first checkpoint and relaunched with the same command.
-The tiny SSD trains (model_main in this process) with a learning rate that
-makes the loss Inf. Continuous evaluation runs in-process while the
-relaunch trains, as an evaluator job would, on checkpoints published one
-after the other.
+The tiniest model (tiny_faster_rcnn's config with the fake 1x1-conv
+extractor: what these tests check does not depend on the network) trains
+(model_main in this process) with a learning rate that makes the loss Inf.
+Continuous evaluation runs in-process while the relaunch trains, as an
+evaluator job would, on checkpoints published one after the other.
 """
 import contextlib
 import os
@@ -22,11 +23,16 @@ import tensorflow as tf
 
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
+from tests import fakes
 from tests import log_capture
 from tests import plain_command
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
+from tests import trained_models
 from tests import upstream_folder
 from tests.command_modules import run_command
+
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 MODEL_MAIN = plain_command.command('od_estimator.model_main')
 TRAIN_STEPS = 4
@@ -86,6 +92,13 @@ def _step(checkpoint):
   return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
 
 
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
+
+
 @pytest.fixture(scope='module')
 def root(tmp_path_factory):
   return tmp_path_factory.mktemp('robustness')
@@ -99,7 +112,8 @@ def upstream_config():
 
 @pytest.fixture(scope='module')
 def config(root):
-  """The tiny SSD's config; its synthetic records are in root/data."""
+  """The tiny SSD's config; its synthetic records are in root/data (the
+  upstream config's)."""
   return tiny_ssd.write_config(root, root / 'data')
 
 
@@ -202,15 +216,14 @@ class _TrainerAhead:
 
 
 # Runs while the relaunch trains (first here for that), on the session's
-# one-step light tiny SSD (tests/trained_models.py): it evaluates its step-0
+# one-step tiniest model (tests/trained_models.py): it evaluates its step-0
 # checkpoint, then its final one, in a directory where each appears only
 # when the previous evaluation is done. The evaluator's loop does not
-# depend on the model; the light one's eval graph builds in about half the
-# time of the upstream config's.
-def test_continuous_eval_stops_after_the_final_checkpoint(one_step_tiny_ssd,
-                                                          resumed, tmp_path):
+# depend on the model.
+def test_continuous_eval_stops_after_the_final_checkpoint(
+    one_step_fake_faster_rcnn, resumed, tmp_path):
   del resumed  # Started first, to train alongside.
-  _, config, trained_dir = one_step_tiny_ssd
+  _, config, trained_dir = one_step_fake_faster_rcnn
   final_step = 1
   watched = str(tmp_path / 'train')
   os.makedirs(watched)
@@ -218,7 +231,7 @@ def test_continuous_eval_stops_after_the_final_checkpoint(one_step_tiny_ssd,
 
   def publish_final():
     _copy_checkpoint(trained_dir, final_step, watched)
-  parts = _eval_parts(config, tiny_ssd.LIGHT_OVERRIDES, str(tmp_path / 'eval'))
+  parts = _eval_parts(config, '', str(tmp_path / 'eval'))
   estimator = _TrainerAhead(parts['estimator'], publish_final)
   with log_capture.absl_messages() as messages:
     metrics = model_lib.continuous_eval(
@@ -269,17 +282,17 @@ def test_upstream_ssd_mobilenet_v2_coco_config_trains(resumed):
                                        'saved_model.pb'))
 
 
-def test_non_finite_loss_stops_with_the_last_good_checkpoint(config,
-                                                             tmp_path):
-  """The tiny SSD with a learning rate that blows the weights up.
+def test_non_finite_loss_stops_with_the_last_good_checkpoint(tmp_path):
+  """The tiniest model with a learning rate that blows the weights up.
 
   Step 0's loss is finite; its update makes step 1's loss Inf (NaN a step
   later). model_main runs in this process (run_command: its exit status
   and output as `python -m` gives them).
   """
+  config = tiny_faster_rcnn.write_config(tmp_path, tmp_path / 'data',
+                                         extractor='fake')
   model_dir = str(tmp_path / 'exploding')
-  overrides = '%s,learning_rate=%g' % (tiny_ssd.LIGHT_OVERRIDES,
-                                       EXPLODING_RATE)
+  overrides = 'learning_rate=%g' % EXPLODING_RATE
   result = run_command('model_main',
                        _train_command(config, model_dir, overrides))
   assert result.returncode == 1, result.stderr[-3000:]

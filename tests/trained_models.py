@@ -27,6 +27,7 @@ from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import exporter
 from tests import command_modules
+from tests import fakes
 from tests import plain_session
 from tests import tiny_context_rcnn
 from tests import tiny_faster_rcnn
@@ -263,3 +264,31 @@ def averaged_tiny_ssd(tmp_path_factory):
           'as_run': os.path.join(model_dir, 'pipeline.config'),
           'initial': os.path.join(model_dir, 'model.ckpt-0'),
           'checkpoint': os.path.join(model_dir, 'model.ckpt-1')}
+
+
+def _train_one_step_fake_faster_rcnn(root):
+  config = tiny_faster_rcnn.write_config(root, root / 'data', extractor='fake',
+                                         batch_size=4)
+  with fakes.fake_faster_rcnn_extractor():
+    parts = model_lib.create_estimator_and_inputs(
+        tiny_ssd.run_config(root / 'model'), pipeline_config_path=config,
+        save_final_config=True)
+    parts['estimator'].train(parts['train_input_fn'], max_steps=1)
+
+
+@pytest.fixture(scope='session')
+def one_step_fake_faster_rcnn(tmp_path_factory):
+  """The tiniest model trained one step in-process, once per run:
+  tiny_faster_rcnn's config with the fake 1x1-conv extractor
+  (tests/fakes.py; a test registers it with fakes.fake_faster_rcnn_extractor),
+  batch 4.
+
+  For tests of what a command does around the model (relaunches onto a
+  trained model_dir, evaluations, signals, bad data). Not registered in
+  conftest.py: a module imports it. Returns (root, config path,
+  model_dir): 4 training and 4 validation records in root/data, the as-run
+  config in model_dir/pipeline.config.
+  """
+  root = built_once(tmp_path_factory, 'one_step_fake_faster_rcnn',
+                    _train_one_step_fake_faster_rcnn)
+  return root, str(root / 'pipeline.config'), str(root / 'model')

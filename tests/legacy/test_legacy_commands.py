@@ -1,7 +1,9 @@
 """legacy.train and legacy.eval end to end, with the original's command lines.
 
-A tiny SSD (tests/tiny_ssd.py) trains 2 steps with `legacy.train
---train_dir --pipeline_config_path` in a subprocess, synchronously
+The tiniest model (tiny_faster_rcnn's config with the fake 1x1-conv
+extractor: the commands do not depend on the network) trains 2 steps with
+`legacy.train --train_dir --pipeline_config_path` in a subprocess
+(tests/fake_extractor_command.py), synchronously
 (train_config.sync_replicas, 2 gradients of 2 images aggregated per step, as
 the original's SyncReplicasOptimizer on one task); `legacy.eval
 --run_once` then evaluates it in this process with the legacy evaluator's
@@ -13,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 from absl import flags
 import pytest
@@ -22,6 +23,9 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.config import config_util
 from tests import event_tags
+from tests import fakes
+from tests import plain_command
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
 from tests.command_modules import import_command
 
@@ -33,16 +37,22 @@ REPLICAS_TO_AGGREGATE = 2
 NUM_EXAMPLES = 4
 
 
+@pytest.fixture(scope='module', autouse=True)
+def fake_extractor():
+  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
+
+
 def write_legacy_config(root, **train_fields):
-  """The tiny SSD's pipeline.config as a legacy user writes it.
+  """The tiniest model's pipeline.config as a legacy user writes it.
 
   No metrics_set (the legacy default applies), num_steps in the file, and
   the legacy evaluator's fields set.
   """
-  path = tiny_ssd.write_config(root, root / 'data')
-  configs = config_util.merge_external_params_with_configs(
-      config_util.get_configs_from_pipeline_file(path),
-      config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+  path = tiny_faster_rcnn.write_config(root, root / 'data', extractor='fake',
+                                       batch_size=2)
+  configs = config_util.get_configs_from_pipeline_file(path)
   train_config = configs['train_config']
   train_config.num_steps = NUM_STEPS
   for name, value in train_fields.items():
@@ -79,8 +89,10 @@ def trained(tmp_path_factory):
       root, sync_replicas=True, replicas_to_aggregate=REPLICAS_TO_AGGREGATE)
   train_dir = str(root / 'train')
   result = subprocess.run(
-      [sys.executable, '-m', 'od_estimator.legacy.train', '--logtostderr',
-       '--train_dir=%s' % train_dir, '--pipeline_config_path=%s' % config],
+      plain_command.command('tests.fake_extractor_command') + [
+          'od_estimator.legacy.train', '--logtostderr',
+          '--train_dir=%s' % train_dir,
+          '--pipeline_config_path=%s' % config],
       capture_output=True, text=True, timeout=600, cwd=tiny_ssd.REPO,
       check=False)
   assert result.returncode == 0, result.stderr[-3000:]
@@ -125,7 +137,7 @@ def test_eval_run_once_writes_pascal_metrics_images_and_detections(trained):
       'export-image-0.png', 'export-image-1.png']
   with open(root / 'detections.json') as f:
     detections = json.load(f)
-  # num_examples images, each with the tiny model's 100 detections.
+  # num_examples images, each with the model's detections.
   assert len({d['image_id'] for d in detections}) == NUM_EXAMPLES
   assert all(len(d['bbox']) == 4 and d['category_id'] in (1, 2, 3)
              for d in detections)
