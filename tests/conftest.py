@@ -34,6 +34,7 @@ overfit_rfcn = trained_models.overfit_rfcn
 overfit_context_rcnn = trained_models.overfit_context_rcnn
 overfit_faster_rcnn_fpn = trained_models.overfit_faster_rcnn_fpn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
+one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 # tests/durations.txt: the test modules, slowest first (a module's seconds:
 # setup, call and teardown of its tests). `make test` runs `-n 3 --dist

@@ -24,10 +24,8 @@ from od_estimator.checks import record_scanner
 from od_estimator.estimator import model_lib
 from tests import fakes
 from tests import tiny_ssd
-from tests import trained_models
 from tests.command_modules import run_command
 
-one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 
 @pytest.fixture(scope='module', autouse=True)

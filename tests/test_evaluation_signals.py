@@ -25,11 +25,9 @@ from od_estimator.utils import interrupts
 from tests import fakes
 from tests import plain_command
 from tests import tiny_ssd
-from tests import trained_models
 from tests.command_modules import import_command
 
 model_main = import_command('model_main')
-one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 DEADLINE_SECS = 600
 

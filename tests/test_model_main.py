@@ -24,10 +24,8 @@ from tests import event_tags
 from tests import fakes
 from tests import plain_command
 from tests import tiny_ssd
-from tests import trained_models
 
 model_main = import_command('model_main')
-one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 # `python -m od_estimator.model_main` with its sessions without grappler
 # (tests/plain_command.py); the families' end-to-end runs

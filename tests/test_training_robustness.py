@@ -28,11 +28,9 @@ from tests import log_capture
 from tests import plain_command
 from tests import tiny_faster_rcnn
 from tests import tiny_ssd
-from tests import trained_models
 from tests import upstream_folder
 from tests.command_modules import run_command
 
-one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 
 MODEL_MAIN = plain_command.command('od_estimator.model_main')
 TRAIN_STEPS = 4
