@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import fakes
 from tests import fast_graphs
 from tests import plain_session
+from tests import tiny_resnet
 from tests import trained_models
 from tests import upstream_folder
 
@@ -35,6 +37,23 @@ overfit_context_rcnn = trained_models.overfit_context_rcnn
 overfit_faster_rcnn_fpn = trained_models.overfit_faster_rcnn_fpn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
+
+
+# Test-only feature extractors, registered for a whole module that names
+# them: pytestmark = pytest.mark.usefixtures('fake_extractor').
+@pytest.fixture(scope='module')
+def fake_extractor():
+  """tests/fakes.py's Faster R-CNN extractor is type 'fake' (the tiniest)."""
+  with fakes.fake_faster_rcnn_extractor():
+    yield
+
+
+@pytest.fixture(scope='module')
+def tiny_resnet_extractors():
+  """tests/tiny_resnet.py's extractors are registered (the two-stage
+  families' runs: their exports and Estimator.predict)."""
+  with tiny_resnet.registered():
+    yield
 
 # tests/durations.txt: the test modules, slowest first (a module's seconds:
 # setup, call and teardown of its tests). `make test` runs `-n 3 --dist

@@ -12,6 +12,6 @@ import sys
 from tests import fakes
 
 if __name__ == '__main__':
-  fakes.register_fake_faster_rcnn_extractor()
   sys.argv = sys.argv[1:]
-  runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)
+  with fakes.fake_faster_rcnn_extractor():
+    runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)

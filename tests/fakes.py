@@ -4,6 +4,7 @@ Import as `from tests import fakes` (pytest runs from the repository root).
 """
 import contextlib
 
+import pytest
 import tensorflow as tf
 import tf_slim as slim
 
@@ -216,25 +217,12 @@ class FakeSecondStageBoxPredictor(box_predictor.BoxPredictor):
     }
 
 
-def register_fake_faster_rcnn_extractor():
-  """Registers FakeFasterRCNNFeatureExtractor as feature extractor 'fake'."""
-  faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS[
-      'fake'] = FakeFasterRCNNFeatureExtractor
-
 
 @contextlib.contextmanager
 def fake_faster_rcnn_extractor():
-  """FakeFasterRCNNFeatureExtractor registered as 'fake' within the block
-  (what was registered under that name, if anything, comes back after)."""
-  registry = (
-      faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS)
-  missing = object()
-  before = registry.get('fake', missing)
-  registry['fake'] = FakeFasterRCNNFeatureExtractor
-  try:
+  """Context: FakeFasterRCNNFeatureExtractor is feature extractor 'fake'."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+        'fake', FakeFasterRCNNFeatureExtractor)
     yield
-  finally:
-    if before is missing:
-      del registry['fake']
-    else:
-      registry['fake'] = before

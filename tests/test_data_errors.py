@@ -22,17 +22,10 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.checks import record_scanner
 from od_estimator.estimator import model_lib
-from tests import fakes
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
-
-
-@pytest.fixture(scope='module', autouse=True)
-def fake_extractor():
-  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with fakes.fake_faster_rcnn_extractor():
-    yield
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 
 def _run(config, model_dir, steps):

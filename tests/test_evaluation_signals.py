@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from od_estimator.estimator import preemption
 from od_estimator.utils import interrupts
-from tests import fakes
 from tests import plain_command
 from tests import tiny_ssd
 from tests.command_modules import import_command
@@ -30,6 +29,8 @@ from tests.command_modules import import_command
 model_main = import_command('model_main')
 
 DEADLINE_SECS = 600
+# The tiniest model (tests/fakes.py) for the runs around the model.
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 
 def _checksums(directory):
@@ -42,12 +43,6 @@ def _checksums(directory):
             f.read()).hexdigest()
   return sums
 
-
-@pytest.fixture(scope='module', autouse=True)
-def fake_extractor():
-  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with fakes.fake_faster_rcnn_extractor():
-    yield
 
 
 @pytest.fixture

@@ -37,7 +37,6 @@ from od_estimator.config import config_util
 from tests import event_tags
 from tests import image_inputs
 from tests import saved_models
-from tests import tiny_resnet
 from tests import trained_models
 
 _IN = fields.InputDataFields
@@ -51,14 +50,14 @@ TRAIN_LOSS_TAGS = ('Loss/RPNLoss/localization_loss',
                    'Loss/total_loss')
 
 
+# The run's extractor (tests/tiny_resnet.py) for the exports and predictions.
+pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
+
+
 @pytest.fixture(scope='module')
 def trained(overfit_faster_rcnn):
-  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths.
-
-  Its extractor registered for the module's exports and predictions.
-  """
-  with tiny_resnet.registered():
-    yield overfit_faster_rcnn
+  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths."""
+  return overfit_faster_rcnn
 
 
 def test_model_main_trains_and_evaluates_with_coco_metrics(trained):

@@ -17,21 +17,17 @@ from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import tiny_resnet
 from tests import trained_models
 
-
-@pytest.fixture(scope='module')
-def trained(overfit_faster_rcnn_fpn):
-  """The run's paths, its extractor registered for the export."""
-  with tiny_resnet.registered():
-    yield overfit_faster_rcnn_fpn
+pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
 
 
-def test_model_main_trains_evaluates_and_overfits(trained):
+def test_model_main_trains_evaluates_and_overfits(overfit_faster_rcnn_fpn):
   end_to_end.check_trains_evaluates_and_overfits(
-      trained, trained_models.FPN_STEPS, tiny_resnet.FPN_TYPE)
-  with open(trained['config']) as f:
+      overfit_faster_rcnn_fpn, trained_models.FPN_STEPS, tiny_resnet.FPN_TYPE)
+  with open(overfit_faster_rcnn_fpn['config']) as f:
     assert 'multiscale_anchor_generator' in f.read()
 
 
-def test_export_detections_equal_estimator_predict(trained, tmp_path):
+def test_export_detections_equal_estimator_predict(overfit_faster_rcnn_fpn,
+                                                   tmp_path):
   end_to_end.check_export_equals_estimator_predict(
-      trained, str(tmp_path / 'export'))
+      overfit_faster_rcnn_fpn, str(tmp_path / 'export'))

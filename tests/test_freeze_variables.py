@@ -22,7 +22,6 @@ from od_estimator import errors
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import training_graph
 from od_estimator.protos import train_pb2
-from tests import fakes
 from tests import log_capture
 from tests import tiny_faster_rcnn
 from tests import tiny_ssd
@@ -34,12 +33,14 @@ BOX = 'FirstStageBoxPredictor/BoxEncodingPredictor/weights'
 CLASS = 'FirstStageBoxPredictor/ClassPredictor/weights'
 
 
+pytestmark = pytest.mark.usefixtures('fake_extractor')
+
+
 @pytest.fixture(scope='module')
 def config(tmp_path_factory):
   directory = tmp_path_factory.mktemp('freeze')
-  with fakes.fake_faster_rcnn_extractor():
-    yield tiny_faster_rcnn.write_config(directory, directory / 'data',
-                                        extractor='fake')
+  return tiny_faster_rcnn.write_config(directory, directory / 'data',
+                                       extractor='fake')
 
 
 def _train(config, model_dir, train_config_text, use_bfloat16=False):

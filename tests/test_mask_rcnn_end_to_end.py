@@ -23,17 +23,17 @@ import tensorflow as tf
 from tests import event_tags
 from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import tiny_mask_rcnn
-from tests import tiny_resnet
 
 TOLERANCE = end_to_end.TOLERANCE
 
 
+pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
+
+
 @pytest.fixture(scope='module')
 def trained(overfit_mask_rcnn):
-  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths
-  (its extractor registered for the module's export and prediction)."""
-  with tiny_resnet.registered():
-    yield overfit_mask_rcnn
+  """model_main's run of OVERFIT_STEPS steps and evaluation; its paths."""
+  return overfit_mask_rcnn
 
 
 def test_model_main_trains_and_evaluates_masks(trained):

@@ -10,7 +10,6 @@ import pytest
 
 from od_estimator.config import config_util
 from tests import event_tags
-from tests import fakes
 from tests import tiny_faster_rcnn
 from tests.command_modules import run_command
 
@@ -20,11 +19,7 @@ TRAIN_STEPS = 2
 OVERRIDES = 'model.faster_rcnn.second_stage_batch_size=6'
 
 
-@pytest.fixture(scope='module', autouse=True)
-def fake_extractor():
-  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with fakes.fake_faster_rcnn_extractor():
-    yield
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 
 def _run(args):

@@ -14,21 +14,15 @@ tiny ResNet.
 import pytest
 
 from tests import test_faster_rcnn_end_to_end as end_to_end
-from tests import tiny_resnet
+
+pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
 
 
-@pytest.fixture(scope='module')
-def trained(overfit_rfcn):
-  """The run's paths, its extractor registered for the export."""
-  with tiny_resnet.registered():
-    yield overfit_rfcn
-
-
-def test_model_main_trains_evaluates_and_overfits(trained):
+def test_model_main_trains_evaluates_and_overfits(overfit_rfcn):
   end_to_end.check_trains_evaluates_and_overfits(
-      trained, end_to_end.OVERFIT_STEPS, 'rfcn_box_predictor')
+      overfit_rfcn, end_to_end.OVERFIT_STEPS, 'rfcn_box_predictor')
 
 
-def test_export_detections_equal_estimator_predict(trained, tmp_path):
+def test_export_detections_equal_estimator_predict(overfit_rfcn, tmp_path):
   end_to_end.check_export_equals_estimator_predict(
-      trained, str(tmp_path / 'export'))
+      overfit_rfcn, str(tmp_path / 'export'))

@@ -23,7 +23,6 @@ import tensorflow as tf
 
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
-from tests import fakes
 from tests import log_capture
 from tests import plain_command
 from tests import tiny_faster_rcnn
@@ -39,6 +38,8 @@ EXPLODING_RATE = 1e30
 # Evaluations read one of the 8 validation images.
 EVAL_SAMPLING = '--sample_1_of_n_eval_examples=8'
 TIMEOUT = 900
+# The tiniest model (tests/fakes.py) for the runs around the model.
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 
 class _Background:
@@ -88,13 +89,6 @@ def _started(args, log_prefix):
 
 def _step(checkpoint):
   return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
-
-
-@pytest.fixture(scope='module', autouse=True)
-def fake_extractor():
-  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with fakes.fake_faster_rcnn_extractor():
-    yield
 
 
 @pytest.fixture(scope='module')

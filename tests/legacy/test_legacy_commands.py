@@ -23,7 +23,6 @@ import tensorflow as tf
 from od_estimator import errors
 from od_estimator.config import config_util
 from tests import event_tags
-from tests import fakes
 from tests import plain_command
 from tests import tiny_faster_rcnn
 from tests import tiny_ssd
@@ -37,11 +36,7 @@ REPLICAS_TO_AGGREGATE = 2
 NUM_EXAMPLES = 4
 
 
-@pytest.fixture(scope='module', autouse=True)
-def fake_extractor():
-  """The fake Faster R-CNN extractor registered as 'fake' in this process."""
-  with fakes.fake_faster_rcnn_extractor():
-    yield
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 
 def write_legacy_config(root, **train_fields):
