@@ -43,7 +43,7 @@ from od_estimator.builders import losses_builder
 from od_estimator.builders import post_processing_builder
 from od_estimator.builders import target_assigner_builder
 from od_estimator.core import balanced_positive_negative_sampler as sampler
-from od_estimator.core import post_processing
+from od_estimator.core import batch_post_processing
 from od_estimator.core import spatial_transform_ops
 from od_estimator.errors import UserInputError
 from od_estimator.meta_architectures import box_classifier
@@ -355,7 +355,7 @@ def _build_first_stage(config, is_training, use_static_shapes, layer_names):
           is_static=(config.use_static_balanced_label_sampler and
                      use_static_shapes)),
       nms_fn=functools.partial(
-          post_processing.batch_multiclass_non_max_suppression,
+          batch_post_processing.batch_multiclass_non_max_suppression,
           score_thresh=config.first_stage_nms_score_threshold,
           iou_thresh=config.first_stage_nms_iou_threshold,
           max_size_per_class=config.first_stage_max_proposals,

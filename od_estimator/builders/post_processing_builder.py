@@ -8,7 +8,7 @@ import functools
 import tensorflow as tf
 
 from od_estimator import errors
-from od_estimator.core import post_processing
+from od_estimator.core import batch_post_processing
 from od_estimator.protos import post_processing_pb2
 
 # score_converter enum value -> (name, op taking (tensor, name=...)).
@@ -26,8 +26,9 @@ def build(post_processing_config):
     post_processing_config: post_processing_pb2.PostProcessing.
 
   Returns:
-    non_max_suppressor_fn: post_processing.batch_multiclass_non_max_suppression
-      with the thresholds and sizes of `batch_non_max_suppression` bound;
+    non_max_suppressor_fn:
+      batch_post_processing.batch_multiclass_non_max_suppression with the
+      thresholds and sizes of `batch_non_max_suppression` bound;
       called with boxes, scores and optionally clip_window, masks, ...
     score_converter_fn: callable mapping logits to scores (logits are divided
       by logit_scale first, then calibrated if configured).
@@ -75,7 +76,7 @@ def _build_non_max_suppressor(nms_config):
         'non-negative, got %s' % nms_config.soft_nms_sigma)
   _check_option_combinations(nms_config)
   return functools.partial(
-      post_processing.batch_multiclass_non_max_suppression,
+      batch_post_processing.batch_multiclass_non_max_suppression,
       score_thresh=nms_config.score_threshold,
       iou_thresh=nms_config.iou_threshold,
       max_size_per_class=nms_config.max_detections_per_class,

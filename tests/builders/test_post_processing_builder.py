@@ -5,7 +5,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 
 from od_estimator.builders import post_processing_builder
-from od_estimator.core import post_processing
+from od_estimator.core import batch_post_processing
 from od_estimator.protos import post_processing_pb2
 
 # As in the SSD sample configs.
@@ -37,7 +37,7 @@ def test_non_max_suppressor_parameters():
       change_coordinate_frame: false
     }
   """))
-  assert nms.func is post_processing.batch_multiclass_non_max_suppression
+  assert nms.func is batch_post_processing.batch_multiclass_non_max_suppression
   kw = nms.keywords
   assert kw['max_size_per_class'] == 100
   assert kw['max_total_size'] == 300

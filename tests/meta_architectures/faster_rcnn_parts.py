@@ -15,7 +15,7 @@ from od_estimator.builders import box_predictor_builder
 from od_estimator.core import balanced_positive_negative_sampler as sampler
 from od_estimator.core import box_predictor
 from od_estimator.core import losses
-from od_estimator.core import post_processing
+from od_estimator.core import batch_post_processing
 from od_estimator.core import region_similarity_calculator
 from od_estimator.core import spatial_transform_ops
 from od_estimator.core import target_assigner
@@ -67,8 +67,9 @@ def mask_rcnn_box_predictor(is_training):
 
 
 def _nms(use_static_shapes, **thresholds):
-  return functools.partial(post_processing.batch_multiclass_non_max_suppression,
-                           use_static_shapes=use_static_shapes, **thresholds)
+  return functools.partial(
+      batch_post_processing.batch_multiclass_non_max_suppression,
+      use_static_shapes=use_static_shapes, **thresholds)
 
 
 def rpn(is_training=True, use_static_shapes=False,

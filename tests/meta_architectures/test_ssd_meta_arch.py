@@ -16,7 +16,7 @@ from od_estimator.box_coders import mean_stddev_box_coder
 from od_estimator.core import balanced_positive_negative_sampler
 from od_estimator.core import image_resizing
 from od_estimator.core import losses
-from od_estimator.core import post_processing
+from od_estimator.core import batch_post_processing
 from od_estimator.core import region_similarity_calculator
 from od_estimator.core import target_assigner
 from od_estimator.matchers import argmax_matcher
@@ -56,7 +56,7 @@ def _build_model(is_training=True, num_layers=1, use_batch_norm=False,
           is_training, NUM_CLASSES, add_background_class=predictor_background),
       box_coder=box_coder,
       non_max_suppression_fn=functools.partial(
-          post_processing.batch_multiclass_non_max_suppression,
+          batch_post_processing.batch_multiclass_non_max_suppression,
           score_thresh=0.5, iou_thresh=0.5, max_size_per_class=4,
           max_total_size=4),
       score_conversion_fn=tf.sigmoid)
