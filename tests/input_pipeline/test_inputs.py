@@ -181,12 +181,6 @@ def test_merge_multiple_label_boxes(execute):
   np.testing.assert_allclose(classes, [[1., 0., 1.], [0., 1., 0.]])
 
 
-def test_pad_rejects_unknown_fields(execute):
-  with tf.Graph().as_default():
-    with pytest.raises(ValueError, match='mystery'):
-      inputs.pad_input_data_to_static_shapes({'mystery': tf.zeros([2])}, 5, 3)
-
-
 def test_wrong_config_types_are_named():
   with pytest.raises(TypeError, match='train_config'):
     inputs.train_input(None, None, None, model=FakeModel())
