@@ -2,10 +2,11 @@
 
 The keeper alone is fed evaluation results over real checkpoints of a
 one-variable graph (variable `v` holds the step it was saved at, so the
-kept copy says which checkpoint it is). One model_main run (in this
-process) resumes the session's one-step tiny SSD for one more step, with
---keep_best_by and --keep_best_export: the evaluated checkpoint is kept
-and exported as export_inference_graph exports.
+kept copy says which checkpoint it is). One model_main evaluation (in
+this process) of the session's one-step tiny SSD, with --keep_best_by and
+--keep_best_export: the evaluated checkpoint is kept and exported as
+export_inference_graph exports. (test_model_main's train_and_evaluate run
+keeps its evaluated checkpoint too.)
 """
 import json
 import os
@@ -168,38 +169,35 @@ def test_a_training_only_job_refuses_keep_best_by(tmp_path):
 
 
 def test_model_main_keeps_and_exports_the_best(one_step_tiny_ssd, tmp_path):
-  """train_and_evaluate resumed for one step: its evaluation's checkpoint
-  is kept (the first) and exported."""
+  """An evaluation of the session's one-step tiny SSD (--checkpoint_dir,
+  read only): its checkpoint is kept and exported."""
   _, _, trained = one_step_tiny_ssd
-  model_dir = tmp_path / 'model'
-  shutil.copytree(trained, model_dir)
+  model_dir = tmp_path / 'eval'
   result = command_modules.run_command('model_main', [
-      '--pipeline_config_path=%s' % (model_dir / 'pipeline.config'),
-      '--model_dir=%s' % model_dir, '--num_train_steps=2',
-      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES,
-      '--keep_best_by=' + LOSS, '--keep_best_export'])
+      '--pipeline_config_path=%s' % os.path.join(trained, 'pipeline.config'),
+      '--model_dir=%s' % model_dir, '--checkpoint_dir=%s' % trained,
+      '--run_once', '--keep_best_by=' + LOSS, '--keep_best_export'])
   assert result.returncode == 0, result.stderr[-3000:]
   printed = [line.split() for line in result.stdout.splitlines()
              if line.split()[:1] == [LOSS]]
   record = json.loads((model_dir / 'best' / 'best.json').read_text())
   assert (record['step'], record['metric'], record['checkpoint']) == (
-      2, LOSS, 'model.ckpt-2')
+      1, LOSS, 'model.ckpt-1')
   assert record['value'] == pytest.approx(float(printed[0][1]), abs=1e-4)
   assert tf.train.latest_checkpoint(str(model_dir / 'best')) == str(
-      model_dir / 'best' / 'model.ckpt-2')
-  export = model_dir / 'export' / 'best' / '2'
-  assert sorted(os.listdir(model_dir / 'export' / 'best')) == ['2']
+      model_dir / 'best' / 'model.ckpt-1')
+  export = model_dir / 'export' / 'best' / '1'
+  assert os.listdir(model_dir / 'export' / 'best') == ['1']
   for name in ('frozen_inference_graph.pb', 'pipeline.config',
                'model.ckpt.index'):
     assert (export / name).exists(), sorted(os.listdir(export))
   weights = 'BoxPredictor_0/ClassPredictor/biases'
   np.testing.assert_array_equal(
       tf.train.load_checkpoint(str(export / 'model.ckpt')).get_tensor(weights),
-      tf.train.load_checkpoint(str(model_dir / 'model.ckpt-2')).get_tensor(
-          weights))
+      tf.train.load_checkpoint(os.path.join(trained, 'model.ckpt-1')
+                               ).get_tensor(weights))
   serving = tf.saved_model.load(str(export / 'saved_model')).signatures[
       'serving_default']
   detections = serving(inputs=tf.zeros([1, 64, 64, 3], tf.uint8))
   assert {'detection_boxes', 'detection_scores', 'detection_classes',
           'num_detections'} <= set(detections)
-  assert detections['detection_boxes'].shape[:1] == [1]
