@@ -157,15 +157,31 @@ def test_a_folder_kept_by_another_metric_is_refused(checkpoints, tmp_path):
     _keeper(tmp_path, LOSS)
 
 
-def test_a_training_only_job_refuses_keep_best_by(tmp_path):
-  result = command_modules.run_command('model_main_tf2', [
+@pytest.mark.parametrize('command, argv, instead', [
+    ('model_main_tf2', [], 'pass it to the evaluation job '
+     '(--checkpoint_dir=%(model_dir)s).'),
+    ('model_tpu_main', ['--mode=train'], 'pass it to the --mode=eval job.')])
+def test_a_training_only_job_refuses_keep_best_by(tmp_path, command, argv,
+                                                  instead):
+  model_dir = str(tmp_path / 'model')
+  result = command_modules.run_command(command, argv + [
       '--pipeline_config_path=%s' % (tmp_path / 'pipeline.config'),
-      '--model_dir=%s' % (tmp_path / 'model'), '--keep_best_by=' + MAP])
+      '--model_dir=%s' % model_dir, '--keep_best_by=' + MAP])
   assert result.returncode == 1
   assert ('error: --keep_best_by=%s keeps the best evaluated checkpoint, but '
-          'this run does not evaluate; pass it to the evaluation job '
-          '(--checkpoint_dir=%s).' % (MAP, tmp_path / 'model')
-          ) in result.stderr, result.stderr[-2000:]
+          'this run does not evaluate; %s' % (
+              MAP, instead % {'model_dir': model_dir})) in result.stderr, (
+                  result.stderr[-2000:])
+  assert not os.path.exists(model_dir)
+
+
+def test_companion_flags_need_keep_best_by(tmp_path):
+  result = command_modules.run_command('model_main', [
+      '--pipeline_config_path=%s' % (tmp_path / 'pipeline.config'),
+      '--model_dir=%s' % (tmp_path / 'model'), '--keep_best_export'])
+  assert result.returncode == 1
+  assert 'error: --keep_best_export needs --keep_best_by=METRIC.' in (
+      result.stderr), result.stderr[-2000:]
 
 
 def test_model_main_keeps_and_exports_the_best(one_step_tiny_ssd, tmp_path):
