@@ -91,6 +91,9 @@ def test_keeps_the_better_checkpoint_of_each_evaluation(
   assert record['value'] == pytest.approx(values[2])
   assert record['higher_is_better'] == (metric == MAP)
   assert os.path.exists(tmp_path / 'best' / 'pipeline.config')
+  # Hard links: no bytes copied.
+  assert os.stat(tmp_path / 'best' / 'model.ckpt-3.index').st_ino == (
+      os.stat(checkpoints[3] + '.index').st_ino)
 
 
 def test_a_resumed_job_keeps_the_better_model_kept_before(checkpoints,
@@ -217,3 +220,13 @@ def test_model_main_keeps_and_exports_the_best(one_step_tiny_ssd, tmp_path):
   detections = serving(inputs=tf.zeros([1, 64, 64, 3], tf.uint8))
   assert {'detection_boxes', 'detection_scores', 'detection_classes',
           'num_detections'} <= set(detections)
+
+
+@pytest.mark.parametrize('command', ['model_main', 'model_tpu_main',
+                                     'model_main_tf2'])
+def test_each_command_lists_the_flags_in_its_help(command):
+  result = command_modules.run_command(command, ['--help'])
+  assert result.returncode == 0, result.stderr[-2000:]
+  for flag in ('--keep_best_by:', '--[no]keep_best_higher_is_better:',
+               '--[no]keep_best_export:'):
+    assert flag in result.stdout, (command, flag)
