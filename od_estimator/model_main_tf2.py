@@ -48,6 +48,11 @@ Where the layout differs from the original's TF2 trainer:
   - Evaluation takes each new checkpoint at once; the original waits at
     least 300 s between two.
 
+The evaluation job's --keep_best_by=METRIC keeps the best evaluated
+checkpoint in its --model_dir/best/ (best.json: step, metric, value), also
+across relaunches; --keep_best_export exports it to
+model_dir/export/best/<step>/ as export_inference_graph does.
+
 A relaunch resumes from the last checkpoint of --model_dir. SIGTERM (a
 preempted VM or TPU) or Ctrl-C saves a checkpoint at the current step
 first (one worker: exit 0 after SIGTERM, 130 after Ctrl-C).
@@ -60,6 +65,7 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
+from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
@@ -115,6 +121,8 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
+for _flag in keep_best.new_flags():
+  flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -144,7 +152,11 @@ def _job():
       resume_from_last_good=FLAGS.resume_from_last_good,
       log_every_n_steps=FLAGS.log_every_n_steps,
       # model_dir/eval, as the original's model_dir/eval/<input name>.
-      eval_name=None)
+      eval_name=None,
+      keep_best_options=keep_best.options_from_flags(
+          FLAGS, evaluates=bool(FLAGS.checkpoint_dir),
+          why_not='pass it to the evaluation job (--checkpoint_dir=%s).' %
+          FLAGS.model_dir))
 
 
 def _cluster_workers():
