@@ -45,7 +45,7 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from od_estimator import errors
+from od_estimator.inference import command_runs
 from od_estimator.inference import exported_model
 from od_estimator.metrics import coco_masks
 from od_estimator.metrics import coco_tools
@@ -366,31 +366,25 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
 def main(argv=None):
   """Entry point; returns the exit code (see --help)."""
   args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-  try:
-    with interrupts.stopping_on_signals('detect'):
-      summary = run(args.saved_model_dir, args.label_map_path, args.input,
-                    output_dir=args.output_dir,
-                    min_score_threshold=args.min_score_threshold,
-                    max_boxes=args.max_boxes,
-                    coco_annotations=args.coco_annotations,
-                    image_id_map=args.image_id_map)
-  except interrupts.Interrupted as stop:
-    print('od-estimator detect: %s' % stop.line(), file=sys.stderr)
-    return stop.exit_status
-  except errors.UserInputError as error:
-    print('od-estimator detect: error: %s' % errors.one_line(error),
-          file=sys.stderr)
-    return 1
-  print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
-      summary['images'], summary['detections'], summary['output'],
-      ' (masks: %s)' % summary['segm_output'] if summary['segm_output']
-      else ''))
-  failed = summary['failed']
-  if failed:
-    print('od-estimator detect: %d image(s) could not be read: %s' % (
-        len(failed), ', '.join(failed)), file=sys.stderr)
-    return 1
-  return 0
+
+  def work():
+    summary = run(args.saved_model_dir, args.label_map_path, args.input,
+                  output_dir=args.output_dir,
+                  min_score_threshold=args.min_score_threshold,
+                  max_boxes=args.max_boxes,
+                  coco_annotations=args.coco_annotations,
+                  image_id_map=args.image_id_map)
+    print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
+        summary['images'], summary['detections'], summary['output'],
+        ' (masks: %s)' % summary['segm_output'] if summary['segm_output']
+        else ''))
+    failed = summary['failed']
+    if failed:
+      print('od-estimator detect: %d image(s) could not be read: %s' % (
+          len(failed), ', '.join(failed)), file=sys.stderr)
+      return 1
+    return 0
+  return command_runs.run('detect', work)
 
 
 if __name__ == '__main__':

@@ -2,7 +2,8 @@
 
 `open_model(path)` takes what export_inference_graph (or exporter_main_v2)
 wrote: the saved_model/ directory, the export directory above it, or its
-frozen_inference_graph.pb. Each model's `detect` returns the first (only)
+frozen_inference_graph.pb; or a SavedModel model_main's Servo exporter
+wrote (model_dir/export/Servo/<timestamp>/). Each model's `detect` returns the first (only)
 image's detection_boxes [N, 4] (normalized ymin, xmin, ymax, xmax),
 detection_scores [N], detection_classes [N] (float, 1-based label map ids)
 and num_detections, whatever its --input_type (image_tensor,
@@ -20,8 +21,9 @@ from od_estimator import errors
 from od_estimator.core import spatial_transform_ops
 
 SIGNATURE = 'serving_default'
-# The images' input: export_inference_graph's, exporter_main_v2's.
-_INPUT_KEYS = ('inputs', 'input_tensor')
+# The images' input: export_inference_graph's, exporter_main_v2's, and the
+# scalar serialized tf.Example of the Servo export model_main writes.
+_INPUT_KEYS = ('inputs', 'input_tensor', 'serialized_example')
 # Ops that read serialized tf.Examples (a tf_example export parses them).
 _PARSE_OPS = ('ParseExample', 'ParseExampleV2', 'ParseSingleExample')
 OUTPUT_KEYS = ('detection_boxes', 'detection_scores', 'detection_classes',
@@ -76,6 +78,8 @@ class _Detector:
     self._outputs = {}
     self.input_type = 'image_tensor'
     self._fixed_size = None
+    # A scalar input (one serialized tf.Example) instead of a batch of one.
+    self._scalar_input = False
     self.has_masks = False
 
   def close(self):
@@ -101,6 +105,8 @@ class _Detector:
         # Boxes are normalized, so resizing does not move them.
         image = np.array(Image.fromarray(image).resize(self._fixed_size))
       feed = image[np.newaxis]
+    if self._scalar_input:
+      feed = feed[0]
     values = self._sess.run(self._outputs, feed_dict={self._input: feed})
     return {key: value[0] for key, value in values.items()}
 
@@ -154,6 +160,7 @@ class SavedModelDetector(_Detector):
     self._input = info.name
     self.input_type = _input_type(info, meta_graph.graph_def)
     dims = [d.size for d in info.tensor_shape.dim]
+    self._scalar_input = not dims and not info.tensor_shape.unknown_rank
     if (self.input_type == 'image_tensor' and len(dims) == 4 and
         dims[1] > 0 and dims[2] > 0):
       self._fixed_size = (dims[2], dims[1])  # PIL order: width, height
