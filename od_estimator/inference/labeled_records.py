@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from od_estimator import errors
 from od_estimator.core import standard_fields as fields
 from od_estimator.data_decoders import tf_example_decoder
 from od_estimator.inference import exported_model
@@ -88,6 +89,7 @@ class GroundtruthDecoder:
       num_classes: the label map's largest id: records holding larger (or
         0) class ids are refused.
     """
+    self._label_map_path = label_map_path
     self._graph = tf.Graph()
     with self._graph.as_default():
       self._serialized = tf.compat.v1.placeholder(tf.string, [])
@@ -131,8 +133,10 @@ class GroundtruthDecoder:
     try:
       values = self._sess.run(self._outputs, {self._serialized: serialized})
     except tf.errors.InvalidArgumentError as error:
-      raise exported_model.ExportedModelError('record %s: %s' % (
-          where, error.message.split('[[')[0].strip())) from None
+      raise exported_model.ExportedModelError(
+          'record %s cannot be evaluated with --label_map_path=%s: %s' % (
+              where, self._label_map_path,
+              errors.op_error_words(error))) from None
     image = values.pop(_IN.image)
     height, width = image.shape[:2]
     boxes = values[_IN.groundtruth_boxes]
