@@ -7,7 +7,8 @@ Usage:
       [--eval_metrics=coco_detection_metrics,pascal_voc_detection_metrics] \\
       [--pipeline_config_path=pipeline.config] [--output_dir=DIR]
   (--inference_graph=EXPORT/frozen_inference_graph.pb instead of
-  --saved_model_dir evaluates the frozen graph.)
+  --saved_model_dir evaluates the frozen graph, --tflite_model=model.tflite
+  a TFLite SSD: see inference/tflite_model for the input it is fed.)
 
 The check that an export is as good as its checkpoint: the export runs on
 each record's image and the evaluators model_main builds score its
@@ -57,6 +58,9 @@ def _parser():
                           'export directory holding it).')
   model.add_argument('--inference_graph',
                      help='an export\'s frozen_inference_graph.pb.')
+  model.add_argument('--tflite_model',
+                     help='a .tflite SSD with TFLite_Detection_PostProcess '
+                          '(export_tflite_ssd_graph, converted).')
   parser.add_argument('--input_tfrecord_paths', required=True,
                       help='comma-separated list of TFRecords of tf.Examples '
                            'with groundtruth (globs allowed).')
@@ -85,6 +89,10 @@ def _parser():
   return parser
 
 
+def _model_path(args):
+  return args.saved_model_dir or args.inference_graph or args.tflite_model
+
+
 def run(args, log=None):
   """Evaluates as the flags say.
 
@@ -98,13 +106,17 @@ def run(args, log=None):
   log = log or (lambda text: print(text, file=sys.stderr))
   if args.output_dir:
     file_safety.check_directory_destination(args.output_dir, '--output_dir')
+  if args.tflite_model and not args.tflite_model.endswith(
+      exported_model.TFLITE_SUFFIX):
+    raise exported_model.ExportedModelError(
+        '--tflite_model=%s: expected a %s file.' % (
+            args.tflite_model, exported_model.TFLITE_SUFFIX))
   paths = labeled_records.record_paths(args.input_tfrecord_paths)
   eval_config = export_evaluation.eval_config_for(
       args.eval_metrics, args.pipeline_config_path,
       per_category=bool(args.output_dir))
   categories = export_evaluation.categories_of(args.label_map_path)
-  model = exported_model.open_model(args.saved_model_dir or
-                                    args.inference_graph)
+  model = exported_model.open_model(_model_path(args))
   collector = evaluation_report.ReportCollector(
       categories, args.iou_threshold, args.min_score_threshold,
       args.num_worst_images) if args.output_dir else None
@@ -119,7 +131,7 @@ def run(args, log=None):
     report = evaluation_report.write(
         args.output_dir, collector, metrics,
         '%s on %d image(s) of %s' % (
-            args.saved_model_dir or args.inference_graph, count,
+            _model_path(args), count,
             ', '.join(paths)))
   return metrics, count, report
 

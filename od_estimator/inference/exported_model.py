@@ -3,7 +3,8 @@
 `open_model(path)` takes what export_inference_graph (or exporter_main_v2)
 wrote: the saved_model/ directory, the export directory above it, or its
 frozen_inference_graph.pb; or a SavedModel model_main's Servo exporter
-wrote (model_dir/export/Servo/<timestamp>/). Each model's `detect` returns the first (only)
+wrote (model_dir/export/Servo/<timestamp>/); or a `.tflite` SSD converted
+from export_tflite_ssd_graph's graph (tflite_model). Each model's `detect` returns the first (only)
 image's detection_boxes [N, 4] (normalized ymin, xmin, ymax, xmax),
 detection_scores [N], detection_classes [N] (float, 1-based label map ids)
 and num_detections, whatever its --input_type (image_tensor,
@@ -19,6 +20,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.core import spatial_transform_ops
+from od_estimator.inference import tflite_model
 
 SIGNATURE = 'serving_default'
 # The images' input: export_inference_graph's, exporter_main_v2's, and the
@@ -34,6 +36,7 @@ _MASK_THRESHOLD = 0.5
 _FROZEN_INPUTS = ('image_tensor', 'encoded_image_string_tensor',
                   'tf_example')
 _FROZEN_GRAPH = 'frozen_inference_graph.pb'
+TFLITE_SUFFIX = '.tflite'
 
 
 class ExportedModelError(errors.UserInputError):
@@ -58,13 +61,15 @@ def open_model(path):
   """The detector exported at `path` (see the module docstring).
 
   Raises:
-    ExportedModelError: nothing there, or neither a SavedModel nor a frozen
-      graph of a detector.
+    ExportedModelError: nothing there, or neither a SavedModel, a frozen
+      graph nor a TFLite model of a detector.
   """
   if tf.io.gfile.isdir(path):
     return SavedModelDetector(resolve_saved_model_dir(path))
   if not tf.io.gfile.exists(path):
     raise ExportedModelError('exported model not found: %s' % path)
+  if path.endswith(TFLITE_SUFFIX):
+    return tflite_model.TfliteDetector(path, ExportedModelError)
   return FrozenGraphDetector(path)
 
 
