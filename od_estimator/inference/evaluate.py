@@ -35,18 +35,6 @@ from od_estimator.utils import file_safety
 from od_estimator.utils import flag_checks
 
 
-def _fraction(text):
-  """argparse type: a float in [0, 1]."""
-  try:
-    value = float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError('expected a number, got %r' %
-                                     text) from None
-  if not 0.0 <= value <= 1.0:
-    raise argparse.ArgumentTypeError('must be within [0, 1], got %s' % text)
-  return value
-
-
 def _parser():
   parser = argparse.ArgumentParser(
       prog='od-estimator evaluate',
@@ -75,10 +63,12 @@ def _parser():
   parser.add_argument('--output_dir', default=None,
                       help='write report.html, its pictures and '
                            'metrics.json here.')
-  parser.add_argument('--iou_threshold', type=_fraction, default=0.5,
+  parser.add_argument('--iou_threshold', type=flag_checks.fraction,
+                      default=0.5,
                       help='report: the IoU of a match in the curves and '
                            'the confusion matrix (default 0.5).')
-  parser.add_argument('--min_score_threshold', type=_fraction, default=0.5,
+  parser.add_argument('--min_score_threshold', type=flag_checks.fraction,
+                      default=0.5,
                       help='report: the least score of a detection in the '
                            'confusion matrix and the pictures (default '
                            '0.5).')
