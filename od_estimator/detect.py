@@ -306,7 +306,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   paths = _list_images(input_path)
   known_ids = known_image_ids(coco_annotations, image_id_map)
   ids = image_ids_for(paths, known_ids)
-  detector = exported_model.SavedModelDetector(saved_model_dir)  # Refused before anything is made.
+  # Refused before anything is made.
+  detector = exported_model.SavedModelDetector(saved_model_dir)
   results, segm_results, id_map, failed, processed = [], [], {}, [], 0
   try:
     tf.io.gfile.makedirs(output_dir)

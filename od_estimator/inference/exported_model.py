@@ -4,11 +4,11 @@
 wrote: the saved_model/ directory, the export directory above it, or its
 frozen_inference_graph.pb; or a SavedModel model_main's Servo exporter
 wrote (model_dir/export/Servo/<timestamp>/); or a `.tflite` SSD converted
-from export_tflite_ssd_graph's graph (tflite_model). Each model's `detect` returns the first (only)
-image's detection_boxes [N, 4] (normalized ymin, xmin, ymax, xmax),
-detection_scores [N], detection_classes [N] (float, 1-based label map ids)
-and num_detections, whatever its --input_type (image_tensor,
-encoded_image_string_tensor or tf_example).
+from export_tflite_ssd_graph's graph (tflite_model). Each model's `detect`
+returns the first (only) image's detection_boxes [N, 4] (normalized ymin,
+xmin, ymax, xmax), detection_scores [N], detection_classes [N] (float,
+1-based label map ids) and num_detections, whatever its --input_type
+(image_tensor, encoded_image_string_tensor or tf_example).
 """
 import io
 import os
