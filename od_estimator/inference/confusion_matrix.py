@@ -7,6 +7,8 @@ it overlaps most, if that IoU reaches `iou_threshold`. A match counts at
 nothing at (background, detected class), a false detection; a groundtruth
 box no detection matched at (groundtruth class, background), a miss.
 """
+import collections
+
 import numpy as np
 
 from od_estimator.metrics import overlaps
@@ -78,12 +80,29 @@ class ConfusionMatrix:
 
   def add(self, groundtruth_boxes, groundtruth_classes, detection_boxes,
           detection_scores, detection_classes):
-    """Adds one image (match_image's arguments); returns its errors: the
-    misses, false detections and wrong classes."""
+    """Adds one image (match_image's arguments); returns its ImageErrors."""
     pairs = match_image(groundtruth_boxes, groundtruth_classes,
                         detection_boxes, detection_scores, detection_classes,
                         self.iou_threshold, self.min_score)
     for truth, detected in pairs:
       if truth in self._index and detected in self._index:
         self.counts[self._index[truth], self._index[detected]] += 1
-    return sum(1 for truth, detected in pairs if truth != detected)
+    return ImageErrors(
+        missed=sum(1 for _, detected in pairs if detected == BACKGROUND),
+        false=sum(1 for truth, _ in pairs if truth == BACKGROUND),
+        confused=sum(1 for truth, detected in pairs
+                     if truth != detected and
+                     BACKGROUND not in (truth, detected)))
+
+
+class ImageErrors(collections.namedtuple('ImageErrors',
+                                         ['missed', 'false', 'confused'])):
+  """One image's missed groundtruth boxes, false detections and matches of
+  the wrong class."""
+
+  @property
+  def total(self):
+    return sum(self)
+
+  def __str__(self):
+    return '%d missed, %d false, %d wrong class' % self

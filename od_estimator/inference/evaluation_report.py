@@ -79,13 +79,13 @@ class ReportCollector:
         groundtruth[_IN.groundtruth_boxes],
         groundtruth[_IN.groundtruth_classes], detections[_DET.detection_boxes],
         detections[_DET.detection_scores], detections[_DET.detection_classes])
-    if not errors:
+    if not errors.total:
       return
-    entry = (errors, -image_id)
+    entry = (errors.total, -image_id)
     if len(self._worst) == self._num_worst and entry <= self._worst[0][:2]:
       return
     drawn = self._drawn(labeled.image, groundtruth, detections)
-    item = entry + ('%s: %d error(s)' % (labeled.name, errors), drawn)
+    item = entry + ('%s: %s' % (labeled.name, errors), drawn)
     if len(self._worst) < self._num_worst:
       heapq.heappush(self._worst, item)
     else:

@@ -26,10 +26,13 @@ def test_counts_matches_confusions_false_detections_and_misses():
   np.testing.assert_array_equal(matrix.counts, [[0, 0, 1],
                                                 [1, 1, 0],
                                                 [0, 1, 0]])
-  assert errors == 3  # the missed cat, the dog as a cat, the false dog
+  # The missed cat, the false dog, the dog as a cat.
+  assert errors == (1, 1, 1) and errors.total == 3
+  assert str(errors) == '1 missed, 1 false, 1 wrong class'
   # Counts add up over images; an image with neither adds nothing.
-  assert matrix.add(np.zeros([0, 4]), [], np.zeros([0, 4]), [], []) == 0
-  assert matrix.add([_BOX_A], [DOG], np.zeros([0, 4]), [], []) == 1
+  assert matrix.add(np.zeros([0, 4]), [], np.zeros([0, 4]), [], []) == (
+      0, 0, 0)
+  assert matrix.add([_BOX_A], [DOG], np.zeros([0, 4]), [], []).missed == 1
   assert matrix.counts[2, 0] == 1
 
 

@@ -8,6 +8,7 @@ model's 8 validation records; the TFLite model is converted from
 export_tflite_ssd_graph's graph of the same checkpoint.
 """
 import os
+import re
 
 import numpy as np
 import pytest
@@ -114,15 +115,12 @@ def test_a_tflite_model_finds_the_saved_models_best_detection(
 
 def test_evaluate_the_frozen_graph_and_the_tflite_model(export, tflite,
                                                         capsys):
-  outputs = {}
   for flag in ('--inference_graph=' + export['frozen'],
-               '--saved_model_dir=' + export['saved_model'],
                '--tflite_model=' + tflite):
     assert cli.main(['evaluate', flag,
                      '--input_tfrecord_paths=' + export['records'],
                      '--label_map_path=' + export['label_map']]) == 0
-    outputs[flag.split('=')[0]] = capsys.readouterr().out
-  assert outputs['--inference_graph'] == outputs['--saved_model_dir']
-  for out in outputs.values():
+    out = capsys.readouterr().out
     assert '%d image(s)' % NUM_RECORDS in out
-    assert 'DetectionBoxes_Precision/mAP: ' in out
+    assert re.search(r'^DetectionBoxes_Precision/mAP: [0-9.]+$', out,
+                     re.MULTILINE), out
