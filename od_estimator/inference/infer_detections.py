@@ -14,7 +14,8 @@ image/detection/score, num_detections of each. --discard_image_pixels drops
 image/encoded from the copies (much smaller records for computing metrics).
 
 --inference_graph takes the frozen graph as the original did, or the export
-directory or its saved_model/ (any --input_type). --input_tfrecord_paths is
+directory or its saved_model/ (any --input_type), or a .tflite SSD (see
+inference/exported_model). --input_tfrecord_paths is
 a comma-separated list of files, each of which may be a glob. The output is
 written beside its destination and renamed over it once complete.
 """
@@ -56,8 +57,9 @@ def _parser():
   parser.add_argument('--output_tfrecord_path', required=True,
                       help='the output TFRecord.')
   parser.add_argument('--inference_graph', required=True,
-                      help='frozen_inference_graph.pb, or an export '
-                           'directory or its saved_model/.')
+                      help='frozen_inference_graph.pb, an export '
+                           'directory or its saved_model/, or a .tflite '
+                           'SSD.')
   parser.add_argument('--discard_image_pixels', type=_boolean, nargs='?',
                       const=True, default=False,
                       help='leave image/encoded out of the output examples.')
