@@ -47,10 +47,22 @@ def record_paths(patterns, flag='--input_tfrecord_paths'):
 
 
 def serialized_records(paths):
-  """(path, index in the file, serialized tf.Example) of every record."""
+  """(path, index in the file, serialized tf.Example) of every record.
+
+  Raises:
+    exported_model.ExportedModelError: a file that is not a TFRecord or is
+      truncated, named with the index of the first record not read.
+  """
   for path in paths:
-    for index, record in enumerate(tf.compat.v1.io.tf_record_iterator(path)):
-      yield path, index, record
+    index = 0
+    try:
+      for record in tf.data.TFRecordDataset(path):
+        yield path, index, record.numpy()
+        index += 1
+    except tf.errors.DataLossError as error:
+      raise exported_model.ExportedModelError(
+          '%s is not a TFRecord file, or is damaged at record %d (%s).' % (
+              path, index, errors.op_error_words(error))) from None
 
 
 @dataclasses.dataclass

@@ -79,3 +79,19 @@ def test_record_paths_of_comma_separated_globs(tmp_path):
   with pytest.raises(exported_model.ExportedModelError,
                      match='--input_tfrecord_paths: .*c-\\* matches no'):
     labeled_records.record_paths('%s/a-0,%s/c-*' % (tmp_path, tmp_path))
+
+
+def test_a_damaged_record_file_is_one_line(tmp_path):
+  path = str(tmp_path / 'a.record')
+  with tf.io.TFRecordWriter(path) as writer:
+    writer.write(b'one')
+    writer.write(b'two')
+  with open(path, 'r+b') as f:
+    f.truncate(len(f.read()) - 3)
+  records = labeled_records.serialized_records([path])
+  assert next(records) == (path, 0, b'one')
+  with pytest.raises(exported_model.ExportedModelError) as error:
+    next(records)
+  assert str(error.value).startswith(
+      path + ' is not a TFRecord file, or is damaged at record 1 (')
+  assert '\n' not in str(error.value)
