@@ -528,6 +528,18 @@ class ObjectDetectionEvaluator(evaluator_base.DetectionEvaluator):
     return overlaps.binary_masks(name, values.get(name), type(self).__name__
                                  ) if self.evaluates_masks else None
 
+  def precision_recall_curves(self):
+    """{1-based class id: (precision [K], recall [K])} of the images so far,
+    for each class with groundtruth and detections (detections by
+    decreasing score)."""
+    with warnings.catch_warnings():
+      warnings.simplefilter('ignore', RuntimeWarning)
+      result = self._evaluation.evaluate()
+    return {index + fields.LABEL_ID_OFFSET: (precision, recall)
+            for index, (precision, recall) in enumerate(
+                zip(result.precisions, result.recalls))
+            if isinstance(precision, np.ndarray) and len(precision)}
+
   def evaluate(self):
     """Returns {summary name: mAP, per-category name: AP} (NaN: no data)."""
     with warnings.catch_warnings():
