@@ -43,6 +43,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import training_jobs
 from od_estimator.estimator import xla
+from od_estimator.export import exporter
 from od_estimator.utils import flag_checks
 
 # An evaluator task polls for new checkpoints this often by default.
@@ -161,7 +162,8 @@ def _job():
       eval_timeout_secs=FLAGS.eval_timeout_secs,
       resume_from_last_good=FLAGS.resume_from_last_good,
       log_every_n_steps=FLAGS.log_every_n_steps,
-      keep_best_options=keep_best.options_from_flags(FLAGS))
+      keep_best_options=keep_best.options_from_flags(
+          FLAGS, exporter.export_for_serving))
 
 
 _print_metrics = training_jobs.print_metrics

@@ -70,6 +70,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
+from od_estimator.export import exporter
 from od_estimator.utils import flag_checks
 
 # The original's TF2 trainer keeps this many checkpoints (the Estimator 5).
@@ -154,7 +155,7 @@ def _job():
       # model_dir/eval, as the original's model_dir/eval/<input name>.
       eval_name=None,
       keep_best_options=keep_best.options_from_flags(
-          FLAGS, evaluates=bool(FLAGS.checkpoint_dir),
+          FLAGS, exporter.export_for_serving, evaluates=bool(FLAGS.checkpoint_dir),
           why_not='pass it to the evaluation job (--checkpoint_dir=%s).' %
           FLAGS.model_dir))
 

@@ -35,6 +35,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
+from od_estimator.export import exporter
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
@@ -111,7 +112,7 @@ def main(unused_argv):
   flags.mark_flag_as_required('pipeline_config_path')
   flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
   keep_best_options = keep_best.options_from_flags(
-      FLAGS, evaluates=FLAGS.mode == 'eval',
+      FLAGS, exporter.export_for_serving, evaluates=FLAGS.mode == 'eval',
       why_not='pass it to the --mode=eval job.')
   hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
   overrides = {}

@@ -29,7 +29,7 @@ import json
 import math
 import os
 import re
-from typing import Optional
+from typing import Callable, Optional
 
 from absl import flags
 from absl import logging
@@ -38,8 +38,6 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.config import config_util
-from od_estimator.export import exporter
-from od_estimator.input_pipeline import context_features
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import file_safety
 
@@ -63,11 +61,15 @@ class Options:
   Attributes:
     metric: the evaluation metric to keep the best checkpoint by.
     higher_is_better: its direction; None tells it by the metric's name.
-    export: also export the kept checkpoint (export/best/<step>/).
+    export_fn: None, or how to export the kept checkpoint to
+      export/best/<step>/: fn(pipeline_config, checkpoint prefix, output
+      directory), export_inference_graph's export (the commands hand in
+      export.exporter.export_for_serving; the export floor is above this
+      one).
   """
   metric: str
   higher_is_better: Optional[bool] = None
-  export: bool = False
+  export_fn: Optional[Callable[..., None]] = None
 
 
 def new_flags():
@@ -92,11 +94,12 @@ def new_flags():
   ]
 
 
-def options_from_flags(flag_values, evaluates=True, why_not=''):
+def options_from_flags(flag_values, export_fn, evaluates=True, why_not=''):
   """Options of the --keep_best_* flags, or None without --keep_best_by.
 
   Args:
     flag_values: the parsed absl FLAGS.
+    export_fn: Options.export_fn, used with --keep_best_export.
     evaluates: whether the run evaluates (else a --keep_best_by is an
       error saying `why_not`).
     why_not: what to do instead, for the error.
@@ -120,7 +123,7 @@ def options_from_flags(flag_values, evaluates=True, why_not=''):
         'does not evaluate; %s' % (flag_values.keep_best_by, why_not))
   options = Options(flag_values.keep_best_by,
                     flag_values.keep_best_higher_is_better,
-                    flag_values.keep_best_export)
+                    export_fn if flag_values.keep_best_export else None)
   higher_is_better(options)
   return options
 
@@ -287,21 +290,15 @@ class BestKeeper:
 
   def _export_if_asked(self, record):
     """Exports the kept checkpoint unless its export is there already."""
-    if not (self._options.export and record):
+    if not (self._options.export_fn and record):
       return
     root = os.path.join(self._model_dir, 'export', EXPORTER_NAME)
     target = os.path.join(root, str(record['step']))
     if not tf.io.gfile.exists(os.path.join(target, 'saved_model',
                                            'saved_model.pb')):
-      specs = context_features.side_input_specs(self._pipeline_config.model)
-      exporter.export_inference_graph(
-          'image_tensor', self._pipeline_config,
-          os.path.join(self._best_dir, record['checkpoint']), target,
-          use_side_inputs=bool(specs),
-          side_input_shapes=[shape for _, shape, _ in specs] or None,
-          side_input_names=[name for name, _, _ in specs] or None,
-          side_input_types=[dtype for _, _, dtype in specs] or None,
-          overwrite=True)
+      self._options.export_fn(
+          self._pipeline_config,
+          os.path.join(self._best_dir, record['checkpoint']), target)
       logging.info('Exported the best checkpoint (step %d) to %s.',
                    record['step'], target)
     for name in tf.io.gfile.listdir(root):
