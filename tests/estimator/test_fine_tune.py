@@ -7,13 +7,13 @@ averaged_tiny_ssd (tests/trained_models.py: one step with moving averages
 of decay 0.5); a new training run starts from it via
 train_config.fine_tune_checkpoint. Its variables, read as soon as its
 session is initialized (step 0), show what was restored; the run then stops
-before its first step. The other checkpoint types (load_all_detection_
-checkpoint_vars, a classification-only MobileNet v1 checkpoint) initialize
-the tiny SSD's network alone (no loss or optimizer: a fifth of the training
-graph) as the TRAIN model_fn does, by fine_tune.build_scaffold_fn. The
-launches from a checkpoint of another model are about the restore report
-and the launch, not the network: they run the tiniest model
-(tests/fakes.py's fake Faster R-CNN extractor).
+before its first step. The other restores (load_all_detection_checkpoint_vars,
+a classification-only MobileNet v1 checkpoint) initialize the tiny SSD's
+network alone (without the loss, gradients and optimizer, most of a
+training graph's ops) as the TRAIN model_fn does, by
+fine_tune.build_scaffold_fn. The launches from a checkpoint of another
+model are about the restore report and the launch, not the network: they
+run the tiniest model (tests/fakes.py's fake Faster R-CNN extractor).
 """
 import re
 
@@ -137,8 +137,8 @@ def source(averaged_tiny_ssd):
           _values(averaged_tiny_ssd['initial']))
 
 
-def _fine_tune(root, config, name, checkpoint, kind, base=tiny_ssd.V1_OVERRIDES,
-               **overrides):
+def _fine_tune(root, config, name, checkpoint, kind,
+               base=tiny_ssd.V1_OVERRIDES, **overrides):
   """Starts a fine-tuning run; returns (variables at step 0, log)."""
   overrides.update({'train_config.fine_tune_checkpoint': checkpoint,
                     'train_config.fine_tune_checkpoint_type': kind})
