@@ -8,10 +8,10 @@ of decay 0.5); a new training run starts from it via
 train_config.fine_tune_checkpoint. Its variables, read as soon as its
 session is initialized (step 0), show what was restored; the run then stops
 before its first step. The other restores (load_all_detection_checkpoint_vars,
-a classification-only MobileNet v1 checkpoint) initialize the tiny SSD's
-network alone (without the loss, gradients and optimizer, most of a
-training graph's ops) as the TRAIN model_fn does, by
-fine_tune.build_scaffold_fn. The launches from a checkpoint of another
+a classification-only MobileNet v1 checkpoint) restore what
+fine_tune.restore_map (the TRAIN model_fn's) asks into one network of the
+tiny SSD, built once without the loss, gradients and optimizer (most of a
+training graph's ops). The launches from a checkpoint of another
 model are about the restore report and the launch, not the network: they
 run the tiniest model (tests/fakes.py's fake Faster R-CNN extractor).
 """
@@ -145,31 +145,39 @@ def _fine_tune(root, config, name, checkpoint, kind,
   return _train(config, str(root / name), overrides, base)
 
 
-def _initialized(config, checkpoint, kind, **overrides):
-  """The tiny SSD's training network initialized from `checkpoint`.
+@pytest.fixture(scope='module')
+def network(config):
+  """The tiny SSD's training network with one more class (num_classes 4).
 
-  The network alone, without the loss and optimizer (fine-tuning restores
-  none of theirs), initialized as the TRAIN model_fn initializes it
-  (fine_tune.build_scaffold_fn, then the variables' initializers).
-
-  Returns:
-    (variables after initialization, absl log).
+  The network alone: the loss, gradients and optimizer are none of what
+  fine-tuning restores. Returns (graph, model).
   """
-  overrides.update({'train_config.fine_tune_checkpoint': checkpoint,
-                    'train_config.fine_tune_checkpoint_type': kind})
   configs = config_util.merge_external_params_with_configs(
-      config_util.get_configs_from_pipeline_file(config), _hparams(overrides))
+      config_util.get_configs_from_pipeline_file(config),
+      _hparams({'num_classes': 4}))
   size = configs['model'].ssd.image_resizer.fixed_shape_resizer.height
-  with fast_graphs.new_graph():
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(configs['model'], is_training=True)
     model.predict(*model.preprocess(tf.zeros([1, size, size, 3])))
     tf.compat.v1.train.get_or_create_global_step()
+  return graph, model
+
+
+def _restored(network, checkpoint, kind, load_all=False):
+  """The network's variables once initialized, then restored from
+  `checkpoint` as fine_tune.restore_map asks; returns (values, absl log)."""
+  graph, model = network
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=checkpoint, fine_tune_checkpoint_type=kind,
+      load_all_detection_checkpoint_vars=load_all)
+  with graph.as_default():
     with log_capture.absl_messages() as messages:
-      fine_tune.build_scaffold_fn(model, configs['train_config'],
-                                  use_tpu=False)
+      restore = tf.compat.v1.train.Saver(
+          fine_tune.restore_map(model, train_config))
     variables = tf.compat.v1.global_variables()
     with tf.compat.v1.Session() as session:
       session.run(tf.compat.v1.global_variables_initializer())
+      restore.restore(session, checkpoint)
       values = dict(zip([variable.op.name for variable in variables],
                         session.run(variables)))
   return values, '\n'.join(messages)
@@ -182,11 +190,9 @@ def detection(root, config, source):
 
 
 @pytest.fixture(scope='module')
-def detection_all_vars(config, source):
+def detection_all_vars(network, source):
   """load_all_detection_checkpoint_vars with one more class."""
-  return _initialized(
-      config, source[0], 'detection', num_classes=4,
-      **{'train_config.load_all_detection_checkpoint_vars': True})
+  return _restored(network, source[0], 'detection', load_all=True)
 
 
 @pytest.fixture(scope='module')
@@ -208,8 +214,8 @@ def classification_checkpoint(root):
 
 
 @pytest.fixture(scope='module')
-def classification(config, classification_checkpoint):
-  return _initialized(config, classification_checkpoint, 'classification')
+def classification(network, classification_checkpoint):
+  return _restored(network, classification_checkpoint, 'classification')
 
 
 def test_detection_restores_the_feature_extractor_only(source, detection):
