@@ -125,6 +125,11 @@ class SSDEfficientNetBiFPNFeatureExtractor(
               _FIELD, self._bifpn_min_level, self._bifpn_max_level))
     bifpn.check_combine_method(self._bifpn_combine_method, _FIELD + '.bifpn')
 
+  def is_backbone_variable(self, name):
+    """Whether a variable name is the backbone's (not below the Keras name
+    of the extractor, whose BiFPN a classification checkpoint lacks)."""
+    return not name.startswith(self._VARIANT[1] + '/')
+
   def preprocess(self, resized_inputs):
     """[0, 255] pixels -> ImageNet-normalized [0, 1] pixels."""
     return (resized_inputs / 255.0 - [[_CHANNEL_MEAN]]) / [[_CHANNEL_STDDEV]]

@@ -1,0 +1,261 @@
+"""EfficientDet (ssd_efficientnet-b<N>_bifpn_keras): names, restores, training.
+
+Our D0 training graph (the original's sample config at 128x128, the
+smallest its BiFPN levels 3..7 allow; variable shapes do not depend on the
+size) has the variables of the original's TF2 model, Keras names and
+shapes (tests/data/tf2_checkpoint_keys/ssd_efficientdet_d0_*), but its
+classification head, and a checkpoint laid out as the original writes it
+restores into it with nothing skipped for each fine-tuning kind. A tiny
+EfficientDet (EfficientNet-B0 at width x0.25, 64x64, levels 3..6, 16 BiFPN
+filters) trains two steps, and a tiny BiFPN two steps per combine method. The other seven
+configs build in tests/test_upstream_tf2_configs.py.
+"""
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_slim as slim
+
+from od_estimator import errors
+from od_estimator.builders import hyperparams_builder
+from od_estimator.builders import model_builder
+from od_estimator.config import config_util
+from od_estimator.models import bifpn
+from od_estimator.utils import graph_building
+from tests import plain_session
+from tests import tf2_checkpoints
+from tests import upstream_folder
+
+D0 = 'ssd_efficientdet_d0_512x512_coco17_tpu-8'
+# The original's checkpoints keep the EfficientNet classifier's head, which
+# the detector does not use and we do not build.
+CLASSIFICATION_HEAD = ('top_conv2d/', 'top_bn/', 'logits/')
+_PREDICTOR = 'WeightSharedConvolutionalBoxPredictor/'
+
+
+def _model_config(size, text=''):
+  model_config = config_util.get_configs_from_pipeline_file(
+      upstream_folder.config_path(D0, tf2=True), text)['model']
+  resizer = model_config.ssd.image_resizer.keep_aspect_ratio_resizer
+  resizer.min_dimension = resizer.max_dimension = size
+  return model_config
+
+
+def _model_facts(name):
+  return {fact.keras_name: fact.shape for fact in tf2_checkpoints.facts(name)
+          if fact.key.startswith(('model/', 'feature_extractor/')) and
+          '/.OPTIMIZER_SLOT/' not in fact.key}
+
+
+@pytest.fixture(scope='module')
+def d0():
+  """(graph, model, {name: variable}) of our D0 training graph."""
+  graph = tf.Graph()
+  with graph.as_default(), graph_building.identity_equality():
+    model = model_builder.build(_model_config(128), is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, 128, 128, 3])))
+    tf.compat.v1.train.get_or_create_global_step()
+    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+  return graph, model, variables
+
+
+def test_d0_has_the_originals_names_and_shapes(d0):
+  _, _, variables = d0
+  ours = {name: v.shape.as_list() for name, v in variables.items()
+          if name != 'global_step'}
+  original = _model_facts(D0)
+  assert {name: shape for name, shape in original.items()
+          if not name.startswith(CLASSIFICATION_HEAD)} == ours
+  assert {name for name in original if name.startswith(CLASSIFICATION_HEAD)}
+  # The classification checkpoint's backbone is ours, but its head.
+  backbone = _model_facts(D0 + '.classification')
+  assert all(ours[name] == shape for name, shape in backbone.items()
+             if not name.startswith(CLASSIFICATION_HEAD))
+
+
+@pytest.fixture(scope='module')
+def written(tmp_path_factory):
+  """{facts name: checkpoint prefix}, written as the original lays it out."""
+  folder = tmp_path_factory.mktemp('efficientdet_checkpoints')
+  prefixes = {}
+  for name in (D0, D0 + '.classification'):
+    lines = tf2_checkpoints.facts(name)
+    prefixes[name] = tf2_checkpoints.write(
+        str(folder / name), lines, tf2_checkpoints.indexed_values(lines))
+  return prefixes
+
+
+@pytest.mark.parametrize('kind', ['classification', 'detection', 'full'])
+def test_a_d0_checkpoint_of_the_original_restores_with_nothing_skipped(
+    d0, written, kind):
+  graph, model, variables = d0
+  facts_name = D0 + ('.classification' if kind == 'classification' else '')
+  matched, wanted = tf2_checkpoints.match(graph, model, written[facts_name],
+                                          kind)
+  assert (matched.missing, matched.mismatched) == ([], [])
+  assert sorted(v.op.name for v in matched.available.values()) == sorted(
+      wanted)
+  ours = set(variables) - {'global_step'}
+  assert set(wanted) == {
+      'classification': {name for name in ours if '/bifpn/' not in name and
+                         not name.startswith(_PREDICTOR)},
+      'detection': {name for name in ours if not name.startswith(_PREDICTOR)},
+      'full': ours}[kind]
+  # Only the classifier's head is left in the checkpoint.
+  left_out = {fact.keras_name for fact in tf2_checkpoints.facts(facts_name)
+              if fact.key.split('/.ATTRIBUTES/')[0] in matched.left_out}
+  assert len(left_out) == len(matched.left_out) > 0
+  assert all(name.startswith(CLASSIFICATION_HEAD) for name in left_out)
+
+
+# A tiny EfficientDet: EfficientNet-B0 at width x0.25, levels 3..6 at 64x64.
+TINY = """model { ssd {
+  num_classes: 3
+  anchor_generator { multiscale_anchor_generator { max_level: 6 } }
+  box_predictor { weight_shared_convolutional_box_predictor {
+    depth: 16 num_layers_before_predictor: 1 } }
+  feature_extractor { depth_multiplier: 0.25 bifpn {
+    max_level: 6 num_iterations: 2 num_filters: 16 } }
+} }"""
+TINY_SIZE = 64
+
+
+def _train_two_steps(build_loss):
+  """Two momentum steps on build_loss() (built in a new graph).
+
+  Returns:
+    (losses of the two steps, first gradients, trainable variable names,
+    their values before and after).
+  """
+  graph = tf.Graph()
+  with graph.as_default(), graph_building.identity_equality():
+    tf.compat.v1.set_random_seed(1)
+    loss = build_loss()
+    trainable = tf.compat.v1.trainable_variables()
+    gradients = tf.gradients(loss, trainable)
+    with tf.control_dependencies(
+        tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
+      train_op = tf.compat.v1.train.MomentumOptimizer(
+          0.05, 0.9).apply_gradients(zip(gradients, trainable))
+    with plain_session.session(graph) as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      before = sess.run(trainable)
+      first = sess.run({'loss': loss, 'gradients': gradients,
+                        'train': train_op})
+      second = sess.run([loss, train_op])[0]
+      after = sess.run(trainable)
+  return ([first['loss'], second], first['gradients'],
+          [v.op.name for v in trainable], before, after)
+
+
+def _tiny_detector_loss(feature_map_shapes):
+  """The tiny EfficientDet's total loss on two random images."""
+  model = model_builder.build(_model_config(TINY_SIZE, TINY),
+                              is_training=True)
+  images = tf.random.uniform([2, TINY_SIZE, TINY_SIZE, 3], 0, 255, seed=2)
+  model.provide_groundtruth(
+      groundtruth_boxes_list=[tf.constant([[0.1, 0.1, 0.6, 0.5]]),
+                              tf.constant([[0.3, 0.2, 0.9, 0.9]])],
+      groundtruth_classes_list=[tf.one_hot([1], model.num_classes),
+                                tf.one_hot([2], model.num_classes)])
+  predictions = model.predict(*model.preprocess(images))
+  feature_map_shapes.extend(
+      m.shape.as_list() for m in predictions['feature_maps'])
+  return tf.add_n(list(model.loss(predictions, None).values()) +
+                  model.regularization_losses())
+
+
+def _batch_normalized_bias(name):
+  """A conv bias followed by batch norm (force_use_bias): in training, the
+  batch norm takes its effect back out, so its gradient is zero."""
+  return re.search(r'(conv|conv2d_\d+)/bias$', name) is not None
+
+
+def _no_gradient(names, gradients):
+  """Variables whose gradient is not finite, or zero though it should not."""
+  return [name for name, gradient in zip(names, gradients)
+          if not np.all(np.isfinite(gradient)) or
+          not (np.any(gradient) or _batch_normalized_bias(name))]
+
+
+def _still(names, before, after):
+  """Variables the steps left as they were (but batch-normalized biases)."""
+  return [name for name, b, a in zip(names, before, after)
+          if np.array_equal(b, a) and not _batch_normalized_bias(name)]
+
+
+def test_a_tiny_efficientdet_trains():
+  shapes = []
+  losses, gradients, names, before, after = _train_two_steps(
+      lambda: _tiny_detector_loss(shapes))
+  # Levels 3..6 of a 64x64 image, 16 channels each.
+  assert shapes == [[2, 8, 8, 16], [2, 4, 4, 16], [2, 2, 2, 16],
+                    [2, 1, 1, 16]]
+  assert np.all(np.isfinite(losses)) and losses[1] != losses[0]
+  # Every variable gets a finite gradient, the first backbone layer a
+  # nonzero one (backbone, BiFPN and towers are all connected), and the
+  # heads move. (At the initial weights the other gradients are tiny: the
+  # heads' weights are N(0, 0.01) and levels without a match get no box
+  # loss.)
+  assert [name for name, gradient in zip(names, gradients)
+          if not np.all(np.isfinite(gradient))] == []
+  assert names[0] == 'stem_conv2d/kernel' and np.any(gradients[0])
+  moved = {name for name, b, a in zip(names, before, after)
+           if not np.array_equal(b, a)}
+  assert {'WeightSharedConvolutionalBoxPredictor/WeightSharedConvolutional'
+          '%sHead/%sPredictor/%s' % (head, head, weight)
+          for head in ('Box', 'Class') for weight in (
+              'depthwise_kernel', 'pointwise_kernel', 'bias')} <= moved
+  assert len([name for name in names
+              if name.endswith('/bifpn_combine_weights')]) == 12
+
+
+def _bifpn_loss(combine_method):
+  """Squared error of a tiny BiFPN's maps (levels 3..5 in, 3..6 out) to
+  random targets."""
+  hyperparams = hyperparams_builder.build(
+      _model_config(128).ssd.feature_extractor.conv_hyperparams,
+      is_training=True, allow_force_use_bias=True)
+  features = [tf.random.normal([2, size, size, depth], seed=size)
+              for size, depth in ((8, 24), (4, 40), (2, 16))]
+  with slim.arg_scope(hyperparams()):
+    maps = bifpn.bifpn(features, 3, 6, num_iterations=2, depth=16,
+                       combine_method=combine_method,
+                       activation_fn=hyperparams.activation_fn)
+  assert [m.shape.as_list() for m in maps] == [
+      [2, 8, 8, 16], [2, 4, 4, 16], [2, 2, 2, 16], [2, 1, 1, 16]]
+  return tf.add_n([tf.reduce_mean(tf.square(
+      m - tf.random.normal(m.shape, seed=index)))
+                   for index, m in enumerate(maps)])
+
+
+@pytest.mark.parametrize('combine_method', bifpn.COMBINE_METHODS)
+def test_the_bifpn_trains_with_each_combine_method(combine_method):
+  losses, gradients, names, before, after = _train_two_steps(
+      lambda: _bifpn_loss(combine_method))
+  assert losses[1] < losses[0]
+  assert _no_gradient(names, gradients) == []
+  assert _still(names, before, after) == []
+  combine_weights = [name for name in names
+                     if name.endswith('/bifpn_combine_weights')]
+  assert len(combine_weights) == (0 if combine_method == 'sum' else 12)
+  # force_use_bias: the convs have biases as well as batch norm.
+  assert 'bifpn/node_00/0_up_lvl_6/input_0_up_lvl_5/1x1_pre_sample/conv/bias' in names
+
+
+def test_the_extractor_refuses_what_it_cannot_honour():
+  for text, field in (
+      ("model { ssd { feature_extractor { bifpn { combine_method: 'max' } } } }",
+       'combine_method'),
+      ('model { ssd { feature_extractor { use_explicit_padding: true } } }',
+       'use_explicit_padding'),
+      ('model { ssd { feature_extractor { use_depthwise: true } } }',
+       'use_depthwise'),
+      ('model { ssd { feature_extractor { '
+       'override_base_feature_extractor_hyperparams: true } } }',
+       'override_base_feature_extractor_hyperparams'),
+      ('model { ssd { feature_extractor { bifpn { min_level: 6 } } } }',
+       'min_level')):
+    with pytest.raises(errors.UserInputError, match=field):
+      model_builder.build(_model_config(128, text), is_training=False)
