@@ -1,15 +1,19 @@
 """EfficientDet (ssd_efficientnet-b<N>_bifpn_keras): names, restores, training.
 
-Our D0 training graph (the original's sample config at 128x128, the
-smallest its BiFPN levels 3..7 allow; variable shapes do not depend on the
-size) has the variables of the original's TF2 model, Keras names and
-shapes (tests/data/tf2_checkpoint_keys/ssd_efficientdet_d0_*), but its
-classification head, and a checkpoint laid out as the original writes it
-restores into it with nothing skipped for each fine-tuning kind. A tiny
+Our D0 graph (the original's sample config with 3 classes at 256x256, the
+size its detections were recorded at; variable shapes do not depend on the
+size) has the variables of the original's TF2 model, Keras names and shapes
+(tests/data/tf2_checkpoint_keys/ssd_efficientdet_d0_*), but its
+classification head; a checkpoint laid out as the original writes it
+restores into it with nothing skipped for each fine-tuning kind, and with
+the values of tests/seeded_values.py our graph gives the original's
+detections (tests/data/tf2_detections/; tolerance as in
+tests/estimator/test_tf2_detections.py: the two agree exactly). A tiny
 EfficientDet (EfficientNet-B0 at width x0.25, 64x64, levels 3..6, 16 BiFPN
-filters) trains two steps, and a tiny BiFPN two steps per combine method. The other seven
-configs build in tests/test_upstream_tf2_configs.py.
+filters) trains two steps, and a tiny BiFPN two steps per combine method.
+The other seven configs build in tests/test_upstream_tf2_configs.py.
 """
+import os
 import re
 
 import numpy as np
@@ -21,13 +25,23 @@ from od_estimator import errors
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.estimator import moving_averages
 from od_estimator.models import bifpn
 from od_estimator.utils import graph_building
 from tests import plain_session
+from tests import seeded_values
 from tests import tf2_checkpoints
 from tests import upstream_folder
 
 D0 = 'ssd_efficientdet_d0_512x512_coco17_tpu-8'
+RECORDED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), 'data', 'tf2_detections', D0 + '.npz')
+NUM_CLASSES = 3
+SIZE = 256
+D0_OVERRIDE = ('model { ssd { num_classes: %d image_resizer { '
+               'fixed_shape_resizer { height: %d width: %d } } } }' % (
+                   NUM_CLASSES, SIZE, SIZE))
+TOLERANCE = 2e-4
 # The original's checkpoints keep the EfficientNet classifier's head, which
 # the detector does not use and we do not build.
 CLASSIFICATION_HEAD = ('top_conv2d/', 'top_bn/', 'logits/')
@@ -42,28 +56,38 @@ def _model_config(size, text=''):
   return model_config
 
 
+def _facts(name):
+  """The recorded lines, the class predictor's for NUM_CLASSES classes."""
+  return tf2_checkpoints.with_num_classes(tf2_checkpoints.facts(name),
+                                          NUM_CLASSES, background=False)
+
+
 def _model_facts(name):
-  return {fact.keras_name: fact.shape for fact in tf2_checkpoints.facts(name)
+  return {fact.keras_name: fact.shape for fact in _facts(name)
           if fact.key.startswith(('model/', 'feature_extractor/')) and
           '/.OPTIMIZER_SLOT/' not in fact.key}
 
 
 @pytest.fixture(scope='module')
 def d0():
-  """(graph, model, {name: variable}) of our D0 training graph."""
+  """(graph, model, {name: variable}, detections) of our D0 inference graph
+  on seeded_values.image()."""
+  model_config = config_util.get_configs_from_pipeline_file(
+      upstream_folder.config_path(D0, tf2=True), D0_OVERRIDE)['model']
   graph = tf.Graph()
   with graph.as_default(), graph_building.identity_equality():
-    model = model_builder.build(_model_config(128), is_training=True)
-    model.predict(*model.preprocess(tf.zeros([1, 128, 128, 3])))
-    tf.compat.v1.train.get_or_create_global_step()
+    model = model_builder.build(model_config, is_training=False)
+    images = tf.constant(seeded_values.image()[np.newaxis], tf.float32)
+    preprocessed, true_image_shapes = model.preprocess(images)
+    detections = model.postprocess(
+        model.predict(preprocessed, true_image_shapes), true_image_shapes)
     variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
-  return graph, model, variables
+  return graph, model, variables, detections
 
 
 def test_d0_has_the_originals_names_and_shapes(d0):
-  _, _, variables = d0
-  ours = {name: v.shape.as_list() for name, v in variables.items()
-          if name != 'global_step'}
+  _, _, variables, _ = d0
+  ours = {name: v.shape.as_list() for name, v in variables.items()}
   original = _model_facts(D0)
   assert {name: shape for name, shape in original.items()
           if not name.startswith(CLASSIFICATION_HEAD)} == ours
@@ -76,37 +100,62 @@ def test_d0_has_the_originals_names_and_shapes(d0):
 
 @pytest.fixture(scope='module')
 def written(tmp_path_factory):
-  """{facts name: checkpoint prefix}, written as the original lays it out."""
+  """{facts name: checkpoint prefix}, laid out as the original writes them
+  (the model's values, without the optimizer's), values by
+  seeded_values.value."""
   folder = tmp_path_factory.mktemp('efficientdet_checkpoints')
-  prefixes = {}
-  for name in (D0, D0 + '.classification'):
-    lines = tf2_checkpoints.facts(name)
-    prefixes[name] = tf2_checkpoints.write(
-        str(folder / name), lines, tf2_checkpoints.indexed_values(lines))
-  return prefixes
+  return {name: tf2_checkpoints.write(
+      str(folder / name), lines,
+      lambda fact: seeded_values.value(fact.key, fact.shape))
+          for name, lines in (
+              (D0, tf2_checkpoints.model_lines(_facts(D0))),
+              (D0 + '.classification', _facts(D0 + '.classification')))}
 
 
 @pytest.mark.parametrize('kind', ['classification', 'detection', 'full'])
 def test_a_d0_checkpoint_of_the_original_restores_with_nothing_skipped(
     d0, written, kind):
-  graph, model, variables = d0
+  graph, model, variables, _ = d0
   facts_name = D0 + ('.classification' if kind == 'classification' else '')
   matched, wanted = tf2_checkpoints.match(graph, model, written[facts_name],
                                           kind)
   assert (matched.missing, matched.mismatched) == ([], [])
   assert sorted(v.op.name for v in matched.available.values()) == sorted(
       wanted)
-  ours = set(variables) - {'global_step'}
   assert set(wanted) == {
-      'classification': {name for name in ours if '/bifpn/' not in name and
-                         not name.startswith(_PREDICTOR)},
-      'detection': {name for name in ours if not name.startswith(_PREDICTOR)},
-      'full': ours}[kind]
+      'classification': {name for name in variables if '/bifpn/' not in name
+                         and not name.startswith(_PREDICTOR)},
+      'detection': {name for name in variables
+                    if not name.startswith(_PREDICTOR)},
+      'full': set(variables)}[kind]
   # Only the classifier's head is left in the checkpoint.
-  left_out = {fact.keras_name for fact in tf2_checkpoints.facts(facts_name)
+  left_out = {fact.keras_name for fact in _facts(facts_name)
               if fact.key.split('/.ATTRIBUTES/')[0] in matched.left_out}
   assert len(left_out) == len(matched.left_out) > 0
   assert all(name.startswith(CLASSIFICATION_HEAD) for name in left_out)
+
+
+def test_d0_gives_the_originals_detections(d0, written):
+  graph, _, _, detections = d0
+  with plain_session.session(graph) as sess:
+    moving_averages.restore(sess, False, written[D0])
+    ours = sess.run(detections)
+  with np.load(RECORDED) as recorded:
+    original = dict(recorded)
+  assert ours['num_detections'] == original['num_detections'] > 50
+  np.testing.assert_allclose(ours['raw_detection_scores'],
+                             original['raw_detection_scores'], rtol=0,
+                             atol=TOLERANCE)
+  # These values give some huge box codes, so boxes compare relatively.
+  np.testing.assert_allclose(ours['raw_detection_boxes'],
+                             original['raw_detection_boxes'], rtol=1e-5,
+                             atol=TOLERANCE)
+  # Many scores saturate at 1 and tie: the detections compare as sets.
+  for name in ('detection_scores', 'detection_classes',
+               'detection_anchor_indices'):
+    np.testing.assert_allclose(np.sort(ours[name], axis=None),
+                               np.sort(original[name], axis=None), rtol=0,
+                               atol=TOLERANCE, err_msg=name)
 
 
 # A tiny EfficientDet: EfficientNet-B0 at width x0.25, levels 3..6 at 64x64.
