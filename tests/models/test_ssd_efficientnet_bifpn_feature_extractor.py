@@ -32,6 +32,7 @@ from od_estimator.input_pipeline import inputs
 from od_estimator.models import bifpn
 from od_estimator.utils import graph_building
 from tests import plain_session
+from tests import seeded_detections
 from tests import seeded_values
 from tests import tf2_checkpoints
 from tests import tiny_ssd
@@ -78,14 +79,9 @@ def d0():
   on seeded_values.image()."""
   model_config = config_util.get_configs_from_pipeline_file(
       upstream_folder.config_path(D0, tf2=True), D0_OVERRIDE)['model']
-  graph = tf.Graph()
-  with graph.as_default(), graph_building.identity_equality():
-    model = model_builder.build(model_config, is_training=False)
-    images = tf.constant(seeded_values.image()[np.newaxis], tf.float32)
-    preprocessed, true_image_shapes = model.preprocess(images)
-    detections = model.postprocess(
-        model.predict(preprocessed, true_image_shapes), true_image_shapes)
-    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+  graph, model, detections = seeded_detections.build(model_config)
+  variables = {v.op.name: v for v in graph.get_collection(
+      tf.compat.v1.GraphKeys.GLOBAL_VARIABLES)}
   return graph, model, variables, detections
 
 
