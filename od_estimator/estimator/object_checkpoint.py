@@ -169,7 +169,7 @@ def _known_paths(variables):
   names = {variable.op.name: name for name, variable in variables.items()}
   return {path: names[variable_name] for variable_name, paths in
           keras_object_paths.known_paths(list(names)).items()
-          for path in paths}
+          for path in paths if path is not None}
 
 
 def _without(variables, names):

@@ -19,6 +19,8 @@ not build them.
 Inputs are scaled to [0, 1] and normalized by the ImageNet channel mean and
 standard deviation.
 """
+import re
+
 import tensorflow as tf
 import tf_slim as slim
 
@@ -37,6 +39,17 @@ _LEVEL_BLOCKS = {
     4: 'stack_4/block_2',
     5: 'stack_6/block_0',
 }
+# Layers with weights of a block, in the order Keras builds them.
+_BLOCK_LAYERS = ('expand_conv2d', 'expand_bn', 'depthwise_conv2d',
+                 'depthwise_bn', 'se_reduce_conv2d', 'se_expand_conv2d',
+                 'project_conv2d', 'project_bn')
+_BACKBONE_VARIABLE = re.compile(
+    r'^(?:(stem)_(conv2d|bn)|stack_(\d+)/block_(\d+)/(\w+))/(\w+)$')
+_BIFPN_VARIABLE = re.compile(
+    r'^(?:EfficientDet-D\d(?:-D7)?|EfficientNet-B7_BiFPN)/bifpn/node_(\d+)/'
+    r'[^/]+/(?:input_[^/]+/1x1_pre_sample/(conv|batchnorm)|(combine)|'
+    r'post_combine/(separable_conv|batchnorm))/(\w+)$')
+_EXTRACTOR_PATH = 'model/_feature_extractor'
 _CHANNEL_MEAN = (0.485, 0.456, 0.406)
 _CHANNEL_STDDEV = (0.229, 0.224, 0.225)
 
@@ -177,6 +190,72 @@ class SSDEfficientNetBiFPNFeatureExtractor(
             combine_method=self._bifpn_combine_method,
             activation_fn=getattr(hyperparams, 'activation_fn', None),
             use_native_resize_op=self._use_native_resize_op)
+
+
+def _backbone_layer_order(match):
+  """Sort key of a backbone layer: the order Keras builds them in."""
+  if match.group(1):
+    return (-1, 0, ('conv2d', 'bn').index(match.group(2)))
+  return (int(match.group(3)), int(match.group(4)),
+          _BLOCK_LAYERS.index(match.group(5)))
+
+
+def _bifpn_path(match):
+  """The BiFPN variable's object path below the extractor's.
+
+  Node k's blocks are lists of layers: each projected input's (the first
+  input, the only one from the backbone) [conv, batch norm] as element 1
+  of an (input index, layers) pair, the post-combine block's [activation,
+  separable conv, batch norm]; its combine layer holds its weights.
+  """
+  node, projection, combine, post_combine, weight = match.groups()
+  node = int(node)
+  if combine:
+    return '_bifpn_stage/node_combine_op/%d/%s' % (node, weight)
+  if projection:
+    return '_bifpn_stage/node_input_blocks/%d/0/1/%d/%s' % (
+        node, ('conv', 'batchnorm').index(projection), weight)
+  return '_bifpn_stage/node_post_combine_block/%d/%d/%s' % (
+      node, ('separable_conv', 'batchnorm').index(post_combine) + 1, weight)
+
+
+def original_object_paths(names):
+  """The object paths the original saves these variables under.
+
+  Its detection checkpoints hold the EfficientNet levels' Keras model as
+  `_efficientnet` and the BiFPN as `_bifpn_stage`; its classification
+  checkpoints the whole EfficientNet:
+
+    <backbone layer>/<weight> ->
+      model/_feature_extractor/_efficientnet/layer_with_weights-<k>/<weight>,
+      feature_extractor/layer_with_weights-<k>/<weight>,
+    k the layer's place among the layers with weights, in build order;
+    <extractor>/bifpn/node_<k>/... -> model/_feature_extractor/
+      _bifpn_stage/... (see _bifpn_path), in detection checkpoints only.
+
+  Args:
+    names: variable names of a graph.
+
+  Returns:
+    {name: (detection checkpoint path, classification checkpoint path or
+    None)} of the names that are an EfficientDet extractor's variables.
+  """
+  backbone = {name: _BACKBONE_VARIABLE.match(name) for name in names}
+  backbone = {name: match for name, match in backbone.items() if match}
+  layers = sorted({_backbone_layer_order(match)
+                   for match in backbone.values()})
+  index = {layer: i for i, layer in enumerate(layers)}
+  paths = {}
+  for name, match in backbone.items():
+    path = 'layer_with_weights-%d/%s' % (
+        index[_backbone_layer_order(match)], match.group(6))
+    paths[name] = ('%s/_efficientnet/%s' % (_EXTRACTOR_PATH, path),
+                   'feature_extractor/' + path)
+  for name in names:
+    match = _BIFPN_VARIABLE.match(name)
+    if match:
+      paths[name] = ('%s/%s' % (_EXTRACTOR_PATH, _bifpn_path(match)), None)
+  return paths
 
 
 def _variant(index, keras_name, iterations, filters):

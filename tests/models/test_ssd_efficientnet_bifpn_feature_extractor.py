@@ -27,6 +27,7 @@ from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
+from od_estimator.export import original_object_paths
 from od_estimator.estimator import moving_averages
 from od_estimator.input_pipeline import inputs
 from od_estimator.models import bifpn
@@ -96,6 +97,18 @@ def test_d0_has_the_originals_names_and_shapes(d0):
   backbone = _model_facts(D0 + '.classification')
   assert all(ours[name] == shape for name, shape in backbone.items()
              if not name.startswith(CLASSIFICATION_HEAD))
+
+
+def test_d0_object_paths_are_the_originals(d0):
+  # The paths exporter_main_v2 writes our variables under, and fine-tuning
+  # reads them from.
+  _, _, variables, _ = d0
+  paths = original_object_paths.original_paths(list(variables))
+  suffix = '/.ATTRIBUTES/VARIABLE_VALUE'
+  assert {paths[name] + suffix: name for name in variables} == {
+      fact.key: fact.keras_name
+      for fact in tf2_checkpoints.model_lines(_facts(D0))
+      if not fact.keras_name.startswith(CLASSIFICATION_HEAD)}
 
 
 @pytest.fixture(scope='module')
