@@ -17,7 +17,11 @@ stack_6/block_0 in its checkpoints; the detector never uses them and we do
 not build them.
 
 Inputs are scaled to [0, 1] and normalized by the ImageNet channel mean and
-standard deviation.
+standard deviation. Beyond the original: depth_multiplier below 1 (which
+it refuses) scales the backbone's width, for small models; images need
+2**max_level pixels a side (it asks for 129, though its top levels only
+line up on multiples of 2**max_level); unset bifpn num_iterations and
+num_filters take the variant's values (it would build no BiFPN).
 """
 import re
 
