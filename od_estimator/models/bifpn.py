@@ -82,8 +82,10 @@ def _combine(inputs, combine_method):
   elif combine_method == 'fast_attention':
     weights = tf.nn.relu(weights)
     weights /= tf.reduce_sum(weights) + _FAST_ATTENTION_EPSILON
-  stacked = tf.stack(inputs, axis=-1)
-  return tf.squeeze(tf.linalg.matmul(stacked, weights), axis=[-1])
+  # A weighted sum. The original's matmul of the stacked inputs computes
+  # the same (up to rounding), but its gradient has shapes XLA (TPU)
+  # cannot know.
+  return tf.add_n([net * weights[i, 0] for i, net in enumerate(inputs)])
 
 
 def _resample(net, from_level, to_level, depth, project,
