@@ -26,6 +26,7 @@ import tf_slim as slim
 from od_estimator import errors
 from od_estimator.builders import hyperparams_builder
 from od_estimator.builders import model_builder
+from od_estimator.checks import tpu_check
 from od_estimator.config import config_util
 from od_estimator.estimator import model_lib
 from od_estimator.export import original_object_paths
@@ -266,7 +267,8 @@ def _train_two_steps(build_loss):
 
   Returns:
     (losses of the two steps, first gradients, trainable variable names,
-    their values before and after).
+    their values before and after, the tensors of unknown shape the step
+    makes: tpu_check.dynamic_shape_origins).
   """
   graph = tf.Graph()
   with graph.as_default(), graph_building.identity_equality():
@@ -278,6 +280,7 @@ def _train_two_steps(build_loss):
         tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
       train_op = tf.compat.v1.train.MomentumOptimizer(
           0.05, 0.9).apply_gradients(zip(gradients, trainable))
+    unknown_shapes = tpu_check.dynamic_shape_origins(graph.get_operations())
     with plain_session.session(graph) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
       before = sess.run(trainable)
@@ -286,7 +289,7 @@ def _train_two_steps(build_loss):
       second = sess.run([loss, train_op])[0]
       after = sess.run(trainable)
   return ([first['loss'], second], first['gradients'],
-          [v.op.name for v in trainable], before, after)
+          [v.op.name for v in trainable], before, after, unknown_shapes)
 
 
 def _batch_normalized_bias(name):
@@ -329,9 +332,11 @@ def _bifpn_loss(combine_method):
 
 @pytest.mark.parametrize('combine_method', bifpn.COMBINE_METHODS)
 def test_the_bifpn_trains_with_each_combine_method(combine_method):
-  losses, gradients, names, before, after = _train_two_steps(
-      lambda: _bifpn_loss(combine_method))
+  losses, gradients, names, before, after, unknown_shapes = (
+      _train_two_steps(lambda: _bifpn_loss(combine_method)))
   assert losses[1] < losses[0]
+  # A TPU (XLA) needs every shape of the training step known.
+  assert unknown_shapes == []
   assert _no_gradient(names, gradients) == []
   assert _still(names, before, after) == []
   combine_weights = [name for name in names
