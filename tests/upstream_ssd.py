@@ -50,6 +50,12 @@ def is_ssd(path):
   return _parsed_model_config(path).WhichOneof('model') == 'ssd'
 
 
+def is_efficientdet(path):
+  model = _parsed_model_config(path)
+  return model.WhichOneof('model') == 'ssd' and (
+      model.ssd.feature_extractor.type.startswith('ssd_efficientnet'))
+
+
 SSD_CONFIGS = [path for path in upstream_folder.paths() if is_ssd(path)]
 REDUCED_SIZE = 128
 # The ResNet FPN extractors take 129 pixels and up: the next multiple of 32.
@@ -111,6 +117,13 @@ def _shrink(ssd_config):
     resizer.fixed_shape_resizer.height = size
     resizer.fixed_shape_resizer.width = size
     return size
+  if kind == 'keep_aspect_ratio_resizer' and (
+      resizer.keep_aspect_ratio_resizer.pad_to_max_dimension):
+    # A square input (EfficientDet's): 128 is a multiple of every stride up
+    # to 2**7, the top BiFPN level. Names and shapes do not depend on it.
+    resizer.keep_aspect_ratio_resizer.min_dimension = REDUCED_SIZE
+    resizer.keep_aspect_ratio_resizer.max_dimension = REDUCED_SIZE
+    return REDUCED_SIZE
   return None
 
 
