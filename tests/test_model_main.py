@@ -1,10 +1,8 @@
 """model_main end to end: a real tiny SSD trains, evaluates and exports.
 
-The train -> eval -> export run of the demo's model and the bad-config
-error run the command in this process (run_command: its exit status and
-output as `python -m` gives them; the process boundary itself is
-tests/test_console_scripts.py's and the signal tests'), and the
-evaluate-only runs call model_main.main in this
+The train -> eval -> export run of the demo's model is the command line
+in a subprocess; the bad-config error runs the command in this process
+(run_command) and the evaluate-only runs call model_main.main in this
 process with the flags parsed as absl does (no interpreter start), on the
 session's one-step tiniest model (tests/trained_models.py's
 one_step_fake_faster_rcnn): they are about the evaluation's flags and
@@ -12,6 +10,7 @@ config fields, not the network.
 """
 import glob
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -23,10 +22,21 @@ from tests.command_modules import run_command
 
 from tests import event_tags
 from tests import fakes
-from tests import log_capture
+from tests import plain_command
 from tests import tiny_ssd
 
 model_main = import_command('model_main')
+
+# `python -m od_estimator.model_main` with its sessions without grappler
+# (tests/plain_command.py); the families' end-to-end runs
+# (tests/trained_models.py) and test_xla run it with grappler.
+MODEL_MAIN = plain_command.command('od_estimator.model_main')
+
+
+def _run(args, timeout=600):
+  result = subprocess.run(MODEL_MAIN + args, capture_output=True, text=True,
+                          timeout=timeout, cwd=tiny_ssd.REPO, check=False)
+  return result
 
 
 def _evaluate_once(config, model_dir, checkpoint_dir):
@@ -78,21 +88,17 @@ def trained(tmp_path_factory):
   """Trains 6 steps; returns (model_dir, config, log).
 
   One checkpoint after step 0, so one evaluation (each builds the eval
-  graph again) and the export. Its sessions run without grappler, as all
-  of this process's (tests/plain_session.py); the families' end-to-end
-  runs (tests/trained_models.py) and test_xla run it with grappler.
+  graph again) and the export.
   """
   root = tmp_path_factory.mktemp('model_main')
   config = tiny_ssd.write_config(root, root / 'data')
   model_dir = str(root / 'model')
-  with log_capture.command_log() as log:
-    result = run_command('model_main', [
-        '--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-        '--num_train_steps=6', '--save_checkpoints_steps=6',
-        '--log_every_n_steps=2',
-        '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+  result = _run(['--pipeline_config_path=%s' % config,
+                 '--model_dir=%s' % model_dir, '--num_train_steps=6',
+                 '--save_checkpoints_steps=6', '--log_every_n_steps=2',
+                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
   assert result.returncode == 0, result.stderr[-3000:]
-  return model_dir, config, '\n'.join(log)
+  return model_dir, config, result.stderr
 
 
 def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
