@@ -24,13 +24,3 @@ def absl_messages():
   """Yields a list that collects the messages logged through absl."""
   with _collected('absl', []) as messages:
     yield messages
-
-
-@contextlib.contextmanager
-def command_log():
-  """Yields a list collecting what absl and TensorFlow log (INFO and up):
-  the log lines of a command run in this process (run_command) that its
-  process would write to stderr, e.g. 'Restoring parameters from ...'."""
-  with _collected('absl', []) as messages, _collected('tensorflow',
-                                                      messages):
-    yield messages

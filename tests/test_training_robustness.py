@@ -3,8 +3,8 @@
 The tiniest model (tiny_faster_rcnn's config with the fake 1x1-conv
 extractor: what these tests check does not depend on the network) trains
 in a model_main subprocess that is killed with SIGKILL after its first
-checkpoint past step 0, and is relaunched with the same command (in this
-process: the relaunch needs no process of its own); it trains (model_main
+checkpoint past step 0, and is relaunched with the same command (a
+process too, whose log is read as a user reads it); it trains (model_main
 in this process) with a learning rate that makes the loss Inf; continuous
 evaluation runs in-process, as an evaluator job would, on checkpoints
 published one after the other. The upstream SSD MobileNet v2 COCO config,
@@ -172,13 +172,15 @@ def _copy_checkpoint(source_dir, step, target_dir):
 @pytest.fixture(scope='module')
 def resumed(tmp_path_factory, fake_extractor):
   """The tiniest model killed after its first checkpoint past step 0, then
-  relaunched with the same command (in this process, to the end).
+  relaunched with the same command, to the end: a process too, as a user
+  relaunches (in this process, absl's log level depends on the commands
+  run before it).
 
   Returns:
     (model_dir, step of the last checkpoint at the kill, the relaunch's
-    subprocess.CompletedProcess, its log as a process writes it).
+    subprocess.CompletedProcess, its log).
   """
-  del fake_extractor  # Registered for the relaunch.
+  del fake_extractor  # The processes register it themselves.
   root = tmp_path_factory.mktemp('resumed')
   config = tiny_faster_rcnn.write_config(root, root / 'data',
                                          extractor='fake')
@@ -186,9 +188,9 @@ def resumed(tmp_path_factory, fake_extractor):
   command = _train_command(config, model_dir)
   killed_at = _kill_after_first_checkpoint(command, model_dir,
                                            str(root / 'killed'))
-  with log_capture.command_log() as messages:
-    relaunch = run_command('model_main', command)
-  return model_dir, killed_at, relaunch, '\n'.join(messages)
+  with _started(command, str(root / 'relaunch')) as run:
+    relaunch = run.result()
+  return model_dir, killed_at, relaunch, relaunch.stderr
 
 
 def _eval_parts(pipeline_config_path, overrides, model_dir):

@@ -90,6 +90,9 @@ def _labels():
 
 def test_a_train_step_moves_the_attention_weights():
   with tf.Graph().as_default():
+    # Seeded: with some random initial weights no proposal overlaps the
+    # groundtruth enough to move the attention (seen once in the suite).
+    tf.compat.v1.set_random_seed(0)
     spec = _model_fn()(_features(), _labels(), _ModeKeys.TRAIN, None)
     weights = tf.compat.v1.global_variables(
         'AttentionBlock/fully_connected_1/weights')[0]
