@@ -60,6 +60,7 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
@@ -115,6 +116,7 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
+flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -143,6 +145,7 @@ def _job():
       eval_timeout_secs=FLAGS.eval_timeout,
       resume_from_last_good=FLAGS.resume_from_last_good,
       log_every_n_steps=FLAGS.log_every_n_steps,
+      bfloat16=FLAGS.bfloat16,
       # model_dir/eval, as the original's model_dir/eval/<input name>.
       eval_name=None)
 

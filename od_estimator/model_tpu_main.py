@@ -26,6 +26,7 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator.checks import launch_check
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
@@ -76,6 +77,7 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir is damaged, resume from (or '
                      'evaluate) the newest intact one; the damaged files are '
                      'kept.')
+flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -124,6 +126,7 @@ def main(unused_argv):
       num_shards=FLAGS.num_shards,
       save_final_config=FLAGS.mode == 'train',
       resume_from_last_good=FLAGS.resume_from_last_good,
+      bfloat16=FLAGS.bfloat16,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,
