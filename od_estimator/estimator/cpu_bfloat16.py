@@ -11,9 +11,11 @@ exports stay float32, and reductions and the softmax, exp and log of the
 losses stay float32 (the rewrite's deny list). On TPU, model_fn keeps the
 TPU's bfloat16 scope instead.
 
-The TPU path's bfloat16 scope was measured against the rewrite on CPU
-(bench/bfloat16_step.py, bench/NOTES.md): the scope built the whole
-prediction in bfloat16 and diverged (non-finite loss) on the tiny SSD.
+The rewrite was chosen over the TPU path's bfloat16 scope (bench/NOTES.md,
+"bfloat16"): the scope runs the whole prediction in bfloat16, gave a
+non-finite loss on the tiny SSD by its third step, fails on ops without
+bfloat16 CPU kernels (crop_and_resize in Faster R-CNN), and was no faster
+on the SSD MobileNet v2 body.
 
 Where the CPU lacks the instructions one log line says so and the run is
 float32. A float32 run is untouched: no rewrite is added to its session.
