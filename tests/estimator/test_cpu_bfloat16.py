@@ -114,14 +114,13 @@ def _rewrite_only(session_config):
   return config
 
 
-def _train(graph, spec, batch, session_config, initial_values):
-  """STEPS steps on `batch`; (losses, bfloat16 op types of the first)."""
+def _train(graph, spec, batch, session_config, saver, weights):
+  """STEPS steps on `batch` from `weights` (a checkpoint); (losses,
+  bfloat16 op types of the first)."""
   losses = []
   with graph.as_default(), plain_session.with_grappler(), \
       tf.compat.v1.Session(config=session_config) as session:
-    session.run(tf.compat.v1.global_variables_initializer())
-    for variable, value in initial_values.items():
-      variable.load(value, session)
+    saver.restore(session, weights)
     session.run(tf.compat.v1.local_variables_initializer())
     metadata = tf.compat.v1.RunMetadata()
     for step in range(STEPS):
@@ -142,8 +141,8 @@ def runs(config, tmp_path_factory):
   Returns {'graph_def', 'float32': (losses, bfloat16 ops),
   'bfloat16': (losses, bfloat16 ops)}.
   """
-  parts, _ = _parts(config, tmp_path_factory.mktemp('model'),
-                    bfloat16=True)
+  model_dir = tmp_path_factory.mktemp('model')
+  parts, _ = _parts(config, model_dir, bfloat16=True)
   session_config = parts['estimator'].config.session_config
   graph = tf.Graph()
   with graph.as_default():
@@ -154,17 +153,17 @@ def runs(config, tmp_path_factory):
                                        tf.estimator.ModeKeys.TRAIN,
                                        parts['estimator'].config)
     tensors = tf.nest.flatten((features, labels))
+    saver = tf.compat.v1.train.Saver()
     with plain_session.session() as session:
       session.run(tf.compat.v1.global_variables_initializer())
       values = session.run(tensors)
-      initial_values = dict(zip(tf.compat.v1.global_variables(),
-                                session.run(tf.compat.v1.global_variables())))
+      weights = saver.save(session, str(model_dir / 'initial'))
   batch = dict(zip(tensors, values))
   return {'graph_def': graph.as_graph_def(),
-          'float32': _train(graph, spec, batch, plain_session.config(),
-                            initial_values),
+          'float32': _train(graph, spec, batch, plain_session.config(), saver,
+                            weights),
           'bfloat16': _train(graph, spec, batch,
-                             _rewrite_only(session_config), initial_values)}
+                             _rewrite_only(session_config), saver, weights)}
 
 
 @needs_bfloat16
