@@ -4,12 +4,14 @@ On a CPU with bfloat16 instructions (AVX-512 BF16, AMX), TensorFlow's
 oneDNN kernels run convolutions and matrix products faster in bfloat16.
 There the Estimator's sessions (training and evaluation) get grappler's
 oneDNN mixed-precision rewrite (`auto_mixed_precision_onednn_bfloat16`):
-it runs the convolutions, matrix products and the element-wise ops between
-them in bfloat16, with casts inserted around them. The graph as built is
-unchanged, so variables, checkpoints, optimizer updates, summaries and
-exports stay float32, and reductions and the softmax, exp and log of the
-losses stay float32 (the rewrite's deny list). On TPU, model_fn keeps the
-TPU's bfloat16 scope instead.
+it runs the convolutions, matrix products, batch norms and the
+element-wise ops between them (forward and gradients) in bfloat16, with
+casts inserted around them. The graph as built is unchanged, so variables,
+checkpoints, optimizer updates, summaries and exports stay float32; the
+losses' sums, exp, log and softmax stay float32 (the rewrite has no
+bfloat16 for them), though per-anchor element-wise terms fed by the
+predictor's convolutions (smooth L1's Abs, Square, Select) may run in
+bfloat16. On TPU, model_fn keeps the TPU's bfloat16 scope instead.
 
 The rewrite was chosen over the TPU path's bfloat16 scope (bench/NOTES.md,
 "bfloat16"): the scope runs the whole prediction in bfloat16, gave a
@@ -30,7 +32,7 @@ CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
 # The commands' --bfloat16 flag.
 FLAG_HELP = ('Train and evaluate in bfloat16 where the CPU has bfloat16 '
              'instructions (AVX-512 BF16 or AMX), as train_config.'
-             'use_bfloat16 asks; variables and losses stay float32. Off '
+             'use_bfloat16 asks; variables and summed losses stay float32. Off '
              'such CPUs: float32, said in one log line.')
 
 
@@ -67,7 +69,8 @@ def enabled(requested, use_tpu):
                     ' or '.join(CPU_FLAGS))
     return False
   logging.info('bfloat16: training and evaluation sessions run the oneDNN '
-               'bfloat16 rewrite; variables and losses stay float32.')
+               'bfloat16 rewrite; variables and summed losses stay '
+               'float32.')
   return True
 
 
