@@ -21,10 +21,7 @@ from tests import plain_session
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
-# One step: under pytest the bfloat16 session's second step gave a
-# non-finite loss in 3 of 5 runs (never in a process of its own on the
-# same batch); see bench/NOTES.md, "bfloat16".
-STEPS = 1
+STEPS = 3
 # What the Estimator runs its sessions with when the RunConfig has none.
 DEFAULT_SESSION_CONFIG = rc_lib.get_default_session_config()
 HAS_BFLOAT16 = cpu_bfloat16.cpu_has_bfloat16()
@@ -191,7 +188,9 @@ def test_bfloat16_losses_close_to_float32(runs):
   float32_losses, bfloat16_losses = runs['float32'][0], runs['bfloat16'][0]
   assert np.isfinite(bfloat16_losses).all()
   # Same weights and batch: bfloat16's 8-bit mantissa, ~0.4% per value.
-  np.testing.assert_allclose(bfloat16_losses, float32_losses, rtol=0.02)
+  np.testing.assert_allclose(bfloat16_losses[0], float32_losses[0],
+                             rtol=0.02)
+  np.testing.assert_allclose(bfloat16_losses, float32_losses, rtol=0.05)
 
 
 @pytest.mark.parametrize('command', ['model_main', 'model_tpu_main',
