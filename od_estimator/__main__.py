@@ -6,9 +6,15 @@ import sys
 COMMANDS = {
     'detect': ('od_estimator.detect',
                'run an exported model on images; COCO json + drawings'),
+    'evaluate': ('od_estimator.inference.evaluate',
+                 "an export's metrics on labeled TFRecords (as model_main's),"
+                 ' and a report with pictures'),
     'export_tflite_graph_tf2': (
         'od_estimator.compat.export_tflite_graph_tf2',
         "an SSD's SavedModel for TFLite, as the original's TF2 command"),
+    'infer_detections': ('od_estimator.inference.infer_detections',
+                         "an export's detections added to TFRecords (the "
+                         "original's infer_detections)"),
     'inspect_checkpoint': ('od_estimator.checks.inspect_checkpoint',
                            'list what a checkpoint (TF1 or TF2) holds and '
                            'what it feeds'),

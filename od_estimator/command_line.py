@@ -178,7 +178,7 @@ def describe_op_error(error, pipeline_config_path=None, environ=None,
   Returns:
     The message, or None when the error is not one of the kinds below.
   """
-  message = _own_words(error)
+  message = errors.op_error_words(error)
   path = _path_in(message)
   if isinstance(error, tf.errors.ResourceExhaustedError):
     if 'no space left' in message.lower():
@@ -219,18 +219,6 @@ def describe_op_error(error, pipeline_config_path=None, environ=None,
             (path, message) if path else
             'a file is damaged or truncated: %s' % message)
   return None
-
-
-def _own_words(error):
-  """An OpError's message on one line, without what TensorFlow adds.
-
-  Not the op context (`[[{{node ...}}]]`), nor the Python stack of the
-  failing node (`Detected at node X defined at ...: <stack> Node: 'X'`),
-  whose source files would be taken for the path at fault.
-  """
-  text = (error.message or '').split('[[')[0]
-  text = re.split(r"^Node: '[^'\n]*'$", text, flags=re.MULTILINE)[-1]
-  return ' '.join(text.split())
 
 
 def _path_in(message):

@@ -45,8 +45,8 @@ import numpy as np
 from PIL import Image
 import tensorflow as tf
 
-from od_estimator import errors
-from od_estimator.core import spatial_transform_ops
+from od_estimator.inference import command_runs
+from od_estimator.inference import exported_model
 from od_estimator.metrics import coco_masks
 from od_estimator.metrics import coco_tools
 from od_estimator.utils import file_safety
@@ -59,15 +59,7 @@ IMAGE_EXTENSIONS = ('.jpg', '.jpeg', '.png', '.bmp', '.gif')
 DETECTIONS_FILE = 'detections.json'
 SEGM_FILE = 'detections_segm.json'
 IMAGE_IDS_FILE = 'detections_image_ids.json'
-_SIGNATURE = 'serving_default'
-# The images' input: export_inference_graph's, exporter_main_v2's.
-_INPUT_KEYS = ('inputs', 'input_tensor')
-# Ops that read serialized tf.Examples (a tf_example export parses them).
-_PARSE_OPS = ('ParseExample', 'ParseExampleV2', 'ParseSingleExample')
-_OUTPUT_KEYS = ('detection_boxes', 'detection_scores', 'detection_classes',
-                'num_detections')
-_MASKS_KEY = 'detection_masks'
-_MASK_THRESHOLD = 0.5
+_MASKS_KEY = exported_model.MASKS_KEY
 
 _EPILOG = """\
 outputs (in --output_dir, default: a `detections` folder next to the input):
@@ -88,8 +80,8 @@ read (a warning names each one, the other images are still processed).
 """ % (DETECTIONS_FILE, SEGM_FILE, IMAGE_IDS_FILE)
 
 
-class DetectError(errors.UserInputError):
-  """A problem that stops the whole run; the message is one line."""
+# A problem that stops the whole run; the message is one line.
+DetectError = exported_model.ExportedModelError
 
 
 def _parser():
@@ -123,18 +115,6 @@ def _parser():
   ids.add_argument('--image_id_map', default=None,
                    help='json {image file name: image_id} giving the ids.')
   return parser
-
-
-def _resolve_saved_model_dir(path):
-  """Accepts the saved_model/ directory or the export directory above it."""
-  for candidate in (path, os.path.join(path, 'saved_model')):
-    if (tf.io.gfile.exists(os.path.join(candidate, 'saved_model.pb')) or
-        tf.io.gfile.exists(os.path.join(candidate, 'saved_model.pbtxt'))):
-      return candidate
-  if not tf.io.gfile.isdir(path):
-    raise DetectError('saved model directory not found: %s' % path)
-  raise DetectError('%s holds no saved_model.pb; pass the saved_model/ '
-                    'directory written by export_inference_graph.' % path)
 
 
 def _list_images(path):
@@ -244,138 +224,6 @@ def _read_image(path):
     return np.array(image.convert('RGB')), data
 
 
-class _Detector:
-  """A SavedModel loaded into a TF1 session, run one image at a time."""
-
-  def __init__(self, saved_model_dir):
-    self._graph = tf.Graph()
-    self._sess = tf.compat.v1.Session(graph=self._graph)
-    try:
-      meta_graph = tf.compat.v1.saved_model.loader.load(
-          self._sess, [tf.compat.v1.saved_model.tag_constants.SERVING],
-          saved_model_dir)
-    except (OSError, RuntimeError, ValueError,
-            tf.errors.OpError) as error:
-      raise DetectError('cannot load the saved model in %s: %s' % (
-          saved_model_dir, str(error).splitlines()[0])) from None
-    if _SIGNATURE not in meta_graph.signature_def:
-      raise DetectError('%s has no %r signature.' % (saved_model_dir,
-                                                     _SIGNATURE))
-    signature = meta_graph.signature_def[_SIGNATURE]
-    input_key = next((key for key in _INPUT_KEYS if key in signature.inputs),
-                     None)
-    if input_key is None:
-      raise DetectError('the %r signature of %s has no %s input.' % (
-          _SIGNATURE, saved_model_dir, ' or '.join(map(repr, _INPUT_KEYS))))
-    missing = [key for key in _OUTPUT_KEYS if key not in signature.outputs]
-    if missing:
-      raise DetectError('the %r signature of %s lacks output(s) %s.' % (
-          _SIGNATURE, saved_model_dir, ', '.join(missing)))
-    side_inputs = sorted(set(signature.inputs) - {input_key})
-    if side_inputs:
-      raise DetectError(
-          '%s takes the side inputs %s besides the images (a Context R-CNN '
-          'export with --use_side_inputs); detect feeds images only: serve '
-          'it with those inputs from your own code (its %r signature).' % (
-              saved_model_dir, ', '.join(side_inputs), _SIGNATURE))
-    info = signature.inputs[input_key]
-    self._input = info.name
-    self.input_type = _input_type(info, meta_graph.graph_def)
-    dims = [d.size for d in info.tensor_shape.dim]
-    self._fixed_size = None
-    if (self.input_type == 'image_tensor' and len(dims) == 4 and
-        dims[1] > 0 and dims[2] > 0):
-      self._fixed_size = (dims[2], dims[1])  # PIL order: width, height
-    self._outputs = {key: signature.outputs[key].name for key in _OUTPUT_KEYS}
-    self.has_masks = _MASKS_KEY in signature.outputs
-    if self.has_masks:
-      self._outputs[_MASKS_KEY] = signature.outputs[_MASKS_KEY].name
-      with self._graph.as_default():
-        self._paste = _MaskPaster()
-
-  def close(self):
-    self._sess.close()
-
-  def detect(self, image, encoded, name):
-    """Returns {output key: value of the single image}.
-
-    Args:
-      image: the decoded image, uint8 [height, width, 3].
-      encoded: the image file's bytes.
-      name: the image file's name (a tf_example's filename and source_id).
-    """
-    if self.input_type == 'tf_example':
-      feed = np.array([_tf_example(encoded, name)], dtype=object)
-    elif self.input_type == 'encoded_image_string_tensor':
-      feed = np.array([encoded], dtype=object)
-    else:
-      if self._fixed_size and image.shape[1::-1] != self._fixed_size:
-        # Boxes are normalized, so resizing does not move them.
-        image = np.array(Image.fromarray(image).resize(self._fixed_size))
-      feed = image[np.newaxis]
-    values = self._sess.run(self._outputs, feed_dict={self._input: feed})
-    return {key: value[0] for key, value in values.items()}
-
-  def image_masks(self, detections, height, width):
-    """uint8 [N, height, width] 0/1 masks of kept detections (see _kept)."""
-    return self._paste(self._sess, detections[_MASKS_KEY],
-                       detections['detection_boxes'], height, width)
-
-
-class _MaskPaster:
-  """Graph ops pasting one image's box-relative masks into the image."""
-
-  def __init__(self):
-    placeholder = tf.compat.v1.placeholder
-    self._masks = placeholder(tf.float32, [None, None, None])
-    self._boxes = placeholder(tf.float32, [None, 4])
-    self._size = placeholder(tf.int32, [2])
-    pasted = spatial_transform_ops.reframe_box_masks_to_image_masks(
-        self._masks, self._boxes, self._size[0], self._size[1])
-    self._pasted = tf.cast(tf.greater(pasted, _MASK_THRESHOLD), tf.uint8)
-
-  def __call__(self, sess, masks, boxes, height, width):
-    return sess.run(self._pasted, feed_dict={
-        self._masks: masks, self._boxes: boxes,
-        self._size: [height, width]})
-
-
-def _input_type(info, graph_def):
-  """The exporter's --input_type behind a signature input (its TensorInfo).
-
-  image_tensor takes uint8 pixels; the two string inputs are told apart by
-  export_inference_graph's placeholder names (tf_example,
-  encoded_image_string_tensor); exporter_main_v2 names both `input_tensor`,
-  and only its tf_example export parses tf.Examples (in the functions of
-  graph_def, the loaded SavedModel's).
-  """
-  if info.dtype != tf.string.as_datatype_enum:
-    return 'image_tensor'
-  if info.name.split(':')[0].split('/')[-1] == 'tf_example':
-    return 'tf_example'
-  functions = graph_def.library.function
-  if any(node.op in _PARSE_OPS for node in graph_def.node) or any(
-      node.op in _PARSE_OPS for function in functions
-      for node in function.node_def):
-    return 'tf_example'
-  return 'encoded_image_string_tensor'
-
-
-def _tf_example(encoded, name):
-  """A serialized tf.Example holding one image file, as the records do."""
-  with Image.open(io.BytesIO(encoded)) as image:
-    image_format = (image.format or 'jpeg').lower()
-  feature = {
-      'image/encoded': [encoded],
-      'image/format': [image_format.encode('utf-8')],
-      'image/filename': [name.encode('utf-8')],
-      'image/source_id': [name.encode('utf-8')],
-  }
-  return tf.train.Example(features=tf.train.Features(feature={
-      key: tf.train.Feature(bytes_list=tf.train.BytesList(value=value))
-      for key, value in feature.items()})).SerializeToString()
-
-
 def _coco_results(image_id, detections, height, width):
   """COCO result dicts from one image's normalized detections."""
   results = []
@@ -449,7 +297,7 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   log = log or (lambda text: print(text, file=sys.stderr))
   output_dir = output_dir or _default_output_dir(input_path)
   file_safety.check_directory_destination(output_dir, '--output_dir')
-  saved_model_dir = _resolve_saved_model_dir(saved_model_dir)
+  saved_model_dir = exported_model.resolve_saved_model_dir(saved_model_dir)
   try:
     category_index = label_map_util.create_category_index_from_labelmap(
         label_map_path, use_display_name=True)
@@ -458,7 +306,8 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
   paths = _list_images(input_path)
   known_ids = known_image_ids(coco_annotations, image_id_map)
   ids = image_ids_for(paths, known_ids)
-  detector = _Detector(saved_model_dir)  # Refused before anything is made.
+  # Refused before anything is made.
+  detector = exported_model.SavedModelDetector(saved_model_dir)
   results, segm_results, id_map, failed, processed = [], [], {}, [], 0
   try:
     tf.io.gfile.makedirs(output_dir)
@@ -518,31 +367,25 @@ def run(saved_model_dir, label_map_path, input_path, output_dir=None,
 def main(argv=None):
   """Entry point; returns the exit code (see --help)."""
   args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-  try:
-    with interrupts.stopping_on_signals('detect'):
-      summary = run(args.saved_model_dir, args.label_map_path, args.input,
-                    output_dir=args.output_dir,
-                    min_score_threshold=args.min_score_threshold,
-                    max_boxes=args.max_boxes,
-                    coco_annotations=args.coco_annotations,
-                    image_id_map=args.image_id_map)
-  except interrupts.Interrupted as stop:
-    print('od-estimator detect: %s' % stop.line(), file=sys.stderr)
-    return stop.exit_status
-  except errors.UserInputError as error:
-    print('od-estimator detect: error: %s' % errors.one_line(error),
-          file=sys.stderr)
-    return 1
-  print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
-      summary['images'], summary['detections'], summary['output'],
-      ' (masks: %s)' % summary['segm_output'] if summary['segm_output']
-      else ''))
-  failed = summary['failed']
-  if failed:
-    print('od-estimator detect: %d image(s) could not be read: %s' % (
-        len(failed), ', '.join(failed)), file=sys.stderr)
-    return 1
-  return 0
+
+  def work():
+    summary = run(args.saved_model_dir, args.label_map_path, args.input,
+                  output_dir=args.output_dir,
+                  min_score_threshold=args.min_score_threshold,
+                  max_boxes=args.max_boxes,
+                  coco_annotations=args.coco_annotations,
+                  image_id_map=args.image_id_map)
+    print('od-estimator detect: %d image(s), %d detection(s) -> %s%s' % (
+        summary['images'], summary['detections'], summary['output'],
+        ' (masks: %s)' % summary['segm_output'] if summary['segm_output']
+        else ''))
+    failed = summary['failed']
+    if failed:
+      print('od-estimator detect: %d image(s) could not be read: %s' % (
+          len(failed), ', '.join(failed)), file=sys.stderr)
+      return 1
+    return 0
+  return command_runs.run('detect', work)
 
 
 if __name__ == '__main__':

@@ -3,6 +3,7 @@
 Commands print these as a single `error: ...` line and exit 1. Any other
 exception is a bug in od_estimator and keeps its traceback.
 """
+import re
 import sys
 
 
@@ -73,3 +74,15 @@ def fail(message):
   for problem in getattr(message, 'problems', None) or [message]:
     print('error: %s' % one_line(problem), file=sys.stderr)
   sys.exit(1)
+
+
+def op_error_words(error):
+  """A TensorFlow OpError's own message on one line.
+
+  Not the op context (`[[{{node ...}}]]`), nor the Python stack of the
+  failing node (`Detected at node X defined at ...: <stack> Node: 'X'`),
+  whose source files would be taken for the path at fault.
+  """
+  text = (error.message or '').split('[[')[0]
+  text = re.split(r"^Node: '[^'\n]*'$", text, flags=re.MULTILINE)[-1]
+  return one_line(text)

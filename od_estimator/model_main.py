@@ -21,6 +21,11 @@ after Ctrl-C) without evaluating; during an evaluation it stops the
 evaluation at once (no metrics are written for it), with the same statuses
 in train_and_evaluate and 143 / 130 when evaluating only.
 
+--keep_best_by=METRIC (e.g. DetectionBoxes_Precision/mAP) keeps the best
+evaluated checkpoint in MODEL_DIR/best/ (best.json: step, metric, value),
+also across relaunches; --keep_best_export exports it to
+MODEL_DIR/export/best/<step>/ as export_inference_graph does.
+
 Clusters: run the train-and-evaluate command on every machine with its
 TF_CONFIG (chief, workers, ps, evaluator); each training task reads its
 share of the input files. Parameter servers serve until stopped: SIGTERM
@@ -34,10 +39,12 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator.checks import launch_check
 from od_estimator.estimator import cpu_bfloat16
+from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import training_jobs
 from od_estimator.estimator import xla
+from od_estimator.export import exporter
 from od_estimator.utils import flag_checks
 
 # An evaluator task polls for new checkpoints this often by default.
@@ -101,6 +108,8 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
+for _flag in keep_best.new_flags():
+  flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -154,7 +163,9 @@ def _job():
       run_once=FLAGS.run_once, max_eval_retries=FLAGS.max_eval_retries,
       eval_timeout_secs=FLAGS.eval_timeout_secs,
       resume_from_last_good=FLAGS.resume_from_last_good,
-      log_every_n_steps=FLAGS.log_every_n_steps, bfloat16=FLAGS.bfloat16)
+      log_every_n_steps=FLAGS.log_every_n_steps, bfloat16=FLAGS.bfloat16,
+      keep_best_options=keep_best.options_from_flags(
+          FLAGS, exporter.export_for_serving))
 
 
 _print_metrics = training_jobs.print_metrics

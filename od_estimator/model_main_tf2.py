@@ -48,6 +48,11 @@ Where the layout differs from the original's TF2 trainer:
   - Evaluation takes each new checkpoint at once; the original waits at
     least 300 s between two.
 
+The evaluation job's --keep_best_by=METRIC keeps the best evaluated
+checkpoint in its --model_dir/best/ (best.json: step, metric, value), also
+across relaunches; --keep_best_export exports it to
+model_dir/export/best/<step>/ as export_inference_graph does.
+
 A relaunch resumes from the last checkpoint of --model_dir. SIGTERM (a
 preempted VM or TPU) or Ctrl-C saves a checkpoint at the current step
 first (one worker: exit 0 after SIGTERM, 130 after Ctrl-C).
@@ -61,10 +66,12 @@ from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
 from od_estimator.estimator import cpu_bfloat16
+from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
+from od_estimator.export import exporter
 from od_estimator.utils import flag_checks
 
 # The original's TF2 trainer keeps this many checkpoints (the Estimator 5).
@@ -117,6 +124,8 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
 flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
+for _flag in keep_best.new_flags():
+  flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -147,7 +156,11 @@ def _job():
       log_every_n_steps=FLAGS.log_every_n_steps,
       bfloat16=FLAGS.bfloat16,
       # model_dir/eval, as the original's model_dir/eval/<input name>.
-      eval_name=None)
+      eval_name=None,
+      keep_best_options=keep_best.options_from_flags(
+          FLAGS, exporter.export_for_serving, evaluates=bool(FLAGS.checkpoint_dir),
+          why_not='pass it to the evaluation job (--checkpoint_dir=%s).' %
+          FLAGS.model_dir))
 
 
 def _cluster_workers():

@@ -18,6 +18,10 @@ SIGTERM (a preempted Cloud TPU or VM) or Ctrl-C during training saves a
 checkpoint at the current step and exits; the same command resumes. A
 damaged last checkpoint stops the launch with one line naming it and the
 last intact one; --resume_from_last_good resumes from (or evaluates) that.
+
+--mode=eval with --keep_best_by=METRIC keeps the best evaluated checkpoint
+in model_dir/best/ (best.json: step, metric, value); --keep_best_export
+exports it to model_dir/export/best/<step>/ as export_inference_graph does.
 """
 
 import functools
@@ -27,10 +31,12 @@ from absl import flags
 from od_estimator import command_line
 from od_estimator.checks import launch_check
 from od_estimator.estimator import cpu_bfloat16
+from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
+from od_estimator.export import exporter
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
@@ -78,6 +84,8 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'evaluate) the newest intact one; the damaged files are '
                      'kept.')
 flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
+for _flag in keep_best.new_flags():
+  flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
 
 # Count flags: smallest meaningful value (see flag_checks).
@@ -105,6 +113,9 @@ def main(unused_argv):
   flags.mark_flag_as_required('model_dir')
   flags.mark_flag_as_required('pipeline_config_path')
   flag_checks.check_minimums(FLAGS, _COUNT_FLAGS)
+  keep_best_options = keep_best.options_from_flags(
+      FLAGS, exporter.export_for_serving, evaluates=FLAGS.mode == 'eval',
+      why_not='pass it to the --mode=eval job.')
   hparams = config_util.parse_hparams_overrides(FLAGS.hparams_overrides or '')
   overrides = {}
   if FLAGS.train_batch_size:
@@ -146,11 +157,14 @@ def main(unused_argv):
   else:
     # Only the first eval input is evaluated, as in the original.
     name, input_fn = 'validation_data', parts['eval_input_fns'][0]
+  keeper = keep_best.keeper(keep_best_options, FLAGS.model_dir,
+                            parts['configs'])
   model_lib.continuous_eval(estimator, FLAGS.model_dir, input_fn,
                             parts['train_steps'], name,
                             FLAGS.max_eval_retries,
                             timeout_secs=FLAGS.eval_timeout_secs,
-                            skip_damaged=FLAGS.resume_from_last_good)
+                            skip_damaged=FLAGS.resume_from_last_good,
+                            on_evaluated=keeper.update if keeper else None)
 
 
 def run():

@@ -21,6 +21,7 @@ from od_estimator import __main__ as cli
 from od_estimator import detect
 from od_estimator import errors
 from od_estimator.export import exporter
+from od_estimator.inference import exported_model
 from od_estimator.builders import model_builder
 from od_estimator.models import ssd_feature_extractor_registry
 from od_estimator.protos import pipeline_pb2
@@ -373,7 +374,7 @@ def test_bad_annotations_file_is_one_line(export_dir, inputs, tmp_path,
 
 def test_ctrl_c_stops_after_the_image_under_way(export_dir, inputs, tmp_path,
                                                 capsys, monkeypatch):
-  detect_image = detect._Detector.detect
+  detect_image = exported_model.SavedModelDetector.detect
   seen = []
 
   def detect_then_signal(self, *args):
@@ -382,7 +383,8 @@ def test_ctrl_c_stops_after_the_image_under_way(export_dir, inputs, tmp_path,
       os.kill(os.getpid(), signal.SIGINT)
     return detect_image(self, *args)
 
-  monkeypatch.setattr(detect._Detector, 'detect', detect_then_signal)
+  monkeypatch.setattr(exported_model.SavedModelDetector, 'detect',
+                      detect_then_signal)
   before = signal.getsignal(signal.SIGINT)
   out = str(tmp_path / 'out')
   code = detect.main(['--saved_model_dir=' + export_dir,

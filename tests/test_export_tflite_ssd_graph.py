@@ -94,10 +94,13 @@ def _graph_def(path):
   return graph_def
 
 
-def _run_tflite(graph_path, output_arrays, image):
-  """Converts the frozen graph and runs it on image; returns name -> array."""
-  return tflite_runs.run_model(
-      tflite_runs.convert_float(graph_path, output_arrays, SIZE), image)
+@pytest.fixture(scope='module')
+def float_model(setup):
+  """The float TFLite model (bytes) of the postprocessing export, converted
+  once for the module's tests."""
+  return tflite_runs.convert_float(
+      os.path.join(setup['export_dir'], 'tflite_graph.pb'),
+      POSTPROCESS_OUTPUTS, SIZE)
 
 
 def _center_size(boxes):
@@ -139,10 +142,9 @@ def test_graph_has_the_original_nodes_and_attributes(setup):
     assert 'TFLite_Detection_PostProcess' in f.read()
 
 
-def test_tflite_detections_match_the_model(setup):
+def test_tflite_detections_match_the_model(setup, float_model):
   ref = setup['reference']
-  out = _run_tflite(os.path.join(setup['export_dir'], 'tflite_graph.pb'),
-                    POSTPROCESS_OUTPUTS, setup['image'])
+  out = tflite_runs.run_model(float_model, setup['image'])
   boxes = out[POSTPROCESS][0]
   classes, scores = out[POSTPROCESS + ':1'][0], out[POSTPROCESS + ':2'][0]
   assert boxes.shape == (10, 4)
@@ -199,7 +201,8 @@ def test_cli_raw_outputs_variant_converts(setup):
                              atol=1e-4)
 
 
-def test_post_training_quantization_keeps_the_top_detection(setup):
+def test_post_training_quantization_keeps_the_top_detection(setup,
+                                                            float_model):
   """Full-integer model calibrated on the eval records vs the float one."""
   config = setup['config']
   path = tflite_conversion.write_tflite(
@@ -221,9 +224,8 @@ def test_post_training_quantization_keeps_the_top_detection(setup):
   image = tflite_conversion._read_images(  # pylint: disable=protected-access
       config, 1)[0]
   quantized = tflite_runs.detections(tflite_runs.run_model(model, image))
-  graph_path = os.path.join(setup['export_dir'], 'tflite_graph.pb')
-  reference = tflite_runs.detections(
-      _run_tflite(graph_path, POSTPROCESS_OUTPUTS, image))
+  reference = tflite_runs.detections(tflite_runs.run_model(float_model,
+                                                         image))
   assert len(quantized[0]) == 10
   assert not tflite_runs.unmatched(quantized, reference, top=5, atol=0.03)
 

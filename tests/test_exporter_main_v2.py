@@ -28,6 +28,7 @@ from od_estimator.export import exporter_v2
 from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
 from tests import command_modules
+from tests import fast_graphs
 from tests import image_inputs
 from tests import tf2_checkpoints
 from tests import tiny_ssd
@@ -241,7 +242,7 @@ def test_exported_checkpoint_fine_tunes_with_nothing_skipped(
   _, directory = exports['tf2']
   prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
   model_config = config_util.get_configs_from_pipeline_file(config)['model']
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     model = model_builder.build(model_config, is_training=True)
     model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
     for kind in ('detection', 'full'):

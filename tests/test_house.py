@@ -26,14 +26,14 @@ FLOORS = (
     ('builders',),
     ('config', 'input_pipeline', 'metrics'),
     ('estimator',),
-    ('checks', 'export'),
+    ('checks', 'export', 'inference'),
     (ROOT, 'compat', 'dataset_tools', 'legacy'),
 )
 # Above core: utils/ (the ground floor) imports none of these.
 ABOVE_GROUND = ('anchor_generators', 'box_coders', 'builders', 'checks',
                 'compat', 'config', 'core', 'data_decoders', 'dataset_tools',
-                'estimator', 'export', 'input_pipeline', 'legacy', 'matchers',
-                'meta_architectures', 'metrics', 'models', 'nets',
+                'estimator', 'export', 'inference', 'input_pipeline', 'legacy',
+                'matchers', 'meta_architectures', 'metrics', 'models', 'nets',
                 'predictors', 'quantization', ROOT)
 MAX_ROOT_MODULES = 12
 

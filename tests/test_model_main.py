@@ -9,6 +9,7 @@ one_step_fake_faster_rcnn): they are about the evaluation's flags and
 config fields, not the network.
 """
 import glob
+import json
 import os
 import subprocess
 
@@ -88,7 +89,8 @@ def trained(tmp_path_factory):
   """Trains 6 steps; returns (model_dir, config, log).
 
   One checkpoint after step 0, so one evaluation (each builds the eval
-  graph again) and the export.
+  graph again) and the export; the evaluated checkpoint is kept as the
+  best (--keep_best_by; tests/estimator/test_keep_best.py for the rest).
   """
   root = tmp_path_factory.mktemp('model_main')
   config = tiny_ssd.write_config(root, root / 'data')
@@ -96,7 +98,8 @@ def trained(tmp_path_factory):
   result = _run(['--pipeline_config_path=%s' % config,
                  '--model_dir=%s' % model_dir, '--num_train_steps=6',
                  '--save_checkpoints_steps=6', '--log_every_n_steps=2',
-                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES])
+                 '--hparams_overrides=%s' % tiny_ssd.TINY_OVERRIDES,
+                 '--keep_best_by=DetectionBoxes_Precision/mAP@.50IOU'])
   assert result.returncode == 0, result.stderr[-3000:]
   return model_dir, config, result.stderr
 
@@ -125,6 +128,20 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
                                 'saved_model.pb'))
   # Progress lines with step, loss, rate and ETA.
   assert 'step 4/6, loss' in log and 'ETA' in log
+
+
+def test_train_and_evaluate_keeps_the_evaluated_checkpoint(trained):
+  model_dir = trained[0]
+  best = os.path.join(model_dir, 'best')
+  with open(os.path.join(best, 'best.json')) as f:
+    record = json.load(f)
+  metric = 'DetectionBoxes_Precision/mAP@.50IOU'
+  assert (record['step'], record['metric'], record['checkpoint']) == (
+      6, metric, 'model.ckpt-6')
+  evaluated = event_tags.last_scalars(os.path.join(model_dir, 'eval_0'))
+  assert record['value'] == pytest.approx(evaluated[metric], abs=1e-6)
+  assert tf.train.latest_checkpoint(best) == os.path.join(best,
+                                                          'model.ckpt-6')
 
 
 def test_evaluate_once_from_a_checkpoint_dir(one_step_fake_faster_rcnn,

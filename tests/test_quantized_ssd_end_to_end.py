@@ -21,7 +21,6 @@ compared.
 """
 import glob
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -32,8 +31,8 @@ from od_estimator.export import export_tflite_ssd_graph_lib
 from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from tests import command_modules
 from tests import event_tags
-from tests import plain_command
 from tests import tflite_runs
 from tests import tiny_ssd
 
@@ -84,15 +83,14 @@ def trained(tmp_path_factory):
   train_config.load_all_detection_checkpoint_vars = True
   config_util.save_pipeline_config(pipeline_config, str(root))
   model_dir = str(root / 'model')
-  result = subprocess.run(
-      plain_command.command('od_estimator.model_main') + [
-       '--pipeline_config_path=%s' % path, '--model_dir=%s' % model_dir,
-       '--num_train_steps=%d' % STEPS, '--save_checkpoints_steps=%d' % STEPS,
-       # The evaluation (its metrics are only looked up) on 1 of the 8
-       # validation images.
-       '--sample_1_of_n_eval_examples=8', '--random_seed=1'],
-      capture_output=True, text=True, timeout=900, cwd=tiny_ssd.REPO,
-      check=False)
+  # In this process (tests/command_modules.py): no process property is
+  # checked.
+  result = command_modules.run_command('model_main', [
+      '--pipeline_config_path=%s' % path, '--model_dir=%s' % model_dir,
+      '--num_train_steps=%d' % STEPS, '--save_checkpoints_steps=%d' % STEPS,
+      # The evaluation (its metrics are only looked up) on 1 of the 8
+      # validation images.
+      '--sample_1_of_n_eval_examples=8', '--random_seed=1'])
   assert result.returncode == 0, result.stderr[-3000:]
   checkpoint = os.path.join(model_dir, 'model.ckpt-%d' % STEPS)
   return {'root': root, 'model_dir': model_dir, 'checkpoint': checkpoint,

@@ -1,13 +1,15 @@
-"""model_main when things go wrong, on the original's own config.
+"""model_main when things go wrong, and on the original's own config.
 
-The upstream SSD MobileNet v2 COCO config, pointed at synthetic records and
-shrunk by overrides, trains in a model_main subprocess that is killed with
-SIGKILL after its first checkpoint and relaunched with the same command.
 The tiniest model (tiny_faster_rcnn's config with the fake 1x1-conv
 extractor: what these tests check does not depend on the network) trains
-(model_main in this process) with a learning rate that makes the loss Inf.
-Continuous evaluation runs in-process while the relaunch trains, as an
-evaluator job would, on checkpoints published one after the other.
+in a model_main subprocess that is killed with SIGKILL after its first
+checkpoint past step 0, and is relaunched with the same command (in this
+process: the relaunch needs no process of its own); it trains (model_main
+in this process) with a learning rate that makes the loss Inf; continuous
+evaluation runs in-process, as an evaluator job would, on checkpoints
+published one after the other. The upstream SSD MobileNet v2 COCO config,
+pointed at synthetic records and shrunk by overrides, trains, evaluates
+and exports through model_main (in this process).
 """
 import contextlib
 import os
@@ -31,9 +33,16 @@ from tests import upstream_folder
 from tests.command_modules import run_command
 
 
-MODEL_MAIN = plain_command.command('od_estimator.model_main')
-TRAIN_STEPS = 4
-CHECKPOINT_EVERY = 2
+# model_main with the fake extractor (tests/fake_extractor_command.py).
+MODEL_MAIN = plain_command.command('tests.fake_extractor_command') + [
+    'od_estimator.model_main']
+# The killed run's steps: many more than the checkpoint period, so that
+# the kill (polled every POLL_SECS) comes long before the run's end.
+TRAIN_STEPS = 20
+CHECKPOINT_EVERY = 5
+POLL_SECS = 0.1
+# The upstream config's run: trained, evaluated and exported.
+UPSTREAM_STEPS = 1
 EXPLODING_RATE = 1e30
 # Evaluations read one of the 8 validation images.
 EVAL_SAMPLING = '--sample_1_of_n_eval_examples=8'
@@ -91,22 +100,17 @@ def _step(checkpoint):
   return int(checkpoint.rsplit('-', 1)[1]) if checkpoint else None
 
 
-@pytest.fixture(scope='module')
-def root(tmp_path_factory):
-  return tmp_path_factory.mktemp('robustness')
-
-
-@pytest.fixture(scope='module')
+@pytest.fixture
 def upstream_config():
   """The original's ssd_mobilenet_v2_coco.config; skips when absent."""
   return upstream_folder.config_path('ssd_mobilenet_v2_coco')
 
 
-@pytest.fixture(scope='module')
-def config(root):
-  """The tiny SSD's config; its synthetic records are in root/data (the
+@pytest.fixture
+def config(tmp_path):
+  """The tiny SSD's config; its synthetic records are in tmp_path/data (the
   upstream config's)."""
-  return tiny_ssd.write_config(root, root / 'data')
+  return tiny_ssd.write_config(tmp_path, tmp_path / 'data')
 
 
 def _upstream_overrides(data):
@@ -122,12 +126,16 @@ def _upstream_overrides(data):
       'model.ssd.feature_extractor.depth_multiplier=0.25'])
 
 
-def _train_command(config, model_dir, overrides):
-  return ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
-          '--num_train_steps=%d' % TRAIN_STEPS,
-          '--save_checkpoints_steps=%d' % CHECKPOINT_EVERY,
-          '--log_every_n_steps=1', EVAL_SAMPLING,
-          '--hparams_overrides=%s' % overrides]
+def _train_command(config, model_dir, overrides=None, steps=TRAIN_STEPS,
+                   checkpoint_every=CHECKPOINT_EVERY):
+  command = ['--pipeline_config_path=%s' % config,
+             '--model_dir=%s' % model_dir, '--num_train_steps=%d' % steps,
+             '--log_every_n_steps=1', EVAL_SAMPLING]
+  if checkpoint_every:
+    command.append('--save_checkpoints_steps=%d' % checkpoint_every)
+  if overrides:
+    command.append('--hparams_overrides=%s' % overrides)
+  return command
 
 
 def _kill_after_first_checkpoint(command, model_dir, log_prefix):
@@ -141,7 +149,7 @@ def _kill_after_first_checkpoint(command, model_dir, log_prefix):
     while not _step(tf.train.latest_checkpoint(model_dir)):
       assert run.running(), run.result().stderr[-3000:]
       assert time.monotonic() < deadline, 'no checkpoint after step 0'
-      time.sleep(0.2)
+      time.sleep(POLL_SECS)
     assert run.kill() == -signal.SIGKILL
   return _step(tf.train.latest_checkpoint(model_dir))
 
@@ -162,23 +170,25 @@ def _copy_checkpoint(source_dir, step, target_dir):
 
 
 @pytest.fixture(scope='module')
-def resumed(root, config, upstream_config):
-  """The upstream config killed after its first checkpoint and relaunched.
+def resumed(tmp_path_factory, fake_extractor):
+  """The tiniest model killed after its first checkpoint past step 0, then
+  relaunched with the same command (in this process, to the end).
 
-  `config` is requested for the synthetic records it writes.
-
-  Yields:
-    (model_dir, step of the last checkpoint at the kill, the relaunch
-    running in the background).
+  Returns:
+    (model_dir, step of the last checkpoint at the kill, the relaunch's
+    subprocess.CompletedProcess, its log as a process writes it).
   """
-  del config  # See above.
-  model_dir = str(root / 'resumed')
-  command = _train_command(upstream_config, model_dir,
-                           _upstream_overrides(str(root / 'data')))
+  del fake_extractor  # Registered for the relaunch.
+  root = tmp_path_factory.mktemp('resumed')
+  config = tiny_faster_rcnn.write_config(root, root / 'data',
+                                         extractor='fake')
+  model_dir = str(root / 'model')
+  command = _train_command(config, model_dir)
   killed_at = _kill_after_first_checkpoint(command, model_dir,
                                            str(root / 'killed'))
-  with _started(command, str(root / 'relaunch')) as relaunch:
-    yield model_dir, killed_at, relaunch
+  with log_capture.command_log() as messages:
+    relaunch = run_command('model_main', command)
+  return model_dir, killed_at, relaunch, '\n'.join(messages)
 
 
 def _eval_parts(pipeline_config_path, overrides, model_dir):
@@ -207,14 +217,12 @@ class _TrainerAhead:
     return metrics
 
 
-# Runs while the relaunch trains (first here for that), on the session's
-# one-step tiniest model (tests/trained_models.py): it evaluates its step-0
-# checkpoint, then its final one, in a directory where each appears only
-# when the previous evaluation is done. The evaluator's loop does not
-# depend on the model.
+# On the session's one-step tiniest model (tests/trained_models.py): it
+# evaluates its step-0 checkpoint, then its final one, in a directory where
+# each appears only when the previous evaluation is done. The evaluator's
+# loop does not depend on the model.
 def test_continuous_eval_stops_after_the_final_checkpoint(
-    one_step_fake_faster_rcnn, resumed, tmp_path):
-  del resumed  # Started first, to train alongside.
+    one_step_fake_faster_rcnn, tmp_path):
   _, config, trained_dir = one_step_fake_faster_rcnn
   final_step = 1
   watched = str(tmp_path / 'train')
@@ -237,11 +245,11 @@ def test_continuous_eval_stops_after_the_final_checkpoint(
 
 
 def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
-  model_dir, killed_at, relaunch = resumed
-  relaunch = relaunch.result()
-  assert killed_at == CHECKPOINT_EVERY
+  model_dir, killed_at, relaunch, log = resumed
+  # A periodic checkpoint before the run's end: the relaunch has steps left.
+  assert killed_at % CHECKPOINT_EVERY == 0, killed_at
+  assert 0 < killed_at < TRAIN_STEPS, killed_at
   assert relaunch.returncode == 0, relaunch.stderr[-3000:]
-  log = relaunch.stderr
   assert 'Restoring parameters from %s' % os.path.join(
       model_dir, 'model.ckpt-%d' % killed_at) in log
   # The first step run is the checkpoint's: nothing is trained twice.
@@ -254,11 +262,17 @@ def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
   assert _step(tf.train.latest_checkpoint(model_dir)) == TRAIN_STEPS
 
 
-def test_upstream_ssd_mobilenet_v2_coco_config_trains(resumed):
-  model_dir, _, relaunch = resumed
-  relaunch = relaunch.result()
-  assert relaunch.returncode == 0, relaunch.stderr[-3000:]
-  assert 'Evaluation at step %d:' % TRAIN_STEPS in relaunch.stdout
+def test_upstream_ssd_mobilenet_v2_coco_config_trains(upstream_config,
+                                                      config, tmp_path):
+  """The user's own config trains, evaluates and exports (model_main in
+  this process); `config` writes the synthetic records it reads."""
+  del config  # See above.
+  model_dir = str(tmp_path / 'model')
+  result = run_command('model_main', _train_command(
+      upstream_config, model_dir, _upstream_overrides(str(tmp_path / 'data')),
+      steps=UPSTREAM_STEPS, checkpoint_every=None))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'Evaluation at step %d:' % UPSTREAM_STEPS in result.stdout
   as_run = config_util.get_configs_from_pipeline_file(
       os.path.join(model_dir, 'pipeline.config'))
   ssd = as_run['model'].ssd
@@ -295,7 +309,7 @@ def test_non_finite_loss_stops_with_the_last_good_checkpoint(tmp_path):
                          'NaN or Inf at step 1. The last good checkpoint is '
                          '%s. ' % good), last
   # The broken update was never applied, so never saved: without the check
-  # step 1 would run and the step-2 checkpoint hold NaN weights.
+  # step 1 would run and the next periodic checkpoint hold NaN weights.
   assert tf.train.latest_checkpoint(model_dir) == good
   reader = tf.train.load_checkpoint(good)
   for name in reader.get_variable_to_shape_map():

@@ -2,7 +2,8 @@
 
 The released zoo models among them also hold the original's variables. The
 other configs: tests/test_upstream_ssd_configs.py; the tests, and the one
-build per config they share: tests/upstream_ssd.py.
+build per distinct predicting part they share (what it proves for each
+config): tests/upstream_ssd.py.
 """
 from tests import upstream_ssd
 

@@ -51,17 +51,19 @@ def model_lines(lines):
           if fact.key.startswith('model/') and _SLOT_MARK not in fact.key]
 
 
-def with_num_classes(lines, num_classes):
+def with_num_classes(lines, num_classes, background=True):
   """`lines` of the same model predicting `num_classes` classes.
 
   The class predictor's outputs (last axis of its kernel, pointwise kernel
-  and bias; not its depthwise kernel) are num_classes + 1 per anchor; a
+  and bias; not its depthwise kernel) are num_classes + 1 per anchor
+  (num_classes without a background class, as EfficientDet's); a
   Faster R-CNN second stage predicting a box per class has
   num_classes * code_size box outputs. Optimizer slots keep their shapes.
   """
   changed = []
   for fact in lines:
-    for layer, slots in (('ClassPredictor', 1), (_PER_CLASS_BOXES, 0)):
+    for layer, slots in (('ClassPredictor', int(background)),
+                         (_PER_CLASS_BOXES, 0)):
       per_anchor, rest = divmod(fact.shape[-1] if fact.shape else 0,
                                 _RECORDED_CLASSES + slots)
       if (layer in fact.keras_name and _SLOT_MARK not in fact.key and

@@ -14,6 +14,7 @@ import tensorflow as tf
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import moving_averages
+from tests import fast_graphs
 from tests import tf2_checkpoints
 from tests import tiny_ssd
 from tests import upstream_folder
@@ -74,7 +75,7 @@ def _built_model(config_path):
 
 def model_shapes(config_path):
   """{variable name: shape} of the tiny model's graph."""
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _built_model(config_path)
     return {v.op.name: v.shape.as_list()
             for v in tf.compat.v1.global_variables()}
@@ -149,7 +150,7 @@ def resaved_as_tf1(config_path, tf2_prefix, prefix,
 
   With use_moving_averages its averages become the raw weights.
   """
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     _built_model(config_path)
     tf.compat.v1.train.get_or_create_global_step()
     with tf.compat.v1.Session() as session:

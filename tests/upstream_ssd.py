@@ -8,8 +8,19 @@ alternate between configs, in file name order, to bound the run time.
 Each is built at a reduced input size, except the configs of the released
 zoo checkpoints (tests/zoo_checkpoints.py): they keep their own, whose
 anchor count those checks know, and the same build serves both checks.
-Configs that differ only outside the model (training, evaluation, graph
-rewriter) share one build, and the session runs without grappler.
+The session runs without grappler.
+
+One predicted graph per distinct predicting part: configs that differ only
+outside the model (training, evaluation, graph rewriter) or only in the
+model.ssd fields that the loss, the target assignment and the
+post-processing alone read (_OUTSIDE_PREDICT; SSDMetaArch.preprocess and
+predict read none of them) share one graph, built and run once in the
+module of the first of them. What the shared graph proves for each of them:
+its feature extractor, box predictor, anchors, resizer and background
+class build and predict finite boxes and classes for every anchor, in the
+mode the build chose. Each config's whole model (its loss, target
+assigner and post-processing included) is still built from its own config
+(model_builder.build, no graph: a few milliseconds).
 od_estimator provides every feature extractor type the configs name.
 """
 import collections
@@ -31,20 +42,57 @@ from tests import zoo_checkpoints
 
 
 @functools.lru_cache(maxsize=None)
+def _parsed_model_config(path):
+  return config_util.get_configs_from_pipeline_file(path)['model']
+
+
 def is_ssd(path):
-  return config_util.get_configs_from_pipeline_file(path)['model'].WhichOneof(
-      'model') == 'ssd'
+  return _parsed_model_config(path).WhichOneof('model') == 'ssd'
+
+
+def is_efficientdet(path):
+  model = _parsed_model_config(path)
+  return model.WhichOneof('model') == 'ssd' and (
+      model.ssd.feature_extractor.type.startswith('ssd_efficientnet'))
 
 
 SSD_CONFIGS = [path for path in upstream_folder.paths() if is_ssd(path)]
 REDUCED_SIZE = 128
 # The ResNet FPN extractors take 129 pixels and up: the next multiple of 32.
 RESNET_FPN_SIZE = 160
+# The model.ssd fields that only the loss, the target assignment and the
+# post-processing read (ssd_model_builder._build_loss, the target assigner,
+# post_processing_builder): the predicted graph does not depend on them.
+_OUTSIDE_PREDICT = (
+    'loss', 'post_processing', 'matcher', 'similarity_calculator',
+    'encode_background_as_zeros', 'negative_class_weight',
+    'normalize_loss_by_num_matches', 'normalize_loc_loss_by_codesize',
+    'use_confidences_as_targets', 'implicit_example_weight')
+
+
+def _predict_key(model_config, size):
+  """What the predicted graph of `model_config` at `size` depends on."""
+  key = model_pb2.DetectionModel()
+  key.CopyFrom(model_config)
+  for field in _OUTSIDE_PREDICT:
+    key.ssd.ClearField(field)
+  return key.SerializeToString(deterministic=True), size
+
+
+@functools.lru_cache(maxsize=None)
+def _first_of_key():
+  """{predict key: the first of the TF1 folder's SSD configs with it}."""
+  first = {}
+  for path in SSD_CONFIGS:
+    first.setdefault(_predict_key(*_as_built(path)), path)
+  return first
 
 
 def is_training(path):
-  """Whether the config is built as a training graph (every other one)."""
-  return SSD_CONFIGS.index(path) % 2 == 0
+  """Whether the config is built as a training graph: every other config
+  in file name order, those of one predict key as the first of them."""
+  first = _first_of_key()[_predict_key(*_as_built(path))]
+  return SSD_CONFIGS.index(first) % 2 == 0
 
 
 def zoo_name(path):
@@ -69,6 +117,13 @@ def _shrink(ssd_config):
     resizer.fixed_shape_resizer.height = size
     resizer.fixed_shape_resizer.width = size
     return size
+  if kind == 'keep_aspect_ratio_resizer' and (
+      resizer.keep_aspect_ratio_resizer.pad_to_max_dimension):
+    # A square input (EfficientDet's): 128 is a multiple of every stride up
+    # to 2**7, the top BiFPN level. Names and shapes do not depend on it.
+    resizer.keep_aspect_ratio_resizer.min_dimension = REDUCED_SIZE
+    resizer.keep_aspect_ratio_resizer.max_dimension = REDUCED_SIZE
+    return REDUCED_SIZE
   return None
 
 
@@ -77,13 +132,29 @@ Built = collections.namedtuple('Built', [
     'shapes',  # {variable name: shape}
     'class_shape',  # static shape of the class predictions
     'boxes', 'classes', 'anchors',  # predicted on one random image
+    'training',  # built as a training graph
     'graph', 'model', 'variables'])  # {name: variable}; None unless kept
+
+
+def _as_built(path):
+  """(a copy of the config's model as built, the input size)."""
+  model_config = model_pb2.DetectionModel()
+  model_config.CopyFrom(_parsed_model_config(path))
+  if zoo_name(path):
+    size = model_config.ssd.image_resizer.fixed_shape_resizer.height
+  else:
+    size = _shrink(model_config.ssd) or REDUCED_SIZE
+  return model_config, size
+
+
+_BUILDS = {}  # (predict key, training, keep_graph): Built
 
 
 def built(path, training=None, keep_graph=False):
   """The config's model, built and predicted once per process.
 
-  Configs whose model (as built) and mode are the same share one build.
+  Configs of the same predict key (_predict_key) and mode share one build,
+  made from the config of the first of them asked for.
 
   Args:
     path: the config.
@@ -92,21 +163,17 @@ def built(path, training=None, keep_graph=False):
     keep_graph: keep the graph, model and variables in the result (for
       tests that go on using them; the others let the graph go).
   """
-  model_config = config_util.get_configs_from_pipeline_file(path)['model']
-  if zoo_name(path):
-    size = model_config.ssd.image_resizer.fixed_shape_resizer.height
-  else:
-    size = _shrink(model_config.ssd) or REDUCED_SIZE
+  model_config, size = _as_built(path)
   if training is None:
     training = is_training(path)
-  return _build(model_config.SerializeToString(deterministic=True), size,
-                training, keep_graph)
+  key = (_predict_key(model_config, size), training, keep_graph)
+  if key not in _BUILDS:
+    _BUILDS[key] = _build(model_config, size, training, keep_graph)
+  return _BUILDS[key]
 
 
-@functools.lru_cache(maxsize=None)
-def _build(serialized_model_config, size, training, keep_graph):
+def _build(model_config, size, training, keep_graph):
   """Builds the model config at `size`; predicts on one random image."""
-  model_config = model_pb2.DetectionModel.FromString(serialized_model_config)
   graph = tf.Graph()
   with graph.as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=training)
@@ -126,19 +193,21 @@ def _build(serialized_model_config, size, training, keep_graph):
   kept = ((graph, model, {v.op.name: v for v in variables}) if keep_graph
           else (None, None, None))
   return Built(model_config, shapes, class_predictions.shape.as_list(),
-               boxes, classes, anchors, *kept)
+               boxes, classes, anchors, training, *kept)
 
 
 def check_builds_and_predicts(path, training=None, keep_graph=False):
-  """The config's model predicts boxes and classes for every anchor."""
-  extractor_type = config_util.get_configs_from_pipeline_file(
-      path)['model'].ssd.feature_extractor.type
-  assert (extractor_type in
+  """The config's model builds and predicts boxes and classes for every
+  anchor."""
+  model_config, _ = _as_built(path)
+  assert (model_config.ssd.feature_extractor.type in
           ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS), path
   model = built(path, training, keep_graph)
+  with tf.Graph().as_default():  # its own loss and post-processing too
+    model_builder.build(model_config, is_training=model.training)
   num_anchors = model.anchors.shape[0]
-  num_class_slots = model.model_config.ssd.num_classes + (
-      1 if model.model_config.ssd.add_background_class else 0)
+  num_class_slots = model_config.ssd.num_classes + (
+      1 if model_config.ssd.add_background_class else 0)
   assert model.boxes.shape == (1, num_anchors, 4)
   assert model.classes.shape == (1, num_anchors, num_class_slots)
   assert np.isfinite(model.boxes).all() and np.isfinite(model.classes).all()

@@ -342,7 +342,11 @@ def _build_weight_shared(argscope_fn, config, is_training, num_classes,
           'builds tf-slim (TF1) models. Remove it.'
           % (oneof, field))
   _check_depthwise_kernel(oneof, config)
-  conv_hyperparams_fn = argscope_fn(config.conv_hyperparams, is_training)
+  # The Keras predictor keeps its tower biases under force_use_bias.
+  bias_kwargs = ({'allow_force_use_bias': True} if keras_layer_names and
+                 config.conv_hyperparams.force_use_bias else {})
+  conv_hyperparams_fn = argscope_fn(config.conv_hyperparams, is_training,
+                                    **bias_kwargs)
   return build_weight_shared_convolutional_box_predictor(
       is_training=is_training,
       num_classes=num_classes,

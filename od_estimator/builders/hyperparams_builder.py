@@ -14,6 +14,7 @@ import tf_slim as slim
 
 from od_estimator import errors
 from od_estimator.protos import hyperparams_pb2
+from od_estimator.utils import conv_bias
 
 _HP = hyperparams_pb2.Hyperparams
 
@@ -88,6 +89,7 @@ class SlimHyperparams:
     regularize_depthwise: the proto's flag, for feature extractors whose
       base network takes it (e.g. MobileNet's depthwise weights).
     activation_fn: the activation, or None.
+    force_use_bias: convolutions keep their biases before the normalizer.
   """
 
   def __init__(self, config, is_training):
@@ -105,6 +107,9 @@ class SlimHyperparams:
                                                   is_training)
     elif normalizer == 'group_norm':
       self._normalizer_fn = slim.group_norm
+    self.force_use_bias = config.force_use_bias
+    if self.force_use_bias and self._normalizer_fn is not None:
+      self._normalizer_fn = conv_bias.biased(self._normalizer_fn)
 
   def __call__(self):
     # As the original: the scope holds the affected ops (conv2d,
@@ -121,12 +126,14 @@ class SlimHyperparams:
         return scope
 
 
-def build(hyperparams_config, is_training):
+def build(hyperparams_config, is_training, allow_force_use_bias=False):
   """Returns a SlimHyperparams for a Hyperparams proto.
 
   Args:
     hyperparams_config: hyperparams_pb2.Hyperparams.
     is_training: whether the model is being trained (batch norm updates).
+    allow_force_use_bias: the caller's layers honour force_use_bias (those
+      built as the original's Keras layers); others refuse it.
 
   Raises:
     ValueError: for a config of another type, or options that apply only to
@@ -136,7 +143,7 @@ def build(hyperparams_config, is_training):
   if not isinstance(hyperparams_config, hyperparams_pb2.Hyperparams):
     raise ValueError('hyperparams_config must be a Hyperparams proto, got %s'
                      % type(hyperparams_config).__name__)
-  if hyperparams_config.force_use_bias:
+  if hyperparams_config.force_use_bias and not allow_force_use_bias:
     raise errors.UserInputError(
         'hyperparams.force_use_bias applies to Keras models '
         'only; od_estimator builds tf-slim (TF1) models. Remove '

@@ -69,26 +69,30 @@ def _nms_device(use_cpu_nms):
   return tf.device('/cpu:0') if use_cpu_nms else contextlib.nullcontext()
 
 
-def _gather_padded(boxlist, indices, num_valid, size):
-  """Gathers `size` rows; slots at or past num_valid become zero rows.
+def _gather_rows(tensor, rows, valid, columns=None):
+  """tensor[rows] ([k, ...] tensor), or tensor[rows, columns] ([k, q, ...]).
 
-  A zero row is appended to the list and invalid slots point at it, so the
-  padding is all zeros and gathering works even when the list is empty.
-
-  Returns:
-    (BoxList with `size` rows, [size] bool validity mask).
+  Where `valid` (None: everywhere) is False the row is all zeros: a zero
+  row is appended and invalid slots point at it, which also works when the
+  tensor has no rows.
   """
-  def append_zero_row(tensor):
+  if valid is not None:
     # Constant paddings keep the static trailing dimensions.
-    return tf.pad(tensor, [[0, 1]] + [[0, 0]] * (tensor.shape.ndims - 1))
+    num_rows = tf.shape(tensor)[0]
+    tensor = tf.pad(tensor, [[0, 1]] + [[0, 0]] * (tensor.shape.ndims - 1))
+    rows = tf.where(valid, rows, tf.fill(tf.shape(rows), num_rows))
+  if columns is None:
+    return tf.gather(tensor, rows)
+  return tf.gather_nd(tensor, tf.stack([rows, columns], axis=1))
 
-  num_boxes = boxlist.num_boxes()
-  extended = box_list.BoxList(append_zero_row(boxlist.get()))
+
+def _gather_boxlist(boxlist, indices, valid):
+  """The BoxList's rows `indices`, zeros where `valid` (None: all) is False."""
+  selected = box_list.BoxList(_gather_rows(boxlist.get(), indices, valid))
   for field in boxlist.get_extra_fields():
-    extended.add_field(field, append_zero_row(boxlist.get_field(field)))
-  valid = tf.range(size) < num_valid
-  safe_indices = tf.where(valid, indices, tf.fill([size], num_boxes))
-  return box_list_ops.gather(extended, safe_indices), valid
+    selected.add_field(field, _gather_rows(boxlist.get_field(field), indices,
+                                           valid))
+  return selected
 
 
 def _add_optional_fields(boxlist, masks, boundaries, additional_fields):
@@ -101,12 +105,11 @@ def _add_optional_fields(boxlist, masks, boundaries, additional_fields):
     boxlist.add_field(key, tensor)
 
 
-def _run_nms(boxlist, max_selection_size, iou_thresh, score_thresh,
-             pad_to_max_output_size, soft_nms_sigma, use_hard_nms):
-  """Runs single-class NMS on a BoxList with a scores field.
+def _select(boxes, scores, max_selection_size, iou_thresh, score_thresh,
+            pad_to_max_output_size, soft_nms_sigma, use_hard_nms):
+  """Runs single-class NMS on [k, 4] boxes and their [k] scores.
 
   Args:
-    boxlist: BoxList with a rank-1 `scores` field.
     max_selection_size: int, the most boxes to keep.
     iou_thresh: float IoU above which a lower-scored box is suppressed.
     score_thresh: float; boxes scoring at or below it are dropped.
@@ -115,10 +118,10 @@ def _run_nms(boxlist, max_selection_size, iou_thresh, score_thresh,
     use_hard_nms: use the plain hard-NMS op (no soft-NMS kernel).
 
   Returns:
-    (selected BoxList, [M] bool validity mask).
+    (indices [M] int32 of the kept boxes, their new scores [M] or None when
+    the scores are unchanged, [M] bool validity mask or None when every row
+    is valid).
   """
-  boxes = boxlist.get()
-  scores = boxlist.get_field(_SCORES)
   if pad_to_max_output_size:
     # NonMaxSuppressionV4 is the padded greedy NMS kernel; unlike the tiled
     # tf.image.non_max_suppression_padded it accepts empty inputs and any
@@ -127,24 +130,33 @@ def _run_nms(boxlist, max_selection_size, iou_thresh, score_thresh,
         boxes=boxes, scores=scores, max_output_size=max_selection_size,
         iou_threshold=iou_thresh, score_threshold=score_thresh,
         pad_to_max_output_size=True)
-    return _gather_padded(boxlist, indices, num_valid, max_selection_size)
+    return indices, None, tf.range(max_selection_size) < num_valid
   if use_hard_nms:
     if soft_nms_sigma != 0.0:
       raise ValueError('use_hard_nms cannot be combined with soft_nms_sigma')
     indices = tf.image.non_max_suppression(
         boxes, scores, max_selection_size, iou_threshold=iou_thresh,
         score_threshold=score_thresh)
-    selected_scores = None
-  else:
-    # Soft-NMS decays overlapping scores instead of dropping boxes, so the
-    # returned scores replace the input ones.
-    indices, selected_scores = tf.image.non_max_suppression_with_scores(
-        boxes, scores, max_selection_size, iou_threshold=iou_thresh,
-        score_threshold=score_thresh, soft_nms_sigma=soft_nms_sigma)
-  selected = box_list_ops.gather(boxlist, indices)
+    return indices, None, None
+  # Soft-NMS decays overlapping scores instead of dropping boxes, so the
+  # returned scores replace the input ones.
+  indices, selected_scores = tf.image.non_max_suppression_with_scores(
+      boxes, scores, max_selection_size, iou_threshold=iou_thresh,
+      score_threshold=score_thresh, soft_nms_sigma=soft_nms_sigma)
+  return indices, selected_scores, None
+
+
+def _run_nms(boxlist, *nms_args):
+  """_select on a BoxList with a scores field: (selected BoxList, [M] bool
+  validity mask); padded rows are zeros."""
+  indices, selected_scores, valid = _select(
+      boxlist.get(), boxlist.get_field(_SCORES), *nms_args)
+  selected = _gather_boxlist(boxlist, indices, valid)
   if selected_scores is not None:
     selected.add_field(_SCORES, selected_scores)
-  return selected, tf.ones_like(indices, dtype=tf.bool)
+  if valid is None:
+    valid = tf.ones_like(indices, dtype=tf.bool)
+  return selected, valid
 
 
 def _sort_valid_first(boxlist, valid):
@@ -209,20 +221,6 @@ def _finalize(selected, valid, clip_window, change_coordinate_frame,
   return box_list_ops.gather(selected, tf.range(keep)), num_valid
 
 
-def _class_candidates(class_idx, class_boxes, scores, class_masks,
-                      class_boundaries, additional_fields):
-  """BoxList of one class's NMS candidates: boxes, scores, classes, extras."""
-  class_scores = scores[:, class_idx]
-  candidates = box_list.BoxList(class_boxes)
-  candidates.add_field(_SCORES, class_scores)
-  # Added before NMS so padded slots get class 0 like every other field.
-  candidates.add_field(_CLASSES,
-                       tf.fill(tf.shape(class_scores), float(class_idx)))
-  _add_optional_fields(candidates, class_masks, class_boundaries,
-                       additional_fields)
-  return candidates
-
-
 def multiclass_non_max_suppression(
     boxes, scores, score_thresh, iou_thresh, max_size_per_class,
     max_total_size=0, clip_window=None, change_coordinate_frame=False,
@@ -269,31 +267,55 @@ def multiclass_non_max_suppression(
   _validate_inputs(boxes, scores, iou_thresh, change_coordinate_frame,
                    clip_window, pad_to_max_output_size, soft_nms_sigma)
   num_classes = _static_dim(scores.shape[1])
+  class_specific = _static_dim(boxes.shape[1]) > 1
   with tf.name_scope(scope or 'MultiClassNonMaxSuppression'):
+    # Each class's NMS picks row indices; the rows of every field are then
+    # gathered once for all classes (class by class, in class order).
     per_class_boxes = tf.unstack(boxes, axis=1)
-    per_class_masks = None if masks is None else tf.unstack(masks, axis=1)
-    per_class_boundaries = (None if boundaries is None
-                            else tf.unstack(boundaries, axis=1))
-    selected_lists = []
-    valid_masks = []
+    per_class_scores = tf.unstack(scores, axis=1)
+    selections = []
     for class_idx in range(num_classes):
-      box_idx = class_idx if len(per_class_boxes) > 1 else 0
-      candidates = _class_candidates(
-          class_idx, per_class_boxes[box_idx], scores,
-          None if per_class_masks is None else per_class_masks[box_idx],
-          (None if per_class_boundaries is None
-           else per_class_boundaries[box_idx]),
-          additional_fields)
       with _nms_device(use_cpu_nms):
-        selected, valid = _run_nms(
-            candidates, max_size_per_class, iou_thresh, score_thresh,
-            pad_to_max_output_size, soft_nms_sigma, use_hard_nms)
-      selected_lists.append(selected)
-      valid_masks.append(valid)
-    return _finalize(box_list_ops.concatenate(selected_lists),
-                     tf.concat(valid_masks, 0), clip_window,
-                     change_coordinate_frame, max_total_size,
-                     pad_to_max_output_size)
+        selections.append(_select(
+            per_class_boxes[class_idx if class_specific else 0],
+            per_class_scores[class_idx], max_size_per_class, iou_thresh,
+            score_thresh, pad_to_max_output_size, soft_nms_sigma,
+            use_hard_nms))
+    indices, selected_scores, valids = zip(*selections)
+    rows = tf.concat(indices, 0)
+    if pad_to_max_output_size:
+      valid = tf.concat(valids, 0)
+      class_ids = tf.constant(np.repeat(np.arange(num_classes, dtype=np.int32),
+                                        max_size_per_class))
+    else:
+      valid = None
+      class_ids = tf.repeat(tf.range(num_classes),
+                            tf.stack([tf.size(index) for index in indices]))
+
+    def per_class(tensor):
+      """Rows of a [k, q, ...] tensor: each class's own entry when q > 1."""
+      if class_specific:
+        return _gather_rows(tensor, rows, valid, class_ids)
+      return _gather_rows(tensor[:, 0], rows, valid)
+
+    selected = box_list.BoxList(per_class(boxes))
+    if selected_scores[0] is not None:
+      selected.add_field(_SCORES, tf.concat(selected_scores, 0))
+    else:
+      selected.add_field(_SCORES, _gather_rows(scores, rows, valid, class_ids))
+    classes = tf.cast(class_ids, tf.float32)
+    if valid is not None:
+      classes = tf.where(valid, classes, tf.zeros_like(classes))
+    selected.add_field(_CLASSES, classes)
+    _add_optional_fields(
+        selected, None if masks is None else per_class(masks),
+        None if boundaries is None else per_class(boundaries),
+        {key: _gather_rows(tensor, rows, valid)
+         for key, tensor in (additional_fields or {}).items()})
+    if valid is None:
+      valid = tf.ones_like(rows, dtype=tf.bool)
+    return _finalize(selected, valid, clip_window, change_coordinate_frame,
+                     max_total_size, pad_to_max_output_size)
 
 
 def class_agnostic_non_max_suppression(boxes,

@@ -336,7 +336,7 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
                                 final_exporter_name='Servo',
                                 eval_spec_names=None, hooks=None,
                                 throttle_secs=0, saving_listeners=None,
-                                eval_hooks=None):
+                                eval_hooks=None, exporters=()):
   """Returns (TrainSpec, [EvalSpec, ...]) for train_and_evaluate.
 
   The first EvalSpec carries a FinalExporter (`final_exporter_name`) that
@@ -345,7 +345,8 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
   local run, but makes a cluster's evaluator task poll without pause.
   `saving_listeners` run after each checkpoint is written, before the
   evaluation train_and_evaluate makes of it; `eval_hooks` run in the
-  evaluations of the first EvalSpec.
+  evaluations of the first EvalSpec, and `exporters` (more
+  tf.estimator.Exporters, e.g. keep_best.BestExporter) see its results.
   """
   train_spec = tf.estimator.TrainSpec(input_fn=train_input_fn,
                                       max_steps=train_steps, hooks=hooks,
@@ -355,12 +356,12 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
   eval_specs = []
   for index, (name, input_fn) in enumerate(zip(eval_spec_names,
                                                eval_input_fns)):
-    exporter = (tf.estimator.FinalExporter(name=final_exporter_name,
-                                           serving_input_receiver_fn=(
-                                               predict_input_fn))
-                if index == 0 else None)
+    spec_exporters = ([tf.estimator.FinalExporter(
+        name=final_exporter_name,
+        serving_input_receiver_fn=predict_input_fn)] + list(exporters)
+                      if index == 0 else None)
     eval_specs.append(tf.estimator.EvalSpec(
-        name=name, input_fn=input_fn, steps=None, exporters=exporter,
+        name=name, input_fn=input_fn, steps=None, exporters=spec_exporters,
         throttle_secs=throttle_secs, start_delay_secs=0,
         hooks=eval_hooks if index == 0 else None))
   if eval_on_train_data:
@@ -372,7 +373,7 @@ def create_train_and_eval_specs(train_input_fn, eval_input_fns,
 
 def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
                     max_retries=0, timeout_secs=None, hooks=None,
-                    skip_damaged=False):
+                    skip_damaged=False, on_evaluated=None):
   """Evaluates each new checkpoint until one at train_steps is evaluated.
 
   Args:
@@ -388,6 +389,8 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
     skip_damaged: a damaged checkpoint (checkpoint_health.problem) is
       skipped with a warning, for the newest intact one when not evaluated
       yet; otherwise it raises errors.UserInputError naming it.
+    on_evaluated: fn(metrics, checkpoint) called after each evaluation
+      (e.g. keep_best.BestKeeper.update).
 
   Returns:
     The metrics of the last evaluation, or None when none was made.
@@ -417,6 +420,8 @@ def continuous_eval(estimator, model_dir, input_fn, train_steps, name,
                       max_retries)
       continue
     evaluated.add(checkpoint)
+    if on_evaluated:
+      on_evaluated(metrics, checkpoint)
     # The checkpoint's own step: a TF2 ckpt-N numbers the saves.
     step = int(metrics[tf.compat.v1.GraphKeys.GLOBAL_STEP])
     if train_steps and step >= train_steps:

@@ -94,7 +94,7 @@ def wanted_variables(model, kind):
 
   classification: the Keras backbone's variables, which sit at the graph's
   root as `<layer>/<weight>` (the extractor's added layers are below its
-  own Keras name); detection: the feature extractor's; full: the model's.
+  own Keras name), or those its `is_backbone_variable` tells; detection: the feature extractor's; full: the model's.
   """
   if kind == 'full':
     wanted = model.restore_map(fine_tune_checkpoint_type='detection',
@@ -104,9 +104,16 @@ def wanted_variables(model, kind):
   wanted = model.restore_map(fine_tune_checkpoint_type=kind,
                              load_all_detection_checkpoint_vars=False)
   if kind == 'classification':
+    is_backbone = getattr(getattr(model, 'feature_extractor', None),
+                          'is_backbone_variable', _at_the_root)
     wanted = {name: variable for name, variable in wanted.items()
-              if name.count('/') == 1}
+              if is_backbone(name)}
   return wanted
+
+
+def _at_the_root(name):
+  """Whether a Keras name is `<layer>/<weight>`, a backbone's."""
+  return name.count('/') == 1
 
 
 def match(wanted, values, kind):
@@ -162,7 +169,7 @@ def _known_paths(variables):
   names = {variable.op.name: name for name, variable in variables.items()}
   return {path: names[variable_name] for variable_name, paths in
           keras_object_paths.known_paths(list(names)).items()
-          for path in paths}
+          for path in paths if path is not None}
 
 
 def _without(variables, names):

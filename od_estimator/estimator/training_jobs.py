@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.config import config_util
+from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
 from od_estimator.estimator import progress
@@ -52,6 +53,7 @@ class Job:
     eval_name: the Estimator's name of the evaluation of the eval input
       (events in model_dir/eval_<name>; None: model_dir/eval).
     bfloat16: --bfloat16 (see estimator/cpu_bfloat16.py).
+    keep_best_options: keep_best.Options of --keep_best_by, or None.
   """
   pipeline_config_path: str
   num_train_steps: Optional[int] = None
@@ -67,6 +69,7 @@ class Job:
   log_every_n_steps: int = 100
   eval_name: Optional[str] = 'validation_data'
   bfloat16: bool = False
+  keep_best_options: Optional[keep_best.Options] = None
 
 
 def checkpoint_to_evaluate(job):
@@ -207,6 +210,7 @@ def train_and_evaluate(job, parts, throttle_secs=0, preemptible=True):
       parts['train_input_fn'], parts['eval_input_fns'],
       parts['eval_on_train_input_fn'], parts['predict_input_fn'],
       parts['train_steps'], eval_on_train_data=False,
+      exporters=_best_exporters(job, parts),
       hooks=_training_hooks(job, parts, preemption_hook),
       throttle_secs=throttle_secs,
       saving_listeners=([preemption_hook.saving_listener()]
@@ -219,6 +223,17 @@ def train_and_evaluate(job, parts, throttle_secs=0, preemptible=True):
   finally:
     if preemption_hook:
       preemption_hook.restore_handlers()
+
+
+def _keeper(job, parts):
+  """The run's keep_best.BestKeeper, or None."""
+  return keep_best.keeper(job.keep_best_options, parts['estimator'].model_dir,
+                          parts['configs'])
+
+
+def _best_exporters(job, parts):
+  keeper = _keeper(job, parts)
+  return [keep_best.BestExporter(keeper)] if keeper else []
 
 
 def evaluate(job, parts, checkpoint):
@@ -245,16 +260,21 @@ def _evaluate_checkpoints(job, parts, checkpoint, hooks):
     name, input_fn = 'training_data', parts['eval_on_train_input_fn']
   else:
     name, input_fn = job.eval_name, parts['eval_input_fns'][0]
+  keeper = _keeper(job, parts)
   if job.run_once:
     if not checkpoint:
       raise errors.UserInputError('no checkpoint in --checkpoint_dir=%s' %
                                   job.checkpoint_dir)
-    return estimator.evaluate(input_fn, steps=None, hooks=hooks,
-                              checkpoint_path=checkpoint, name=name)
+    metrics = estimator.evaluate(input_fn, steps=None, hooks=hooks,
+                                 checkpoint_path=checkpoint, name=name)
+    if keeper:
+      keeper.update(metrics, checkpoint)
+    return metrics
   return model_lib.continuous_eval(
       estimator, job.checkpoint_dir, input_fn, parts['train_steps'], name,
       job.max_eval_retries, timeout_secs=job.eval_timeout_secs,
-      hooks=hooks, skip_damaged=job.resume_from_last_good)
+      hooks=hooks, skip_damaged=job.resume_from_last_good,
+      on_evaluated=keeper.update if keeper else None)
 
 
 def print_metrics(result):

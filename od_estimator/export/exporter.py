@@ -555,3 +555,17 @@ def export_inference_graph(input_type, pipeline_config,
     save_exported_config(pipeline_config, staging)
   logging.info('Exported %s (%s input) to %s', checkpoint, input_type,
                output_directory)
+
+
+def export_for_serving(pipeline_config, trained_checkpoint_prefix,
+                       output_directory):
+  """export_inference_graph with image_tensor input and the config's own
+  side inputs (Context R-CNN's), replacing an export in output_directory."""
+  specs = context_features.side_input_specs(pipeline_config.model)
+  export_inference_graph(
+      'image_tensor', pipeline_config, trained_checkpoint_prefix,
+      output_directory, use_side_inputs=bool(specs),
+      side_input_shapes=[shape for _, shape, _ in specs] or None,
+      side_input_names=[name for name, _, _ in specs] or None,
+      side_input_types=[dtype for _, _, dtype in specs] or None,
+      overwrite=True)

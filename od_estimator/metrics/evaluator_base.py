@@ -117,15 +117,38 @@ class DetectionEvaluator:
           groundtruth[name] = _image_part(batch, name, i, n)
         for name in image_fields:
           groundtruth[name] = batch[name][i]
-        self.add_single_ground_truth_image_info(image_id, groundtruth)
         detections = {name: batch[name][i][:m]
                       for name in self.required_detection_fields}
         for name in detection_fields:
           detections[name] = _image_part(batch, name, i, m)
-        self.add_single_detected_image_info(image_id, detections)
+        self.add_image(image_id, groundtruth, detections)
 
     return tf.compat.v1.py_func(update, [eval_dict[name] for name in names],
                                 [])
+
+  def add_image(self, image_id, groundtruth, detections):
+    """Adds one image as a batch's update does: only the fields read.
+
+    Args:
+      image_id: the image's unique id.
+      groundtruth: numpy groundtruth_boxes [N, 4] absolute,
+        groundtruth_classes [N] 1-based, and any other groundtruth fields;
+        those the evaluator declares optional are passed on.
+      detections: numpy detection_boxes [M, 4] absolute, detection_scores
+        [M], detection_classes [M] 1-based, and any other detection fields;
+        those the evaluator declares are passed on.
+    """
+    wanted = ((_IN.groundtruth_boxes, _IN.groundtruth_classes) +
+              tuple(self.optional_groundtruth_box_fields) +
+              tuple(self.optional_groundtruth_image_fields))
+    self.add_single_ground_truth_image_info(image_id, {
+        name: groundtruth[name] for name in wanted
+        if groundtruth.get(name) is not None})
+    wanted = (tuple(self.required_detection_fields) +
+              tuple(self.optional_detection_fields))
+    self.add_single_detected_image_info(image_id, {
+        name: detections[name] for name in wanted
+        if detections.get(name) is not None})
 
   def _check_masks(self, eval_dict):
     """Raises ValueError when a mask evaluator's eval dict lacks masks.

@@ -3,9 +3,11 @@
 The model builder looks the config's type up here; every class takes the
 SSDFeatureExtractor constructor arguments, and the *_fpn ones also
 fpn_min_level, fpn_max_level, additional_layer_depth and
-use_native_resize_op.
+use_native_resize_op; the EfficientDet ones (ssd_efficientnet-b<N>_bifpn_keras)
+the bifpn_* arguments and use_native_resize_op.
 """
 from od_estimator.models import embedded_ssd_mobilenet_v1_feature_extractor
+from od_estimator.models import ssd_efficientnet_bifpn_feature_extractor
 from od_estimator.models import ssd_inception_feature_extractor
 from od_estimator.models import ssd_mobiledet_feature_extractor
 from od_estimator.models import ssd_mobilenet_edgetpu_feature_extractor
@@ -86,4 +88,5 @@ SSD_FEATURE_EXTRACTORS = {
     'ssd_resnet152_v1_fpn_keras':
         ssd_resnet_v1_fpn_keras_feature_extractor
         .SSDResNet152V1FpnKerasFeatureExtractor,
+    **ssd_efficientnet_bifpn_feature_extractor.EXTRACTORS,
 }

@@ -26,6 +26,7 @@ import tf_slim as slim
 
 from od_estimator import errors
 from od_estimator.core import box_predictor
+from od_estimator.utils import conv_bias
 from od_estimator.utils import keras_names
 
 BOX_ENCODINGS = box_predictor.BOX_ENCODINGS
@@ -263,9 +264,14 @@ class WeightSharedConvolutionalBoxPredictor(box_predictor.BoxPredictor):
     return contextlib.nullcontext()
 
   def _normalizer_fn(self):
-    # tf.identity stands in for batch norm so slim drops the conv biases;
-    # batch norm itself is applied separately under a per-map scope.
-    return tf.identity if self._apply_batch_norm else None
+    # tf.identity stands in for batch norm so slim drops the conv biases
+    # (kept under force_use_bias); batch norm itself is applied separately
+    # under a per-map scope.
+    if not self._apply_batch_norm:
+      return None
+    if getattr(self._conv_hyperparams_fn, 'force_use_bias', False):
+      return conv_bias.biased(tf.identity)
+    return tf.identity
 
   def _project(self, image_feature, layer_index, target_channels):
     """1x1 convolution bringing a feature map to target_channels."""

@@ -116,6 +116,31 @@ def write_file(path, data):
     f.write(data)
 
 
+def copy_file(source, path):
+  """Copies file `source` to `path` in one step (see `replacing`).
+
+  Locally the copy is a hard link when both are on one file system (no
+  bytes copied: checkpoints are never changed in place), else a copy
+  under a temporary name, renamed into place once complete.
+  """
+  if is_url(path):
+    tf.io.gfile.copy(source, path, overwrite=True)
+    return
+  temp = temporary_path(path)
+  try:
+    try:
+      if is_url(source):
+        raise OSError('no link to an object store')
+      os.link(source, temp)
+    except OSError:
+      tf.io.gfile.copy(source, temp, overwrite=True)
+    os.replace(temp, path)
+  except BaseException:
+    with contextlib.suppress(FileNotFoundError):
+      os.unlink(temp)
+    raise
+
+
 def check_file_destination(path, flag):
   """Raises UserInputError when `path` cannot become a file: a folder is there.
 

@@ -65,3 +65,15 @@ def at_least(minimum):
           minimum, value))
     return value
   return parse
+
+
+def fraction(text):
+  """argparse type: a number in [0, 1] (a score or IoU threshold)."""
+  try:
+    value = float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError('expected a number, got %r' %
+                                     text) from None
+  if not 0.0 <= value <= 1.0:
+    raise argparse.ArgumentTypeError('must be in [0, 1], got %s' % text)
+  return value

@@ -1,5 +1,9 @@
 """graph_rewriter_builder: the quantization rewrite of graph_rewriter configs,
-on a tiny SSD built from the demo config."""
+on a tiny SSD built from the demo config.
+
+The graphs are built and rewritten with identity hashing
+(tests/fast_graphs.py), as model_lib and the exporters build theirs.
+"""
 import re
 
 import pytest
@@ -11,6 +15,8 @@ from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.protos import graph_rewriter_pb2
+from od_estimator.utils import graph_building
+from tests import fast_graphs
 from tests import quantized_layers
 from tests import tiny_ssd
 
@@ -23,8 +29,7 @@ def _tiny_ssd_graph(is_training, feature_extractor='ssd_mobilenet_v2'):
   """The tiny SSD's graph up to its predictions; (graph, their tensors)."""
   config = tiny_ssd.model_config()
   config.ssd.feature_extractor.type = feature_extractor
-  graph = tf.Graph()
-  with graph.as_default():
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(config, is_training=is_training)
     images = tf.compat.v1.placeholder(tf.float32, [2, 64, 64, 3])
     predictions = model.predict(*model.preprocess(images))
@@ -44,7 +49,7 @@ def test_training_rewrite_of_tiny_ssd_mobilenet_v2():
   rewrite_fn = graph_rewriter_builder.build(
       _config('quantization { delay: 10 weight_bits: 8 activation_bits: 8 }'),
       is_training=is_training)
-  with graph.as_default():
+  with graph.as_default(), graph_building.identity_equality():
     rewrite_fn()
   added = _variable_names(graph) - before
   ranges = {name for name in added if name.endswith(('/min', '/max'))}
@@ -91,7 +96,7 @@ def test_eval_rewrite_of_tiny_ssd_mobilenet_v1():
   before = _variable_names(graph)
   rewrite_fn = graph_rewriter_builder.build(
       _config('quantization { delay: 10 }'), is_training=False)
-  with graph.as_default():
+  with graph.as_default(), graph_building.identity_equality():
     rewrite_fn()
   added = _variable_names(graph) - before
   # The backbone's ops sit in a doubled MobilenetV1 name scope, hence the

@@ -4,10 +4,16 @@ The tiny SSD with MobileNet v1 (tiny_ssd.V1_OVERRIDES: the restore maps
 are the feature extractors' shared code, and test_checkpoint_compat checks
 MobileNet v2's names). The source checkpoint is the session's
 averaged_tiny_ssd (tests/trained_models.py: one step with moving averages
-of decay 0.5); new runs start from it (or from a classification-only
-MobileNet v1 checkpoint) via train_config.fine_tune_checkpoint. Each new
-run's variables, read as soon as its session is initialized (step 0), show
-what was restored; the run then stops before its first step.
+of decay 0.5); a new training run starts from it via
+train_config.fine_tune_checkpoint. Its variables, read as soon as its
+session is initialized (step 0), show what was restored; the run then stops
+before its first step. The other restores (load_all_detection_checkpoint_vars,
+a classification-only MobileNet v1 checkpoint) restore what
+fine_tune.restore_map (the TRAIN model_fn's) asks into one network of the
+tiny SSD, built once without the loss, gradients and optimizer (most of a
+training graph's ops). The launches from a checkpoint of another
+model are about the restore report and the launch, not the network: they
+run the tiniest model (tests/fakes.py's fake Faster R-CNN extractor).
 """
 import re
 
@@ -17,13 +23,18 @@ import tensorflow as tf
 import tf_slim as slim
 
 from od_estimator import errors
+from od_estimator.builders import model_builder
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
 from od_estimator.nets import mobilenet_v1
 from od_estimator.protos import train_pb2
 from od_estimator.config import config_util
+from tests import fast_graphs
 from tests import log_capture
+from tests import tiny_faster_rcnn
 from tests import tiny_ssd
+
+pytestmark = pytest.mark.usefixtures('fake_extractor')
 
 EMA = '/ExponentialMovingAverage'
 # Optimizer variables and averages, created after the restore map is made.
@@ -32,10 +43,17 @@ NOT_MODEL = re.compile(r'/(Momentum|Adam|Adam_1|RMSProp|RMSProp_1|'
                        r'^global_step$')
 
 
-def _parts(config, model_dir, overrides, save=True):
-  """Estimator and inputs; without `save`, no checkpoints or summaries."""
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.V1_OVERRIDES)
+def _hparams(overrides, base=tiny_ssd.V1_OVERRIDES):
+  """The hparams of `base` (the tiny SSD's), updated with `overrides`."""
+  hparams = config_util.parse_hparams_overrides(base)
   hparams.update(overrides)
+  return hparams
+
+
+def _parts(config, model_dir, overrides, save=True,
+           base=tiny_ssd.V1_OVERRIDES):
+  """Estimator and inputs; without `save`, no checkpoints or summaries."""
+  hparams = _hparams(overrides, base)
   run_config = tiny_ssd.run_config(model_dir)
   if not save:
     # Saving writes the graph as text, the slowest part of a short run.
@@ -66,12 +84,12 @@ class _ReadVariables(tf.compat.v1.train.SessionRunHook):
       coord.request_stop()
 
 
-def _train(config, model_dir, overrides):
+def _train(config, model_dir, overrides, base=tiny_ssd.V1_OVERRIDES):
   """Starts a training in-process; returns (variables at step 0, absl log).
 
   No step, nothing saved: the run stops once its variables are read.
   """
-  parts = _parts(config, model_dir, overrides, save=False)
+  parts = _parts(config, model_dir, overrides, save=False, base=base)
   reader = _ReadVariables(stop=True)
   with log_capture.absl_messages() as messages:
     parts['estimator'].train(parts['train_input_fn'], max_steps=1,
@@ -119,29 +137,62 @@ def source(averaged_tiny_ssd):
           _values(averaged_tiny_ssd['initial']))
 
 
-def _fine_tune(root, config, name, checkpoint, kind, **overrides):
-  """Starts a fine-tuning run; returns (variables at step 0, log).
-
-  Runs whose tests ignore the moving averages turn them off: a quarter
-  fewer ops to build.
-  """
+def _fine_tune(root, config, name, checkpoint, kind,
+               base=tiny_ssd.V1_OVERRIDES, **overrides):
+  """Starts a fine-tuning run; returns (variables at step 0, log)."""
   overrides.update({'train_config.fine_tune_checkpoint': checkpoint,
                     'train_config.fine_tune_checkpoint_type': kind})
-  return _train(config, str(root / name), overrides)
+  return _train(config, str(root / name), overrides, base)
+
+
+@pytest.fixture(scope='module')
+def network(config):
+  """The tiny SSD's training network with one more class (num_classes 4).
+
+  The network alone: the loss, gradients and optimizer are none of what
+  fine-tuning restores. Returns (graph, model).
+  """
+  configs = config_util.merge_external_params_with_configs(
+      config_util.get_configs_from_pipeline_file(config),
+      _hparams({'num_classes': 4}))
+  size = configs['model'].ssd.image_resizer.fixed_shape_resizer.height
+  with fast_graphs.new_graph() as graph:
+    model = model_builder.build(configs['model'], is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, size, size, 3])))
+    tf.compat.v1.train.get_or_create_global_step()
+  return graph, model
+
+
+def _restored(network, checkpoint, kind, load_all=False):
+  """The network's variables once initialized, then restored from
+  `checkpoint` as fine_tune.restore_map asks; returns (values, absl log)."""
+  graph, model = network
+  train_config = train_pb2.TrainConfig(
+      fine_tune_checkpoint=checkpoint, fine_tune_checkpoint_type=kind,
+      load_all_detection_checkpoint_vars=load_all)
+  with graph.as_default():
+    with log_capture.absl_messages() as messages:
+      restore = tf.compat.v1.train.Saver(
+          fine_tune.restore_map(model, train_config))
+    variables = tf.compat.v1.global_variables()
+    with tf.compat.v1.Session() as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      restore.restore(session, checkpoint)
+      values = dict(zip([variable.op.name for variable in variables],
+                        session.run(variables)))
+  return values, '\n'.join(messages)
 
 
 @pytest.fixture(scope='module')
 def detection(root, config, source):
+  """A training run (moving averages on) from the averaged checkpoint."""
   return _fine_tune(root, config, 'detection', source[0], 'detection')
 
 
 @pytest.fixture(scope='module')
-def detection_all_vars(root, config, source):
+def detection_all_vars(network, source):
   """load_all_detection_checkpoint_vars with one more class."""
-  return _fine_tune(
-      root, config, 'detection_all', source[0], 'detection', num_classes=4,
-      **{'train_config.load_all_detection_checkpoint_vars': True,
-         'train_config.optimizer.use_moving_average': False})
+  return _restored(network, source[0], 'detection', load_all=True)
 
 
 @pytest.fixture(scope='module')
@@ -163,10 +214,8 @@ def classification_checkpoint(root):
 
 
 @pytest.fixture(scope='module')
-def classification(root, config, classification_checkpoint):
-  return _fine_tune(root, config, 'classification',
-                    classification_checkpoint, 'classification',
-                    **{'train_config.optimizer.use_moving_average': False})
+def classification(network, classification_checkpoint):
+  return _restored(network, classification_checkpoint, 'classification')
 
 
 def test_detection_restores_the_feature_extractor_only(source, detection):
@@ -394,22 +443,29 @@ def test_fewer_than_half_restored_is_refused(tmp_path, matching, refused):
 
 @pytest.fixture(scope='module')
 def unrelated_checkpoint(root):
-  """A checkpoint of another tiny model: nothing the tiny SSD restores."""
+  """A checkpoint of another tiny model: nothing the fake model restores."""
   return _save_variables(root / 'unrelated' / 'model.ckpt', {
       'Net/conv1/weights': [3, 3, 3, 8], 'Net/conv1/biases': [8],
       'Net/logits/weights': [8, 10]})
 
 
+@pytest.fixture(scope='module')
+def fake_config(root):
+  """tiny_faster_rcnn's config of the fake extractor (the tiniest model)."""
+  folder = root / 'fake'
+  folder.mkdir()
+  return tiny_faster_rcnn.write_config(folder, folder / 'data',
+                                       extractor='fake', batch_size=4)
+
+
 def test_fine_tune_from_another_model_stops_before_writing(
-    root, config, unrelated_checkpoint):
+    root, fake_config, unrelated_checkpoint):
   model_dir = root / 'unrelated_run'
-  hparams = config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES)
-  hparams.update({
-      'train_config.fine_tune_checkpoint': unrelated_checkpoint,
-      'train_config.fine_tune_checkpoint_type': 'detection'})
   parts = model_lib.create_estimator_and_inputs(
-      tiny_ssd.run_config(model_dir), hparams=hparams,
-      pipeline_config_path=config, save_final_config=True)
+      tiny_ssd.run_config(model_dir), hparams={
+          'train_config.fine_tune_checkpoint': unrelated_checkpoint,
+          'train_config.fine_tune_checkpoint_type': 'detection'},
+      pipeline_config_path=fake_config, save_final_config=True)
   with pytest.raises(errors.UserInputError) as raised:
     parts['estimator'].train(parts['train_input_fn'], max_steps=1)
   assert raised.value.args[0].startswith(
@@ -421,11 +477,10 @@ def test_fine_tune_from_another_model_stops_before_writing(
 
 
 def test_allow_partial_fine_tune_trains_from_what_matches(
-    root, config, unrelated_checkpoint):
+    root, fake_config, unrelated_checkpoint):
   restored, log = _fine_tune(
-      root, config, 'unrelated_allowed', unrelated_checkpoint, 'detection',
-      allow_partial_fine_tune=True,
-      **{'train_config.optimizer.use_moving_average': False})
-  assert 'FeatureExtractor/MobilenetV1/Conv2d_0/weights' in restored
+      root, fake_config, 'unrelated_allowed', unrelated_checkpoint,
+      'detection', base='', allow_partial_fine_tune=True)
+  assert 'FirstStageFeatureExtractor/layer1/weights' in restored
   assert 'Fine-tuning from %s (detection): restoring 0 variables' % (
       unrelated_checkpoint) in log

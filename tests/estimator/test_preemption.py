@@ -15,11 +15,9 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
-from od_estimator.config import config_util
 from tests import plain_command
 from tests import signalled_training
 from tests import tiny_faster_rcnn
-from tests import tiny_ssd
 
 
 def test_hook_stops_on_sigterm_and_restores_the_handlers():
@@ -74,17 +72,19 @@ class _SignalAtStep(tf.compat.v1.train.SessionRunHook):
       os.kill(os.getpid(), self._signum)
 
 
+@pytest.mark.usefixtures('fake_extractor')
 def test_tpu_estimator_training_saves_the_step_reached(tmp_path):
-  # model_tpu_main's path (TPUEstimator, here on CPU), in this process.
-  config = tiny_ssd.write_config(tmp_path, tmp_path / 'data')
+  # model_tpu_main's path (TPUEstimator, here on CPU), in this process, on
+  # the tiniest model (tests/fakes.py): the hook does not depend on it.
+  config = tiny_faster_rcnn.write_config(tmp_path, tmp_path / 'data',
+                                         extractor='fake')
   model_dir = str(tmp_path / 'model')
   run_config = tpu_config.RunConfig(
       model_dir=model_dir, save_summary_steps=None, log_step_count_steps=None,
       checkpoint_save_graph_def=False,  # Only the step is checked.
       tpu_config=tpu_config.TPUConfig(iterations_per_loop=1, num_shards=1))
   parts = model_lib.create_estimator_and_inputs(
-      run_config, pipeline_config_path=config, use_tpu_estimator=True,
-      hparams=config_util.parse_hparams_overrides(tiny_ssd.LIGHT_OVERRIDES))
+      run_config, pipeline_config_path=config, use_tpu_estimator=True)
   hook = preemption.PreemptionHook(model_dir)
   previous = signal.getsignal(signal.SIGINT)
   with pytest.raises(preemption.TrainingPreempted) as stopped:

@@ -28,13 +28,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import moving_averages
 from od_estimator.protos import train_pb2
-from od_estimator.utils import graph_building
 from tests import plain_session
+from tests import seeded_detections
 from tests import seeded_values
 from tests import tf2_checkpoints
 from tests import upstream_folder
@@ -123,14 +122,7 @@ def _case(name, folder):
       config_util.read_pipeline_config(path, OVERRIDE % (
           family, FASTER_RCNN_OVERRIDE if family == 'faster_rcnn' else '')))[
               'model']
-  graph = tf.Graph()
-  with graph.as_default(), graph_building.identity_equality():
-    model = model_builder.build(model_config, is_training=False)
-    images = tf.constant(seeded_values.image()[np.newaxis], tf.float32)
-    preprocessed, true_image_shapes = model.preprocess(images)
-    detections = model.postprocess(
-        model.predict(preprocessed, true_image_shapes), true_image_shapes)
-  return Case(name, prefix, graph, model, detections)
+  return Case(name, prefix, *seeded_detections.build(model_config))
 
 
 def _check_same_detections_in_any_order(ours, original):

@@ -65,8 +65,7 @@ def _block8(prefix):
 def atrous():
   extractor = irv2.FasterRCNNInceptionResnetV2FeatureExtractor(
       is_training=True, first_stage_features_stride=8)
-  return backbones.build(extractor, crop_shape=[1, 17, 17, 1088],
-                         train_steps=2)
+  return backbones.build(extractor, train_steps=2)
 
 
 def test_registry_type():
@@ -78,8 +77,7 @@ def test_registry_type():
 def test_shapes_at_stride_8(atrous):
   assert atrous.rpn_feature_map.shape.as_list() == [1, 8, 8, 1088]
   assert atrous.activations['PreAuxLogits'] is atrous.rpn_feature_map
-  # The sample configs crop 17 x 17: 'VALID' reductions give 8 x 8.
-  assert atrous.crop_features.shape.as_list() == [1, 8, 8, 1536]
+  # 'VALID' reductions (17 x 17 crops: test_trainable_batch_norm_...).
   assert atrous.box_classifier_features.shape.as_list() == [1, 3, 3, 1536]
 
 
@@ -202,7 +200,9 @@ def test_base_rejects_what_it_cannot_build(kwargs, message):
 def test_trainable_batch_norm_and_weight_decay():
   extractor = irv2.FasterRCNNInceptionResnetV2FeatureExtractor(
       True, 16, batch_norm_trainable=True, weight_decay=1e-4)
-  second_stage = backbones.second_stage_alone(extractor, [1, 5, 5, 1088])
+  second_stage = backbones.second_stage_alone(extractor, [1, 17, 17, 1088])
+  # The sample configs crop 17 x 17: 'VALID' reductions give 8 x 8.
+  assert second_stage.shape == [1, 8, 8, 1536]
   # Moving mean and variance of Mixed_7a's 7, 10 block8's 4 and Conv2d_7b.
   assert second_stage.update_ops == 2 * (7 + 10 * 4 + 1)
   # Weights and the projections' biases: 8 + 10 * 5 + 10.

@@ -39,7 +39,7 @@ from tests import upstream_folder
 
 CONFIG = 'mask_rcnn_inception_resnet_v2_1024x1024_coco17_gpu-8'
 SIZE = 64
-STEPS = 2
+STEPS = 1
 _SCOPES = (base.FIRST_STAGE_SCOPE, base.SECOND_STAGE_SCOPE)
 _SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 # The original's features with values by tests/seeded_values.

@@ -30,8 +30,7 @@ def _extractor(is_training=True, **kwargs):
 
 @pytest.fixture(scope='module')
 def small():
-  return backbones.build(_extractor(), crop_shape=[2, 17, 17, 192],
-                         train_steps=3)
+  return backbones.build(_extractor(), train_steps=3)
 
 
 def test_registry_type():
@@ -59,8 +58,8 @@ def test_shapes(small):
   assert small.rpn_feature_map.shape.as_list() == [1, 4, 4, 192]
   assert small.activations['Cell_3'].shape.as_list() == [1, 4, 4, 96]
   assert 'Cell_4' not in small.activations
-  # reduction_cell_1 halves the crops (SAME); 6 states of 32 filters.
-  assert small.crop_features.shape.as_list() == [2, 9, 9, 192]
+  # reduction_cell_1 halves the map (SAME; 17 x 17 crops:
+  # test_inference_second_stage_...); 6 states of 32 filters.
   assert small.box_classifier_features.shape.as_list() == [1, 2, 2, 192]
 
 
@@ -112,8 +111,10 @@ def test_inference_second_stage_has_no_drop_path():
   # The second stage alone (cheap); the first stage's cells are the
   # classification network's, whose inference mode test_nasnet checks.
   with fast_graphs.new_graph() as graph:
-    _extractor(is_training=False).extract_box_classifier_features(
-        tf.zeros([2, 5, 5, 192]), scope=backbones.SECOND)
+    features = _extractor(is_training=False).extract_box_classifier_features(
+        tf.zeros([2, 17, 17, 192]), scope=backbones.SECOND)
+    # reduction_cell_1 halves the crops (SAME); 6 states of 32 filters.
+    assert features.shape.as_list() == [2, 9, 9, 192]
     assert not graph.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
     assert not [op for op in graph.get_operations()
                 if op.type == 'RandomUniform']

@@ -21,13 +21,13 @@ image/filename, ...); its image/object/* features are the detections'.
     --detection_model_dir path/to/exported/saved_model \
     [--confidence_threshold 0.9] [--num_shards 0] [--runner DirectRunner ...]
 """
-import argparse
 import functools
 
 from od_estimator.dataset_tools import tool_flags
 from od_estimator.dataset_tools.context_rcnn import beam_model_io
 from od_estimator.dataset_tools.context_rcnn import beam_tool
 from od_estimator.dataset_tools.context_rcnn import exported_detector
+from od_estimator.utils import flag_checks
 
 _NAMESPACE = 'detection_data_generation'
 _OBJECT_PREFIX = 'image/object/'
@@ -117,24 +117,13 @@ def construct_pipeline(pipeline, input_tfrecord, output_tfrecord, model_dir,
       _NAMESPACE)
 
 
-def _score(text):
-  """argparse type: a score in [0, 1]."""
-  try:
-    value = float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError('expected a number, got %r' %
-                                     text) from None
-  if not 0.0 <= value <= 1.0:
-    raise argparse.ArgumentTypeError('must be in [0, 1], got %s' % text)
-  return value
-
-
 def _parser():
   parser = beam_tool.argument_parser(
       'Adds an exported detector\'s boxes to tf.Examples, as an Apache Beam '
       'pipeline.')
   beam_model_io.add_tool_flags(parser, 'detection', '')
-  parser.add_argument('--confidence_threshold', type=_score, default=0.9,
+  parser.add_argument('--confidence_threshold', type=flag_checks.fraction,
+                      default=0.9,
                       help='Lowest score of a detection kept as a box.')
   return parser
 
