@@ -82,6 +82,9 @@ def measure(args):
            '--arch=faster_rcnn', '--warmup=2', '--steps=4']
   r = {}
   r['train'] = run('train_step.py', '--mode=estimator', *large)
+  # Item 11: the same steps with --bfloat16, each next to its float32 run.
+  r['bfloat16'] = run('train_step.py', '--mode=estimator', '--bfloat16',
+                      *large)
   r['ceiling'] = run('train_step.py', '--mode=ceiling', *large)
   # The small step takes ~0.25 s: 40 timed steps, so that one hiccup of the
   # machine does not swing item 1b (0.62 and 1.35 in two idle runs of 10).
@@ -90,6 +93,8 @@ def measure(args):
   r['ceiling_small'] = run('train_step.py', '--mode=ceiling', '--steps=40',
                            *small)
   r['train_frcnn'] = run('train_step.py', '--mode=estimator', *frcnn)
+  r['bfloat16_frcnn'] = run('train_step.py', '--mode=estimator',
+                            '--bfloat16', *frcnn)
   r['ceiling_frcnn'] = run('train_step.py', '--mode=ceiling', *frcnn)
   # R-FCN: item 1c's records, size, batch and body; its own second stage.
   rfcn = [arg.replace('=faster_rcnn', '=rfcn') for arg in frcnn]
@@ -190,6 +195,28 @@ def _original_rows(r):
     else:
       rows.append((title, measured, '>= %s per CPU second' % goal,
                    _verdict(figures.get('cpu_ratio'), goal)))
+  return rows
+
+
+# Item 11's rows: (title, float32 key, bfloat16 key, goal per CPU second).
+BFLOAT16_ROWS = (
+    ('SSD MobileNetV2 (item 1: 300x300, batch 8)', 'train', 'bfloat16', 1.5),
+    ('Faster R-CNN ResNet-50 (item 1c: 320x320, batch 1)', 'train_frcnn',
+     'bfloat16_frcnn', 2.0),
+)
+
+
+def _bfloat16_rows(r):
+  """Item 11: the training step with --bfloat16 / float32, per CPU s."""
+  rows = []
+  for title, float32, bfloat16, goal in BFLOAT16_ROWS:
+    ratio = _ratio(r[bfloat16], r[float32], 'images_per_cpu_s')
+    rows.append((
+        '11. Training step --bfloat16 / float32, %s' % title,
+        '%s / %s images per CPU s = %s' % (
+            _fmt(r[bfloat16].get('images_per_cpu_s')),
+            _fmt(r[float32].get('images_per_cpu_s')), _fmt(ratio)),
+        '>= %s per CPU second' % goal, _verdict(ratio, goal)))
   return rows
 
 
@@ -325,7 +352,7 @@ def write_results(r, seconds, command):
        'head; 320x320, batch 1, same records with masks)',
        peer_mask.get('summary', json.dumps(peer_mask)),
        '>= 1.2', _verdict(peer_mask.get('ratio'), 1.2)),
-  ] + _original_rows(r)
+  ] + _original_rows(r) + _bfloat16_rows(r)
   lines = [
       '# Benchmarks', '',
       'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '

@@ -14,6 +14,8 @@ r"""Detector training (and evaluation) against the backbone's ceiling.
                   the whole block3 map.
 --mode=eval       Estimator.evaluate with COCO metrics: images/s and peak
                   memory.
+--bfloat16        estimator and eval modes: as model_main --bfloat16 (the
+                  oneDNN bfloat16 rewrite where the CPU has it).
 
   .venv/bin/python bench/train_step.py --mode=estimator --data_dir=/tmp/d
 """
@@ -42,7 +44,8 @@ def _estimator(args, model_dir):
           save_checkpoints_secs=None, save_summary_steps=10 ** 9,
           log_step_count_steps=10 ** 9),
       hparams={'load_pretrained': False},
-      pipeline_config_path=common.ssd_config_path(args, model_dir))
+      pipeline_config_path=common.ssd_config_path(args, model_dir),
+      bfloat16=args.bfloat16)
 
 
 def estimator_rates(args):
@@ -167,6 +170,7 @@ def main(argv=None):
   parser.add_argument('--mode', choices=sorted(MODES), required=True)
   parser.add_argument('--warmup', type=int, default=3)
   parser.add_argument('--steps', type=int, default=10)
+  parser.add_argument('--bfloat16', action='store_true')
   parser.add_argument('--eval_images', type=int, default=32,
                       help='--mode=eval: images evaluated (batch 1).')
   common.add_model_args(parser)

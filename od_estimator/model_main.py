@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from od_estimator import command_line
 from od_estimator.checks import launch_check
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
@@ -98,6 +99,7 @@ flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
                      'od_estimator/estimator/xla.py). Slower on CPU as '
                      'measured in bench/NOTES.md: for accelerators and '
                      'comparisons.')
+flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
 flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
                      '(RunConfig.tf_random_seed): weight initialization, '
                      'samplers, shuffling and augmentations repeat from run '
@@ -161,7 +163,7 @@ def _job():
       run_once=FLAGS.run_once, max_eval_retries=FLAGS.max_eval_retries,
       eval_timeout_secs=FLAGS.eval_timeout_secs,
       resume_from_last_good=FLAGS.resume_from_last_good,
-      log_every_n_steps=FLAGS.log_every_n_steps,
+      log_every_n_steps=FLAGS.log_every_n_steps, bfloat16=FLAGS.bfloat16,
       keep_best_options=keep_best.options_from_flags(
           FLAGS, exporter.export_for_serving))
 

@@ -65,6 +65,7 @@ import tensorflow as tf
 from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.checks import launch_check
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
@@ -122,6 +123,7 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '
                      'one; the damaged files are kept.')
+flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
 for _flag in keep_best.new_flags():
   flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
@@ -152,6 +154,7 @@ def _job():
       eval_timeout_secs=FLAGS.eval_timeout,
       resume_from_last_good=FLAGS.resume_from_last_good,
       log_every_n_steps=FLAGS.log_every_n_steps,
+      bfloat16=FLAGS.bfloat16,
       # model_dir/eval, as the original's model_dir/eval/<input name>.
       eval_name=None,
       keep_best_options=keep_best.options_from_flags(

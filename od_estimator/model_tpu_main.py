@@ -30,6 +30,7 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator.checks import launch_check
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
@@ -82,6 +83,7 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir is damaged, resume from (or '
                      'evaluate) the newest intact one; the damaged files are '
                      'kept.')
+flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
 for _flag in keep_best.new_flags():
   flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
@@ -135,6 +137,7 @@ def main(unused_argv):
       num_shards=FLAGS.num_shards,
       save_final_config=FLAGS.mode == 'train',
       resume_from_last_good=FLAGS.resume_from_last_good,
+      bfloat16=FLAGS.bfloat16,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,

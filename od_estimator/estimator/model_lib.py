@@ -17,6 +17,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 from od_estimator import errors
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_fn as model_fn_lib
 from od_estimator.estimator import object_based_evaluation
@@ -102,18 +103,23 @@ def mirrored_run_config_kwargs(num_devices, device_type='GPU'):
   return kwargs
 
 
-def _train_config_for_device(train_config, use_tpu):
-  """train_config as trained here: use_bfloat16 applies on TPU only.
+def _train_config_for_device(train_config, use_tpu, bfloat16):
+  """train_config as the graph is built: use_bfloat16 (or --bfloat16) on
+  TPU only.
 
-  bfloat16 is a TPU number format; elsewhere the original trains in float32
-  whatever the config says, and so do the input pipeline and model_fn built
-  from the returned config. The given config is left unchanged.
+  On TPU model_fn runs the model in its bfloat16 scope; elsewhere the graph
+  is built in float32 whatever the config says (bfloat16 there is a session
+  rewrite, estimator/cpu_bfloat16.py), and so are the input pipeline and
+  model_fn built from the returned config. The given config is unchanged.
   """
-  if use_tpu or not train_config.use_bfloat16:
+  if not use_tpu:
+    return _float32_train_config(train_config)
+  if not bfloat16 or train_config.use_bfloat16:
     return train_config
-  logging.warning('train_config.use_bfloat16 is ignored off TPU: training '
-                  'in float32.')
-  return _float32_train_config(train_config)
+  bfloat16_config = train_config.__class__()
+  bfloat16_config.CopyFrom(train_config)
+  bfloat16_config.use_bfloat16 = True
+  return bfloat16_config
 
 
 def _float32_train_config(train_config):
@@ -134,7 +140,7 @@ def create_estimator_and_inputs(
     override_eval_num_epochs=True, save_final_config=False,
     postprocess_on_cpu=False, export_to_tpu=None, check_configs=None,
     resume_from_last_good=False, evaluated_checkpoint=None,
-    checkpoint_dir=None, **kwargs):
+    checkpoint_dir=None, bfloat16=False, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -157,6 +163,8 @@ def create_estimator_and_inputs(
       evaluated first, which the evaluation graph is checked against.
     checkpoint_dir: evaluation only: the --checkpoint_dir; its checkpoints
       may also be the original's TF2 ckpt-N (object_based_evaluation).
+    bfloat16: --bfloat16: bfloat16 whatever train_config.use_bfloat16
+      says (estimator/cpu_bfloat16.py off TPU).
 
   Returns:
     A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,
@@ -169,7 +177,10 @@ def create_estimator_and_inputs(
   checkpoint = checkpoint_health.resume_point(
       run_config.model_dir, '--model_dir',
       resume_from_last_good) if saves else None
-  train_config = _train_config_for_device(configs['train_config'], use_tpu)
+  train_config = _train_config_for_device(configs['train_config'], use_tpu,
+                                          bfloat16)
+  run_config = cpu_bfloat16.run_config(
+      run_config, bfloat16 or configs['train_config'].use_bfloat16, use_tpu)
   input_fns = _input_fns(configs, train_config,
                          sample_1_of_n_eval_on_train_examples,
                          override_eval_num_epochs)

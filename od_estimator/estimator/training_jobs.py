@@ -52,6 +52,7 @@ class Job:
     log_every_n_steps: progress line interval (0: none).
     eval_name: the Estimator's name of the evaluation of the eval input
       (events in model_dir/eval_<name>; None: model_dir/eval).
+    bfloat16: --bfloat16 (see estimator/cpu_bfloat16.py).
     keep_best_options: keep_best.Options of --keep_best_by, or None.
   """
   pipeline_config_path: str
@@ -67,6 +68,7 @@ class Job:
   resume_from_last_good: bool = False
   log_every_n_steps: int = 100
   eval_name: Optional[str] = 'validation_data'
+  bfloat16: bool = False
   keep_best_options: Optional[keep_best.Options] = None
 
 
@@ -146,6 +148,7 @@ def build(job, run_config, check, checkpoint=None, writes_model_dir=True,
       save_final_config=writes_model_dir and job.checkpoint_dir is None,
       resume_from_last_good=job.resume_from_last_good,
       evaluated_checkpoint=checkpoint, checkpoint_dir=job.checkpoint_dir,
+      bfloat16=job.bfloat16,
       check_configs=functools.partial(
           check, pipeline_config_path=job.pipeline_config_path,
           evaluation_only=bool(job.checkpoint_dir) and
