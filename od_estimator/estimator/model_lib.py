@@ -158,13 +158,11 @@ def create_estimator_and_inputs(
       damaged one gives way to the newest intact one), and write the as-run
       pipeline.config there once the training graph is built and fits it
       (resume_check): a refused launch leaves model_dir as it was.
-    resume_from_last_good: see save_final_config.
+    resume_from_last_good, bfloat16 (--bfloat16, whatever
+      train_config.use_bfloat16 says): see above and _for_device.
     evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
       evaluated first, which the evaluation graph is checked against.
-    checkpoint_dir: evaluation only: the --checkpoint_dir; its checkpoints
-      may also be the original's TF2 ckpt-N (object_based_evaluation).
-    bfloat16: --bfloat16: bfloat16 whatever train_config.use_bfloat16
-      says (estimator/cpu_bfloat16.py off TPU).
+    checkpoint_dir: evaluation only: --checkpoint_dir (TF2 ckpt-N too).
 
   Returns:
     A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,
@@ -174,13 +172,10 @@ def create_estimator_and_inputs(
                          train_steps, sample_1_of_n_eval_examples,
                          override_eval_num_epochs, check_configs, kwargs)
   saves = run_config.is_chief and save_final_config
-  checkpoint = checkpoint_health.resume_point(
-      run_config.model_dir, '--model_dir',
-      resume_from_last_good) if saves else None
-  train_config = _train_config_for_device(configs['train_config'], use_tpu,
-                                          bfloat16)
-  run_config = cpu_bfloat16.run_config(
-      run_config, bfloat16 or configs['train_config'].use_bfloat16, use_tpu)
+  checkpoint = (saves or None) and checkpoint_health.resume_point(
+      run_config.model_dir, '--model_dir', resume_from_last_good)
+  train_config, run_config = _for_device(configs, run_config, use_tpu,
+                                         bfloat16)
   input_fns = _input_fns(configs, train_config,
                          sample_1_of_n_eval_on_train_examples,
                          override_eval_num_epochs)
@@ -197,6 +192,15 @@ def create_estimator_and_inputs(
                                params, export_to_tpu)
   return dict(estimator=estimator, **input_fns,
               train_steps=train_config.num_steps or None, configs=configs)
+
+
+def _for_device(configs, run_config, use_tpu, bfloat16):
+  """(train_config, run_config) as trained on this device: bfloat16 is the
+  TPU's scope on TPU, estimator/cpu_bfloat16's rewrite elsewhere."""
+  train_config = _train_config_for_device(configs['train_config'], use_tpu,
+                                          bfloat16)
+  return train_config, cpu_bfloat16.run_config(
+      run_config, bfloat16 or configs['train_config'].use_bfloat16, use_tpu)
 
 
 def _run_configs(pipeline_config_path, config_override, hparams, train_steps,
