@@ -3,6 +3,8 @@ import importlib
 import importlib.util
 import sys
 
+from od_estimator.utils import gc_tuning
+
 
 def _alias_legacy_batch_norm():
   """Lets tf-slim's batch_norm run on TensorFlow 2.15.
@@ -21,4 +23,6 @@ def _alias_legacy_batch_norm():
       'keras.src.legacy_tf_layers.normalization')
 
 
-_alias_legacy_batch_norm()
+# TensorFlow is imported here: without collecting (utils/gc_tuning.py).
+with gc_tuning.paused():
+  _alias_legacy_batch_norm()

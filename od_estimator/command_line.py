@@ -26,6 +26,7 @@ from od_estimator.estimator import model_lib
 from od_estimator.checks import record_scanner
 from od_estimator.config import config_util
 from od_estimator.utils import file_safety
+from od_estimator.utils import gc_tuning
 from od_estimator.utils import interrupts
 from od_estimator.utils import disk_full
 
@@ -133,6 +134,7 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
     name: the command's name, for the line after a signal.
     model_dir: callable returning the training folder, if any.
   """
+  gc_tuning.for_graph_building()
   try:
     with interrupts.stopping_on_signals(name):
       command()

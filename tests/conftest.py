@@ -12,18 +12,23 @@ tests/upstream_folder.py; never a fixed list of names.
 import collections
 import os
 
+# First: importing od_estimator imports TensorFlow without collecting.
+from od_estimator.utils import gc_tuning
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import fakes
 from tests import fast_graphs
+from tests import fork_server
 from tests import plain_session
 from tests import tiny_resnet
 from tests import trained_models
 from tests import upstream_folder
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+# The tests' processes build graphs as the commands do (utils/gc_tuning.py).
+gc_tuning.for_graph_building()
 # The tests' own sessions run without grappler (see tests/plain_session.py).
 plain_session.without_grappler()
 
@@ -37,6 +42,14 @@ overfit_context_rcnn = trained_models.overfit_context_rcnn
 overfit_faster_rcnn_fpn = trained_models.overfit_faster_rcnn_fpn
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _fork_server():
+  """The command processes the tests start fork from one interpreter that
+  has imported TensorFlow (tests/fork_server.py)."""
+  with fork_server.serving():
+    yield
 
 
 # Test-only feature extractors, registered for a whole module that names

@@ -13,7 +13,7 @@ writes), only float rounding.
 import runpy
 import sys
 
-from tests import plain_session
+from tests import fork_server
 
 
 def command(module):
@@ -21,7 +21,16 @@ def command(module):
   return [sys.executable, '-m', __name__, module]
 
 
-if __name__ == '__main__':
+def run_here(argv):
+  """Runs `python -m argv[0] argv[1:]` in this process, without grappler."""
+  from tests import plain_session  # pylint: disable=g-import-not-at-top
   plain_session.without_grappler()
-  sys.argv = sys.argv[1:]
+  sys.argv = list(argv)
   runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)
+
+
+if __name__ == '__main__':
+  # Forked from the test run's warm interpreter when it has one (this
+  # process then only stands for the command: tests/fork_server.py).
+  fork_server.run_forked(sys.argv[1:])
+  run_here(sys.argv[1:])

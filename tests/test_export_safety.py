@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -22,6 +21,7 @@ from od_estimator import detect
 from od_estimator.export import exporter
 from od_estimator.utils import file_safety
 from tests import file_trees
+from tests import plain_command
 from tests.command_modules import import_command
 
 export_inference_graph = import_command('export_inference_graph')
@@ -204,11 +204,10 @@ def test_export_killed_midway_leaves_the_previous_one_and_reexport_with_overwrit
   directory = _copy_of_export(trained, tmp_path)
   before = _tree(directory)
   process = subprocess.Popen(
-      [sys.executable, '-m', 'od_estimator.export_inference_graph'] +
+      plain_command.command('od_estimator.export_inference_graph') +
       _export_flags(trained['checkpoint'], trained['config'], directory,
                     overwrite=True),
-      cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='3'))
+      cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     _wait_for_writes(directory, process)
   finally:
