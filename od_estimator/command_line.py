@@ -22,6 +22,7 @@ from absl import app
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.estimator import graph_text
 from od_estimator.estimator import model_lib
 from od_estimator.checks import record_scanner
 from od_estimator.config import config_util
@@ -134,7 +135,9 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
     name: the command's name, for the line after a signal.
     model_dir: callable returning the training folder, if any.
   """
+  # Graphs built and written faster, the same graphs.
   gc_tuning.for_graph_building()
+  graph_text.install()
   try:
     with interrupts.stopping_on_signals(name):
       command()
