@@ -5,9 +5,9 @@ with MobileNet v1 trained one step through model_lib's Estimator) is a
 real training checkpoint with the optimizer's moving averages. It is
 exported with exporter for each input type (the CLI for tf_example) and
 with Estimator.export_saved_model and the Servo exporter's tf.Example
-receiver. A fresh interpreter serves every SavedModel; each must give
-Estimator.predict's outputs on the same images. Estimator predictions and
-exports both carry 1-based float detection_classes (label map ids), so
+receiver. A fresh interpreter serves every SavedModel (LOADER); each must
+give Estimator.predict's outputs on the same images. Estimator predictions
+and exports both carry 1-based float detection_classes (label map ids), so
 they are compared as they are.
 """
 import json
@@ -147,34 +147,57 @@ def averaged(root, trained):
           [('averaged_servo', 'servo', servo)])
 
 
-# Serving in an interpreter that never imported od_estimator; there too,
-# the saved_model_cli console script's main (`saved_model_cli show --all`)
-# on one export, its printout kept.
+# Serving in an interpreter that never imported od_estimator (a SavedModel
+# that needed our Python, a py_func say, would fail there as in a server);
+# there too, the saved_model_cli console script's main (`saved_model_cli
+# show --all`) on one export, its printout kept. The SavedModels named in
+# 'tf2_loaded' are served through TF2's tf.saved_model.load (which wraps
+# the graph in a function, a few CPU seconds per model), the others in a
+# TF1 session as `detect` and TF Serving run them. The exporter's exports
+# through TF2's loading are tests/export/test_exporter.py's.
 LOADER = textwrap.dedent('''
     import contextlib, io, json, sys
     import numpy as np
     import tensorflow as tf
     request = json.load(open(sys.argv[1]))
     examples = [bytes.fromhex(s) for s in request['examples']]
+    # The batches each kind of SavedModel is fed, and its input's key. The
+    # Servo receiver takes one serialized tf.Example per call.
     feeds = {
-        'image_tensor': np.load(request['images']),
-        'encoded_image_string_tensor': [bytes.fromhex(s)
-                                        for s in request['pngs']],
-        'tf_example': examples,
+        'image_tensor': [np.load(request['images'])],
+        'encoded_image_string_tensor': [[bytes.fromhex(s)
+                                         for s in request['pngs']]],
+        'tf_example': [examples],
+        'servo': examples,
     }
+
+    def tf2_serve(directory, key, batches):
+      serve = tf.saved_model.load(directory).signatures['serving_default']
+      outputs = [serve(**{key: tf.constant(batch)}) for batch in batches]
+      return ([{k: v.numpy() for k, v in output.items()}
+               for output in outputs],
+              {k: v.dtype.name for k, v in outputs[0].items()})
+
+    def tf1_serve(directory, key, batches):
+      with tf.Graph().as_default() as graph, tf.compat.v1.Session(
+          graph=graph) as session:
+        signature = tf.compat.v1.saved_model.loader.load(
+            session, ['serve'], directory).signature_def['serving_default']
+        fetches = {k: info.name for k, info in signature.outputs.items()}
+        outputs = [session.run(fetches, {signature.inputs[key].name: batch})
+                   for batch in batches]
+      return outputs, {k: tf.as_dtype(info.dtype).name
+                       for k, info in signature.outputs.items()}
+
     results = {}
     for name, kind, directory in request['saved_models']:
-      serve = tf.saved_model.load(directory).signatures['serving_default']
-      if kind == 'servo':
-        # The Servo receiver takes one serialized tf.Example per call.
-        outputs = [serve(**{request['servo_key']: tf.constant(example)})
-                   for example in examples]
-      else:
-        outputs = [serve(inputs=tf.constant(feeds[kind]))]
+      input_key = request['servo_key'] if kind == 'servo' else 'inputs'
+      serve = tf2_serve if name in request['tf2_loaded'] else tf1_serve
+      outputs, dtypes = serve(directory, input_key, feeds[kind])
       for key in outputs[0]:
         results[name + '/' + key] = np.concatenate(
-            [output[key].numpy() for output in outputs])
-        results[name + '/dtype/' + key] = np.array(outputs[0][key].dtype.name)
+            [output[key] for output in outputs])
+        results[name + '/dtype/' + key] = np.array(dtypes[key])
     from tensorflow.python.tools import saved_model_cli
     sys.argv = ['saved_model_cli', 'show', '--all', '--dir', request['cli_dir']]
     printed = io.StringIO()
@@ -195,6 +218,7 @@ def served(root, exports, averaged):
   np.save(str(root / 'images.npy'), images)
   request = {
       'saved_models': exports + averaged[1],
+      'tf2_loaded': ['servo'],
       'cli_dir': dict((name, d) for name, _, d in exports)['image_tensor'],
       'images': str(root / 'images.npy'),
       'servo_key': inputs.SERVING_FED_EXAMPLE_KEY,

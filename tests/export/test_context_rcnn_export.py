@@ -142,15 +142,19 @@ def _assert_equal_detections(served, expected):
                                err_msg=key)
 
 
-def test_export_serves_estimator_predicts_detections(exported, predicted):
-  served = _serve(exported, _context(0))
+@pytest.fixture(scope='module')
+def served(exported):
+  """The export's detections of the image with _context(0)."""
+  return _serve(exported, _context(0))
+
+
+def test_export_serves_estimator_predicts_detections(served, predicted):
   _assert_equal_detections(served, predicted)
   assert served['num_detections'][0] > 0
 
 
 def test_padding_rows_do_not_change_the_detections_the_valid_ones_do(
-    exported):
-  served = _serve(exported, _context(0))
+    exported, served):
   _assert_equal_detections(_serve(exported, _context(0, padding_seed=1)),
                            served)
   other = _serve(exported, _context(2))

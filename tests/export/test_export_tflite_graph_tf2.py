@@ -86,12 +86,18 @@ def setup(tmp_path_factory):
           'export_dir': export_dir}
 
 
-def _saved_model_outputs(export_dir, image):
-  """The SavedModel's serving_default on `image` ({output_N: array})."""
-  signature = tf.saved_model.load(os.path.join(
-      export_dir, 'saved_model')).signatures['serving_default']
+@pytest.fixture(scope='module')
+def loaded(setup):
+  """The command's SavedModel, loaded once for the module's tests."""
+  return tf.saved_model.load(os.path.join(setup['export_dir'], 'saved_model'))
+
+
+@pytest.fixture(scope='module')
+def served(setup, loaded):
+  """The SavedModel's serving_default on the setup image ({output_N: array})."""
+  signature = loaded.signatures['serving_default']
   return {key: value.numpy() for key, value in signature(
-      input=tf.constant(image)).items()}
+      input=tf.constant(setup['image'])).items()}
 
 
 def _interpreter(model):
@@ -119,14 +125,13 @@ def converted(setup):
     return _interpreter(f.read())
 
 
-def test_saved_model_is_signed_as_the_originals(setup):
+def test_saved_model_is_signed_as_the_originals(setup, loaded):
   recorded = _recorded()
   export_dir = setup['export_dir']
   found = sorted(os.path.relpath(os.path.join(folder, name), export_dir)
                  for folder, _, names in os.walk(export_dir)
                  for name in names)
   assert found == sorted(recorded['layout'] + [tflite_conversion.TFLITE_NAME])
-  loaded = tf.saved_model.load(os.path.join(export_dir, 'saved_model'))
   assert list(loaded.signatures) == recorded['saved_model_signatures']
   signature = loaded.signatures['serving_default']
   inputs = {key: [spec.dtype.name, spec.shape.as_list()]
@@ -153,10 +158,8 @@ def test_converted_model_ends_in_the_postprocess_op(converted):
   assert detail['shape'].tolist() == [1, SIZE, SIZE, 3]
 
 
-def test_tflite_detections_are_the_saved_models(setup, converted):
-  image = setup['image']
-  served = _saved_model_outputs(setup['export_dir'], image)
-  lite = _tflite_outputs(converted, image)
+def test_tflite_detections_are_the_saved_models(setup, converted, served):
+  lite = _tflite_outputs(converted, setup['image'])
   assert {key: list(value.shape) for key, value in lite.items()} == (
       _recorded()['tflite_outputs'])
   boxes, classes, scores = _detections(lite)
@@ -171,12 +174,11 @@ def test_tflite_detections_are_the_saved_models(setup, converted):
   assert not missing
 
 
-def test_detections_are_the_checkpoints_models(setup):
+def test_detections_are_the_checkpoints_models(setup, served):
   """The best detection is the model's own (restored from the TF2 folder):
   same score and class; the model clips its box to the image, the op not."""
   reference = setup['reference']
-  boxes, classes, scores = _detections(_saved_model_outputs(
-      setup['export_dir'], setup['image']))
+  boxes, classes, scores = _detections(served)
   assert scores[0] == pytest.approx(reference['detection_scores'][0, 0],
                                     abs=1e-5)
   assert classes[0] == reference['detection_classes'][0, 0]

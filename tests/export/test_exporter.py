@@ -78,6 +78,8 @@ REQUIRED_KEYS = {'detection_boxes', 'detection_scores', 'detection_classes',
 # SSD also returns these, so the export serves them.
 OPTIONAL_KEYS = {'detection_multiclass_scores', 'raw_detection_boxes',
                  'raw_detection_scores'}
+# Every moving average in the module's checkpoint (_write_checkpoint).
+EMA_VALUE = 0.25
 
 
 def _pipeline(num_classes=NUM_CLASSES):
@@ -126,18 +128,24 @@ def _write_checkpoint(directory, pipeline_config, images, ema_value=None):
 
 @pytest.fixture(scope='module')
 def exports(tmp_path_factory, fake_registry):
-  """Exports one checkpoint for each input type."""
+  """Exports one checkpoint for each input type.
+
+  The checkpoint also holds moving averages (EMA_VALUE): without
+  eval_config.use_moving_averages the exports serve the raw weights.
+  """
   del fake_registry
   root = tmp_path_factory.mktemp('export')
   pipeline_config = _pipeline()
   prefix, expected = _write_checkpoint(root / 'train', pipeline_config,
-                                       image_inputs.images())
+                                       image_inputs.images(),
+                                       ema_value=EMA_VALUE)
   directories = {}
   for input_type in INPUT_TYPES:
     directories[input_type] = str(root / input_type)
     exporter.export_inference_graph(input_type, pipeline_config, prefix,
                                     directories[input_type])
-  return {'dirs': directories, 'expected': expected, 'root': root}
+  return {'dirs': directories, 'expected': expected, 'root': root,
+          'prefix': prefix}
 
 
 # The serving side: TF2 loading of the SavedModel, TF1 import of the frozen
@@ -298,21 +306,18 @@ def _exported_values(directory):
 
 
 def test_moving_averages_are_exported_when_evaluation_uses_them(
-    tmp_path, fake_registry):
-  del fake_registry
+    exports, tmp_path):
   pipeline_config = _pipeline()
-  prefix, _ = _write_checkpoint(tmp_path / 'train', pipeline_config,
-                                image_inputs.images(), ema_value=0.25)
-  raw = tf.compat.v1.train.NewCheckpointReader(prefix)
+  raw = tf.compat.v1.train.NewCheckpointReader(exports['prefix'])
   weights = 'BoxPredictor_0/ClassPredictor/weights'
   pipeline_config.eval_config.use_moving_averages = True
   with tf.Graph().as_default():
-    exporter.export_inference_graph('image_tensor', pipeline_config, prefix,
-                                    str(tmp_path / 'ema'))
+    exporter.export_inference_graph('image_tensor', pipeline_config,
+                                    exports['prefix'], str(tmp_path / 'ema'))
   ema = _exported_values(str(tmp_path / 'ema'))
   assert not [name for name in ema if 'ExponentialMovingAverage' in name]
   np.testing.assert_array_equal(ema[weights],
-                                np.full(ema[weights].shape, 0.25))
+                                np.full(ema[weights].shape, EMA_VALUE))
   # Not trainable, so not averaged: the checkpoint's own value.
   assert ema['global_step'] == 7
   # The averages are baked in: the saved config must not ask for them again.
@@ -321,13 +326,14 @@ def test_moving_averages_are_exported_when_evaluation_uses_them(
   assert not saved.eval_config.use_moving_averages
 
   # Raw weights otherwise, though training kept averages (the optimizer's
-  # use_moving_average defaults to true), as Estimator.predict uses them.
-  pipeline_config.eval_config.use_moving_averages = False
-  with tf.Graph().as_default():
-    exporter.export_inference_graph('image_tensor', pipeline_config, prefix,
-                                    str(tmp_path / 'raw'))
-  np.testing.assert_array_equal(_exported_values(str(tmp_path / 'raw'))[
-      weights], raw.get_tensor(weights))
+  # use_moving_average defaults to true), as Estimator.predict uses them:
+  # the module's exports, of _pipeline() (use_moving_averages false).
+  assert not _pipeline().eval_config.use_moving_averages
+  raw_export = _exported_values(exports['dirs']['image_tensor'])
+  assert not [name for name in raw_export
+              if 'ExponentialMovingAverage' in name]
+  np.testing.assert_array_equal(raw_export[weights], raw.get_tensor(weights))
+  assert not np.all(raw.get_tensor(weights) == EMA_VALUE)
 
 
 def test_bad_arguments_raise_clear_errors(exports, tmp_path):
