@@ -263,7 +263,9 @@ def test_a_tiny_efficientdet_trains_from_records(tmp_path):
 
 
 def _train_two_steps(build_loss):
-  """Two momentum steps on build_loss() (built in a new graph).
+  """Two gradient descent steps on build_loss() (built in a new graph;
+  plain steps: a momentum optimizer's slot variables would cost a second
+  per graph, and its first step is this one).
 
   Returns:
     (losses of the two steps, first gradients, trainable variable names,
@@ -278,8 +280,8 @@ def _train_two_steps(build_loss):
     gradients = tf.gradients(loss, trainable)
     with tf.control_dependencies(
         tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
-      train_op = tf.compat.v1.train.MomentumOptimizer(
-          0.05, 0.9).apply_gradients(zip(gradients, trainable))
+      train_op = tf.compat.v1.train.GradientDescentOptimizer(
+          0.05).apply_gradients(zip(gradients, trainable))
     unknown_shapes = tpu_check.dynamic_shape_origins(graph.get_operations())
     with plain_session.session(graph) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
