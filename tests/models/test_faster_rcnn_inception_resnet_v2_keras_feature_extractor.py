@@ -88,16 +88,31 @@ class Built:
                        if v.op.name.startswith(_SCOPES)}
       kernel = self.backbone[
           'SecondStageFeatureExtractor/InceptionResnetV2/conv_7b/kernel']
-      with plain_session.session() as sess:
-        sess.run(tf.compat.v1.global_variables_initializer())
-        before = sess.run(kernel)
-        self.losses = [sess.run([train_op, total])[1] for _ in range(STEPS)]
-        self.kernel_change = np.abs(sess.run(kernel) - before).max()
+      # One session for the module's tests: each first run of another
+      # session on this graph converts all of it again.
+      self.session = plain_session.session()
+      sess = self.session
+      sess.run(tf.compat.v1.global_variables_initializer())
+      before = sess.run(kernel)
+      self.losses = [sess.run([train_op, total])[1] for _ in range(STEPS)]
+      self.kernel_change = np.abs(sess.run(kernel) - before).max()
+
+  def restored(self, prefix, available, fetches, feed_dict=None):
+    """fetches after restoring `available` ({key: variable}) from prefix.
+
+    With one restore op for them all, as fine-tuning on TPU restores its
+    map (init_from_checkpoint, its CPU path, adds two ops per variable).
+    """
+    with self.graph.as_default():
+      tf.compat.v1.train.Saver(available).restore(self.session, prefix)
+    return self.session.run(fetches, feed_dict)
 
 
 @pytest.fixture(scope='module')
 def built():
-  return Built()
+  model = Built()
+  yield model
+  model.session.close()
 
 
 def _seeded_value(fact):
@@ -161,14 +176,14 @@ def test_features_are_the_originals(built, written):
   with built.graph.as_default():
     available = fine_tune.restore_map(
         built.model, tf2_checkpoints.train_config(prefix, 'classification'))
-    tf.compat.v1.train.init_from_checkpoint(prefix, available)
-    with plain_session.session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      rpn_features, box_features = sess.run(
-          [built.prediction['rpn_features_to_crop'],
-           built.prediction['box_classifier_features']],
-          {built.images: seeded_values.image(SIZE, SIZE)[np.newaxis],
-           built.crops: seeded_values.value('crops', built.crops.shape)})
+  # Both features depend on the backbone's values only (crops are fed).
+  assert sorted(v.op.name for v in available.values()) == sorted(
+      built.backbone)
+  rpn_features, box_features = built.restored(
+      prefix, available, [built.prediction['rpn_features_to_crop'],
+                          built.prediction['box_classifier_features']],
+      {built.images: seeded_values.image(SIZE, SIZE)[np.newaxis],
+       built.crops: seeded_values.value('crops', built.crops.shape)})
   np.testing.assert_allclose(rpn_features[..., :64],
                              expected['rpn_features'], rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(box_features[..., :8],
@@ -239,12 +254,9 @@ def test_each_layer_reads_the_value_at_its_object_path(built, written):
   with built.graph.as_default():
     available = fine_tune.restore_map(
         built.model, tf2_checkpoints.train_config(prefix, 'detection'))
-    tf.compat.v1.train.init_from_checkpoint(prefix, available)
-    keys = sorted(available)
-    variables = [available[key] for key in keys]
-    with plain_session.session() as sess:
-      sess.run([v.initializer for v in variables])
-      values = sess.run(variables)
+  keys = sorted(available)
+  values = built.restored(prefix, available,
+                          [available[key] for key in keys])
   assert len(keys) == 896
   assert [value.flat[0] for value in values] == [expected[key]
                                                  for key in keys]
