@@ -89,16 +89,31 @@ PIPELINE_FIELD_ROOTS = {
 }
 
 
+ALL_ROOTS = GENERIC_ROOTS + tuple(PIPELINE_FIELD_ROOTS)
+
+
+def _root(key):
+  return key.split('.')[0].split('[')[0]
+
+
 def is_generic_key(key):
   """Whether `key` is a dotted path from a configs key or pipeline field."""
-  root = key.split('.')[0].split('[')[0]
-  return '.' in key and (root in GENERIC_ROOTS or root in PIPELINE_FIELD_ROOTS)
+  return '.' in key and _root(key) in ALL_ROOTS
 
 
 def did_you_mean(name, candidates, spell=lambda close: close):
   """' (did you mean X?)' with X = spell(the candidate nearest name), or ''."""
   close = difflib.get_close_matches(name, candidates, n=1)
   return ' (did you mean %s?)' % spell(close[0]) if close else ''
+
+
+def closest_key(key, keys):
+  """did_you_mean for an unknown override key: among `keys`, or for a
+  dotted key the same path from the nearest root."""
+  if '.' not in key:
+    return did_you_mean(key, keys)
+  root = _root(key)
+  return did_you_mean(root, ALL_ROOTS, lambda close: close + key[len(root):])
 
 
 def _coerce(field, value, key):

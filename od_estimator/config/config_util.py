@@ -562,20 +562,14 @@ def _apply_generic_override(configs, key, value):
 
 
 def _unknown_key_error(key):
-  root = key.split('.')[0].split('[')[0]
-  roots = (config_overrides.GENERIC_ROOTS +
-           tuple(config_overrides.PIPELINE_FIELD_ROOTS))
-  if '.' in key:
-    hint = config_overrides.did_you_mean(
-        root, roots, lambda close: close + key[len(root):])
-  else:
-    hint = config_overrides.did_you_mean(key, supported_override_keys())
   return errors.UserInputError(
       'Unknown config override key %r%s. Accepted: %s; or a dotted path '
       'starting with one of %s (e.g. model.ssd.num_classes, '
       'train_input_reader.shuffle) or with eval_input_reader[INDEX]; or '
       'eval_input_configs:NAME:FIELD.' % (
-          key, hint, ', '.join(supported_override_keys()), ', '.join(roots)))
+          key, config_overrides.closest_key(key, supported_override_keys()),
+          ', '.join(supported_override_keys()),
+          ', '.join(config_overrides.ALL_ROOTS)))
 
 
 def remove_unnecessary_ema(variables_to_restore, no_ema_collection=None):
