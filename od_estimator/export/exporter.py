@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.export import as_run_config
 from od_estimator.export import export_inputs
 from od_estimator.estimator import model_fn
 from od_estimator.estimator import moving_averages
@@ -527,6 +528,9 @@ def export_inference_graph(input_type, pipeline_config,
       other names, types or ranks than the config's), an
       output_directory that is a file, or one holding an export without
       `overwrite`.
+
+  A config whose model differs from the as-run pipeline.config beside the
+  checkpoint gets one warning naming the fields (as_run_config).
   """
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
@@ -534,6 +538,7 @@ def export_inference_graph(input_type, pipeline_config,
   check_side_input_flags(pipeline_config, use_side_inputs, side_input_shapes,
                          side_input_names, side_input_types)
   checkpoint = resolve_checkpoint(trained_checkpoint_prefix)
+  as_run_config.warn_if_different(pipeline_config, checkpoint)
   check_not_a_training_directory(output_directory)
   graph_rewriter_fn = evaluation_graph_rewriter(pipeline_config)
   with file_safety.staged_outputs(output_directory, EXPORT_ENTRIES, overwrite,
