@@ -318,6 +318,9 @@ def _check_train_config(train_config, report, check_paths=True):
     checkpoint = tf.train.latest_checkpoint(checkpoint)
   if not tf.io.gfile.exists(checkpoint + '.index'):
     hint = _placeholder_hint(checkpoint, report)
+    if _PLACEHOLDER in checkpoint:
+      hint += (', or train from scratch: --hparams_overrides='
+               'train_config.fine_tune_checkpoint=""')
     if tf.io.gfile.isdir(checkpoint):
       hint = ('give the checkpoint prefix, e.g. %s' %
               os.path.join(checkpoint, 'model.ckpt'))
