@@ -193,12 +193,16 @@ def _check_input_reader(input_config, field, num_classes, report,
     if not paths:
       report.error(field + '.tf_record_input_reader.input_path',
                    'no input_path is given')
+    errors_before = len(report.errors)
     for pattern in paths if check_paths else ():
       if _is_remote(pattern):
         report.note('%s input %s is remote; not checked here.' %
                     (field, pattern))
       else:
         _check_input_pattern(pattern, field, report)
+    if (check_paths and len(report.errors) == errors_before and
+        not any(_is_remote(pattern) for pattern in paths)):
+      _check_mask_type(input_config, field, report)
     _check_decoder_builds(input_config, field, report)
   try:
     inputs.check_input_options(input_config, field, train_config,
@@ -212,6 +216,13 @@ def _check_input_reader(input_config, field, num_classes, report,
                  input_config.max_number_of_boxes)
   if check_paths:
     _check_label_map(input_config, field, num_classes, report)
+
+
+def _check_mask_type(input_config, field, report):
+  """An error when the first record's masks are not of mask_type's kind."""
+  problem = record_scanner.mask_type_problem(input_config, field)
+  if problem:
+    report.error(field + '.mask_type', problem[0], hint=problem[1])
 
 
 # Learning-rate schedule -> (rates that must be > 0, rates that must be
@@ -307,6 +318,9 @@ def _check_train_config(train_config, report, check_paths=True):
     checkpoint = tf.train.latest_checkpoint(checkpoint)
   if not tf.io.gfile.exists(checkpoint + '.index'):
     hint = _placeholder_hint(checkpoint, report)
+    if _PLACEHOLDER in checkpoint:
+      hint += (', or train from scratch: --hparams_overrides='
+               'train_config.fine_tune_checkpoint=""')
     if tf.io.gfile.isdir(checkpoint):
       hint = ('give the checkpoint prefix, e.g. %s' %
               os.path.join(checkpoint, 'model.ckpt'))

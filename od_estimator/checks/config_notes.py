@@ -188,13 +188,57 @@ def _slow_batch_norms(ssd_config):
   return slow
 
 
-def from_scratch_batch_norm_note(configs):
-  """A note when training from scratch with slow batch-norm averages.
+def _ssd_from_scratch_note(ssd_config):
+  """The SSD half of from_scratch_batch_norm_note: slow decays."""
+  slow = _slow_batch_norms(ssd_config)
+  if not slow:
+    return None
+  return (
+      'with a slow batch-norm decay: %s. The moving averages that evaluation '
+      'and export use need thousands of steps to settle, so a short run '
+      'evaluates near zero (mAP ~0.001) even while its loss falls. Set '
+      'model.ssd.feature_extractor.override_base_feature_extractor_'
+      'hyperparams: true and conv_hyperparams { batch_norm { decay: 0.97 } } '
+      '(in the feature extractor and the box predictor)' % '; '.join(
+          '%s %g' % (where, decay) for where, decay in slow))
 
-  With a decay of 0.999 or more, a batch norm's moving mean and variance
-  need thousands of steps to forget their initial values (0 and 1). They are
-  what evaluation and export use, so a short run without a
-  fine_tune_checkpoint evaluates near zero however well it trains.
+
+def _faster_rcnn_from_scratch_note(faster_rcnn_config):
+  """The two-stage half of from_scratch_batch_norm_note: frozen batch norm.
+
+  Without batch_norm_trainable the extractor's batch norms run in inference
+  mode (as in the original): from scratch their statistics stay at their
+  initial values (mean 0, variance 1), so the backbone learns without
+  normalization.
+  """
+  extractor = faster_rcnn_config.feature_extractor
+  if extractor.batch_norm_trainable:
+    return None
+  return (
+      'with frozen batch norm: model.faster_rcnn.feature_extractor.'
+      'batch_norm_trainable is false, so the %s backbone\'s batch norms keep '
+      'their initial statistics (mean 0, variance 1) and it trains without '
+      'normalization: slowly, and often to a model that detects nothing. Set '
+      'model.faster_rcnn.feature_extractor.batch_norm_trainable: true' %
+      extractor.type)
+
+
+# Meta-architecture -> fn(its config) -> the middle of the note, or None.
+_FROM_SCRATCH_NOTES = {
+    'ssd': _ssd_from_scratch_note,
+    'faster_rcnn': _faster_rcnn_from_scratch_note,
+}
+
+
+def from_scratch_batch_norm_note(configs):
+  """A note when training from scratch with ill-suited batch norms.
+
+  An SSD batch norm with a decay of 0.999 or more needs thousands of steps
+  for its moving mean and variance to forget their initial values (0 and
+  1); they are what evaluation and export use, so a short run without a
+  fine_tune_checkpoint evaluates near zero however well it trains. A
+  Faster R-CNN / Mask R-CNN extractor without batch_norm_trainable never
+  updates them at all.
 
   Args:
     configs: the configs dict of config_util.
@@ -204,23 +248,16 @@ def from_scratch_batch_norm_note(configs):
   """
   model = configs.get('model')
   train_config = configs.get('train_config')
-  if (model is None or train_config is None or
-      model.WhichOneof('model') != 'ssd' or
+  if model is None or train_config is None or (
       train_config.fine_tune_checkpoint):
     return None
-  slow = _slow_batch_norms(model.ssd)
-  if not slow:
+  meta_architecture = model.WhichOneof('model')
+  note = _FROM_SCRATCH_NOTES.get(meta_architecture, lambda _: None)(
+      getattr(model, meta_architecture) if meta_architecture else None)
+  if note is None:
     return None
-  return (
-      'training from scratch (no train_config.fine_tune_checkpoint) with a '
-      'slow batch-norm decay: %s. The moving averages that evaluation and '
-      'export use need thousands of steps to settle, so a short run '
-      'evaluates near zero (mAP ~0.001) even while its loss falls. Set '
-      'model.ssd.feature_extractor.override_base_feature_extractor_'
-      'hyperparams: true and conv_hyperparams { batch_norm { decay: 0.97 } } '
-      '(in the feature extractor and the box predictor), or start from a '
-      'fine_tune_checkpoint.' % '; '.join(
-          '%s %g' % (where, decay) for where, decay in slow))
+  return ('training from scratch (no train_config.fine_tune_checkpoint) %s, '
+          'or start from a fine_tune_checkpoint.' % note)
 
 
 def notes(configs, command=None):

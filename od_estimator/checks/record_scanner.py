@@ -7,6 +7,10 @@ from. After such a failure the commands read the pipeline config's input
 files once, in order, to find the first bad record, and report it in one
 line.
 
+`mask_type_problem` reads the first record of an input that loads instance
+masks and tells whether its masks are of the input reader's mask_type, so
+`validate` and the launch refuse a mismatch in seconds.
+
 `scan` checks every record of a config's inputs before training (`validate
 --scan_records`) for what the input pipeline would refuse: unreadable
 records, records that are not tf.Examples, images that do not decode,
@@ -332,6 +336,46 @@ def scan(configs, limit=20):
         result.stopped = True
         return result
   return result
+
+
+# The encoding of image/object/mask's list kind, as InstanceMaskType names
+# it, and how it reads.
+_MASK_KINDS = {
+    'float_list': ('NUMERICAL_MASKS', 'numerical masks (a float list)'),
+    'bytes_list': ('PNG_MASKS', 'PNG-encoded masks (bytes)'),
+}
+
+
+def mask_type_problem(input_config, field):
+  """The first record's masks against the reader's mask_type, or None.
+
+  Args:
+    input_config: an InputReader; checked when it loads instance masks
+      from tf.Examples.
+    field: its field path in pipeline.config, e.g. train_input_reader.
+
+  Returns:
+    None when the masks match (or the reader loads none, or its first
+    record has no image/object/mask), else (problem, hint): one sentence
+    naming the file and what its masks are, and the mask_type to set.
+  """
+  if not input_config.load_instance_masks or _is_sequence(input_config):
+    return None
+  first = next(_indexed_records(_reader_files(input_config)), None)
+  example = first and _parse(first[2])
+  if example is None or 'image/object/mask' not in example.features.feature:
+    return None
+  kind = example.features.feature['image/object/mask'].WhichOneof('kind')
+  if kind not in _MASK_KINDS:
+    return None
+  wanted, what = _MASK_KINDS[kind]
+  configured = input_reader_pb2.InstanceMaskType.Name(input_config.mask_type)
+  if wanted == configured or (wanted, configured) == ('NUMERICAL_MASKS',
+                                                      'DEFAULT'):
+    return None
+  return ('is %s but record %d of %s holds %s in image/object/mask' % (
+      configured, first[1], first[0], what),
+          'set mask_type: %s in %s' % (wanted, field))
 
 
 def _label_ids(label_map_path, sequence=False):

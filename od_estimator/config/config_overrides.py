@@ -1,8 +1,11 @@
 """The generic parts of config overrides.
 
 The --hparams_overrides text syntax, and setting the field at a dotted path
-such as model.ssd.num_classes inside a configs dict (see config_util).
+such as model.ssd.num_classes inside a configs dict (see config_util). A
+path starts with a configs dict key or with the pipeline.config field it
+holds (train_input_reader.shuffle is train_input_config.shuffle).
 """
+import difflib
 import re
 
 from google.protobuf import descriptor as descriptor_lib
@@ -75,6 +78,44 @@ def _parse_scalar(value):
 
 
 
+# Roots of generic paths: the configs dict keys.
+GENERIC_ROOTS = ('model', 'train_config', 'train_input_config', 'eval_config',
+                 'eval_input_configs', 'graph_rewriter_config')
+# pipeline.config field -> the configs dict key holding it.
+PIPELINE_FIELD_ROOTS = {
+    'train_input_reader': 'train_input_config',
+    'eval_input_reader': 'eval_input_configs',
+    'graph_rewriter': 'graph_rewriter_config',
+}
+
+
+ALL_ROOTS = GENERIC_ROOTS + tuple(PIPELINE_FIELD_ROOTS)
+
+
+def _root(key):
+  return key.split('.')[0].split('[')[0]
+
+
+def is_generic_key(key):
+  """Whether `key` is a dotted path from a configs key or pipeline field."""
+  return '.' in key and _root(key) in ALL_ROOTS
+
+
+def did_you_mean(name, candidates, spell=lambda close: close):
+  """' (did you mean X?)' with X = spell(the candidate nearest name), or ''."""
+  close = difflib.get_close_matches(name, candidates, n=1)
+  return ' (did you mean %s?)' % spell(close[0]) if close else ''
+
+
+def closest_key(key, keys):
+  """did_you_mean for an unknown override key: among `keys`, or for a
+  dotted key the same path from the nearest root."""
+  if '.' not in key:
+    return did_you_mean(key, keys)
+  root = _root(key)
+  return did_you_mean(root, ALL_ROOTS, lambda close: close + key[len(root):])
+
+
 def _coerce(field, value, key):
   """Converts a parsed override value to a proto field's Python type."""
   fd = descriptor_lib.FieldDescriptor
@@ -96,18 +137,35 @@ def _coerce(field, value, key):
 
 
 def set_field(message, name, value, key):
+  """Sets message.name to value converted to the field's type.
+
+  An empty value ('') clears a text field; for other fields it is refused.
+
+  Returns:
+    The field's previous value (a list for a repeated field).
+  """
   field = message.DESCRIPTOR.fields_by_name.get(name)
   if field is None:
+    names = sorted(message.DESCRIPTOR.fields_by_name)
     raise errors.UserInputError(
-        'Override %r: %s has no field %r (it has %s).' % (
-        key, message.DESCRIPTOR.name, name,
-        ', '.join(sorted(message.DESCRIPTOR.fields_by_name))))
+        'Override %r: %s has no field %r%s (it has %s).' % (
+        key, message.DESCRIPTOR.name, name, did_you_mean(name, names),
+        ', '.join(names)))
+  if value == '' and (field.type != field.TYPE_STRING or  # pylint: disable=g-explicit-bool-comparison
+                      field.label == field.LABEL_REPEATED):
+    raise errors.UserInputError(
+        'Override %r has an empty value; only a text field can be cleared '
+        'that way (e.g. train_config.fine_tune_checkpoint=""), and %s is '
+        'not one: give a value (a list as []) or drop the override.' %
+        (key, name))
+  previous = getattr(message, name)
   if field.label == field.LABEL_REPEATED:
+    previous = list(previous)
     values = value if isinstance(value, (list, tuple)) else [value]
     container = getattr(message, name)
     del container[:]
     container.extend(_coerce(field, v, key) for v in values)
-    return
+    return previous
   if field.message_type is not None:
     raise errors.UserInputError(
         'Override %r names the message %s; name one of its '
@@ -118,6 +176,7 @@ def set_field(message, name, value, key):
   except (TypeError, ValueError) as error:
     raise errors.UserInputError('Override %s=%r does not fit field %s: %s' %
                                 (key, value, name, error)) from None
+  return previous
 
 
 _PATH_PART = re.compile(r'^(\w+)(?:\[(-?\d+)\])?$')
@@ -149,10 +208,11 @@ def _element(container, index, key, name):
 
 def _generic_root(configs, key, name, index):
   """The configs entry a generic override path starts from."""
+  name = PIPELINE_FIELD_ROOTS.get(name, name)
   if name == 'eval_input_configs':
     if index is None:
       raise errors.UserInputError('Override %r: say which eval input, as in '
-                                  'eval_input_configs[0].shuffle.' % key)
+                                  '%s[0].shuffle.' % (key, key.split('.')[0]))
     return _element(configs[name], index, key, name)
   if index is not None:
     raise errors.UserInputError('Override %r: %s is not a list.' % (key, name))
@@ -172,6 +232,12 @@ def set_path(configs, key, value):
   are created, except that an override never switches a oneof to another
   member (e.g. model.faster_rcnn.* on an SSD config): that is almost
   always a typo.
+
+  The path may start with a pipeline.config field instead of the configs
+  key (PIPELINE_FIELD_ROOTS), e.g. eval_input_reader[0].shuffle.
+
+  Returns:
+    The field's previous value (see set_field).
   """
   parts = _path_parts(key)
   message = _generic_root(configs, key, *parts[0])
@@ -202,9 +268,8 @@ def set_path(configs, key, value):
     message = getattr(message, name)
   name, index = parts[-1]
   if index is None:
-    set_field(message, name, value, key)
-  else:
-    _set_element(message, name, index, value, key)
+    return set_field(message, name, value, key)
+  return _set_element(message, name, index, value, key)
 
 
 def _set_element(message, name, index, value, key):
@@ -218,9 +283,10 @@ def _set_element(message, name, index, value, key):
         'Override %r names the message %s[%d]; name one of its '
         'fields instead.' % (key, name, index))
   container = getattr(message, name)
-  _element(container, index, key, name)
+  previous = _element(container, index, key, name)
   try:
     container[index] = _coerce(field, value, key)
   except (TypeError, ValueError) as error:
     raise errors.UserInputError('Override %s=%r does not fit field %s: %s' %
                                 (key, value, name, error)) from None
+  return previous

@@ -458,15 +458,6 @@ _STRATEGY_UPDATERS.update({
         'unmatched_keypoint_score', 'score_distance_multiplier',
         'std_dev_multiplier', 'rescoring_threshold')})
 
-_GENERIC_PREFIXES = ('graph_rewriter_config', 'model', 'train_input_config',
-                     'train_config', 'eval_config')
-
-
-def _is_generic_key(key):
-  root = key.split('.')[0].split('[')[0]
-  return '.' in key and root in _GENERIC_PREFIXES + ('eval_input_configs',)
-
-
 def supported_override_keys():
   """Returns the override keys understood besides generic dotted paths."""
   return sorted(set(_STRATEGY_UPDATERS) |
@@ -507,8 +498,13 @@ def merge_external_params_with_configs(configs, hparams=None,
     append_*_input_path, train_shuffle, eval_shuffle, or
     `eval_input_configs:NAME:FIELD` / `train_input_config:NAME:FIELD`;
   * generic dotted paths into the configs dict, e.g.
-    model.ssd.loss.hard_example_miner.num_hard_examples.
-  Empty values ("" or None) are skipped.
+    model.ssd.loss.hard_example_miner.num_hard_examples, or from the
+    pipeline.config field names, e.g. train_input_reader.shuffle,
+    eval_input_reader[0].num_epochs, graph_rewriter.quantization.delay.
+  None values are skipped (a caller's "not given"). Unlike the original,
+  which skipped them too, an empty value ("") clears the text field of a
+  generic path (e.g. train_config.fine_tune_checkpoint="", logged as a
+  warning) and is refused for any other key.
 
   Args:
     configs: a configs dict (see module doc); updated.
@@ -530,28 +526,50 @@ def merge_external_params_with_configs(configs, hparams=None,
                      hparams.values())
   merged = copy_configs(configs)
   for key, value in overrides.items():
-    if value == '' or value is None:  # pylint: disable=g-explicit-bool-comparison
+    if value is None:
       continue
     logging.info('Overriding config %s: %s', key, value)
-    if key in _STRATEGY_UPDATERS:
-      _apply_strategy_override(merged, key, value)
-    elif input_config_overrides.apply_input_override(merged, key, value):
+    if config_overrides.is_generic_key(key):
+      _apply_generic_override(merged, key, value)
+    elif key in _HPARAMS:
       continue
-    elif _is_generic_key(key):
-      config_overrides.set_path(merged, key, value)
-    elif key in ('load_pretrained', 'allow_partial_fine_tune'):
-      # Hparams of create_model_fn, not config fields (the original's
-      # model_main always adds load_pretrained).
-      continue
-    else:
+    elif not (key in _STRATEGY_UPDATERS or input_config_overrides
+              .check_and_parse_input_config_key(merged, key)[0]):
+      raise _unknown_key_error(key)
+    elif value == '':  # pylint: disable=g-explicit-bool-comparison
       raise errors.UserInputError(
-          'Unknown config override key %r. Accepted: %s; or a dotted path '
-          'starting with one of %s (e.g. model.ssd.num_classes) or with '
-          'eval_input_configs[INDEX]; or eval_input_configs:NAME:FIELD.' % (
-              key, ', '.join(supported_override_keys()),
-              ', '.join(_GENERIC_PREFIXES)))
+          'Override %r has an empty value: give a value or drop it (an '
+          'empty value clears only a text field named by its path, e.g. '
+          'train_config.fine_tune_checkpoint="").' % key)
+    elif key in _STRATEGY_UPDATERS:
+      _apply_strategy_override(merged, key, value)
+    else:
+      input_config_overrides.apply_input_override(merged, key, value)
   _copy_into(configs, merged)
   return configs
+
+
+# Hparams of create_model_fn, not config fields (the original's model_main
+# always adds load_pretrained).
+_HPARAMS = ('load_pretrained', 'allow_partial_fine_tune')
+
+
+def _apply_generic_override(configs, key, value):
+  """Sets a dotted path; an empty value clears a text field, with a warning."""
+  previous = config_overrides.set_path(configs, key, value)
+  if value == '':  # pylint: disable=g-explicit-bool-comparison
+    logging.warning('Override %s="": cleared (was %r).', key, previous)
+
+
+def _unknown_key_error(key):
+  return errors.UserInputError(
+      'Unknown config override key %r%s. Accepted: %s; or a dotted path '
+      'starting with one of %s (e.g. model.ssd.num_classes, '
+      'train_input_reader.shuffle) or with eval_input_reader[INDEX]; or '
+      'eval_input_configs:NAME:FIELD.' % (
+          key, config_overrides.closest_key(key, supported_override_keys()),
+          ', '.join(supported_override_keys()),
+          ', '.join(config_overrides.ALL_ROOTS)))
 
 
 def remove_unnecessary_ema(variables_to_restore, no_ema_collection=None):

@@ -186,7 +186,8 @@ def export_tflite_model(pipeline_config, trained_checkpoint_dir,
   if max_detections < 1:
     raise errors.UserInputError('--max_detections must be positive, got %d.'
                                 % max_detections)
-  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_dir)
+  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_dir,
+                                          pipeline_config)
   attrs = export_tflite_ssd_graph_lib.postprocessing_attrs(
       max_detections, _MAX_CLASSES_PER_DETECTION,
       use_regular_nms=use_regular_nms,

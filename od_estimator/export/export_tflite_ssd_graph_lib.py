@@ -275,7 +275,8 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
       output_dir that is a file.
   """
   input_shape = check_config(pipeline_config)
-  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_prefix)
+  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_prefix,
+                                          pipeline_config)
   with file_safety.staged_outputs(output_dir,
                                   [binary_graph_name, txt_graph_name], True,
                                   '--output_directory') as staging:

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator import errors
+from od_estimator.export import as_run_config
 from od_estimator.export import export_inputs
 from od_estimator.estimator import model_fn
 from od_estimator.estimator import moving_averages
@@ -188,8 +189,12 @@ def profile_inference_graph(graph):
 # ---------------------------------------------------------------------------
 # Checkpoints and freezing.
 
-def resolve_checkpoint(trained_checkpoint_prefix):
+def resolve_checkpoint(trained_checkpoint_prefix, pipeline_config=None):
   """Returns the checkpoint prefix; a directory means its latest checkpoint.
+
+  Given the pipeline_config being exported, logs one warning when its model
+  differs from the as-run pipeline.config beside the checkpoint
+  (as_run_config.warn_if_different).
 
   Raises:
     UserInputError: when there is no checkpoint there, or it is damaged.
@@ -211,6 +216,8 @@ def resolve_checkpoint(trained_checkpoint_prefix):
             prefix, '' if tf.io.gfile.isdir(os.path.dirname(prefix) or '.')
             else ', or a training folder; %s does not exist' % prefix))
   _check_intact(prefix)
+  if pipeline_config is not None:
+    as_run_config.warn_if_different(pipeline_config, prefix)
   return prefix
 
 
@@ -527,13 +534,16 @@ def export_inference_graph(input_type, pipeline_config,
       other names, types or ranks than the config's), an
       output_directory that is a file, or one holding an export without
       `overwrite`.
+
+  A config whose model differs from the as-run pipeline.config beside the
+  checkpoint gets one warning naming the fields (as_run_config).
   """
   if not isinstance(pipeline_config, pipeline_pb2.TrainEvalPipelineConfig):
     raise ValueError('pipeline_config must be a TrainEvalPipelineConfig, got '
                      '%s.' % type(pipeline_config).__name__)
   check_side_input_flags(pipeline_config, use_side_inputs, side_input_shapes,
                          side_input_names, side_input_types)
-  checkpoint = resolve_checkpoint(trained_checkpoint_prefix)
+  checkpoint = resolve_checkpoint(trained_checkpoint_prefix, pipeline_config)
   check_not_a_training_directory(output_directory)
   graph_rewriter_fn = evaluation_graph_rewriter(pipeline_config)
   with file_safety.staged_outputs(output_directory, EXPORT_ENTRIES, overwrite,

@@ -162,7 +162,8 @@ def export_inference_graph(input_type, pipeline_config,
   exporter.check_side_input_flags(pipeline_config, use_side_inputs,
                                   side_input_shapes, side_input_names,
                                   side_input_types)
-  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_dir)
+  checkpoint = exporter.resolve_checkpoint(trained_checkpoint_dir,
+                                          pipeline_config)
   exporter.check_not_a_training_directory(output_directory)
   shape, dtype = INPUT_SPECS[input_type]
   specs = [tf.TensorSpec(shape, dtype, name=INPUT_NAME)]

@@ -122,6 +122,38 @@ def test_the_original_coco_config_trained_from_scratch_gets_the_note():
   assert 'box_predictor.convolutional_box_predictor.conv_hyperparams' in note
 
 
+_FASTER_RCNN_CONFIG = os.path.join(REPO, 'samples', 'configs',
+                                   'faster_rcnn_resnet50_shapes.config')
+
+
+@pytest.mark.parametrize('config', [
+    _FASTER_RCNN_CONFIG,
+    upstream_folder.config_path('mask_rcnn_resnet50_atrous_coco')])
+def test_two_stage_from_scratch_with_frozen_batch_norm_gets_a_note(config):
+  frozen = config_util.get_configs_from_pipeline_file(
+      config, 'model { faster_rcnn { feature_extractor { '
+      'batch_norm_trainable: false } } } train_config { '
+      'fine_tune_checkpoint: "" }')
+  note = config_notes.from_scratch_batch_norm_note(frozen)
+  assert note.startswith('training from scratch (no train_config.'
+                         'fine_tune_checkpoint) with frozen batch norm')
+  assert "faster_rcnn_resnet50 backbone's batch norms" in note
+  assert 'batch_norm_trainable: true' in note
+  assert note.endswith('or start from a fine_tune_checkpoint.')
+  assert '\n' not in note
+  assert note in config_notes.notes(frozen)
+
+
+def test_no_two_stage_note_with_trainable_batch_norm_or_a_checkpoint():
+  assert config_notes.from_scratch_batch_norm_note(
+      config_util.get_configs_from_pipeline_file(_FASTER_RCNN_CONFIG)) is None
+  assert config_notes.from_scratch_batch_norm_note(
+      config_util.get_configs_from_pipeline_file(
+          _FASTER_RCNN_CONFIG, 'model { faster_rcnn { feature_extractor { '
+          'batch_norm_trainable: false } } } train_config { '
+          'fine_tune_checkpoint: "x/model.ckpt" }')) is None
+
+
 def test_validate_reports_the_notes(tmp_path):
   text = open(DEMO_CONFIG).read().replace(
       'batch_size: 16', 'batch_size: 16 sync_replicas: true')

@@ -323,9 +323,70 @@ def test_unknown_key_is_a_clear_error():
   assert 'learning_rate' in str(raised.value)
 
 
-def test_empty_values_and_load_pretrained_are_skipped():
-  merged = _merge(label_map_path='', batch_size=None, load_pretrained=True)
+def test_none_values_and_load_pretrained_are_skipped():
+  merged = _merge(batch_size=None, load_pretrained=True)
   assert merged['train_config'].batch_size == 8
+
+
+def test_pipeline_config_field_names_are_override_paths():
+  merged = _merge(**{
+      'train_input_reader.shuffle': False,
+      'train_input_reader.tf_record_input_reader.input_path': ['t.record'],
+      'eval_input_reader[0].num_epochs': 3,
+      'graph_rewriter.quantization.delay': 7,
+      'model.ssd.num_classes': 4, 'train_config.batch_size': 2,
+      'eval_config.num_visualizations': 5})
+  assert merged['train_input_config'].shuffle is False
+  assert list(merged['train_input_config'].tf_record_input_reader
+              .input_path) == ['t.record']
+  assert merged['eval_input_configs'][0].num_epochs == 3
+  assert merged['graph_rewriter_config'].quantization.delay == 7
+  assert (merged['model'].ssd.num_classes, merged['train_config'].batch_size,
+          merged['eval_config'].num_visualizations) == (4, 2, 5)
+  with pytest.raises(ValueError, match=r'eval_input_reader\[0\]\.shuffle'):
+    _merge(**{'eval_input_reader.shuffle': False})
+
+
+def test_an_empty_text_value_clears_the_field_with_a_warning(caplog):
+  configs = _configs(_BASE.replace(
+      'batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: '
+      '"PATH_TO_BE_CONFIGURED/model.ckpt"'))
+  merged = config_util.merge_external_params_with_configs(
+      configs, hparams=config_util.parse_hparams_overrides(
+          'train_config.fine_tune_checkpoint='))
+  assert merged['train_config'].fine_tune_checkpoint == ''
+  assert ("Override train_config.fine_tune_checkpoint=\"\": cleared (was "
+          "'PATH_TO_BE_CONFIGURED/model.ckpt')") in caplog.text
+
+
+@pytest.mark.parametrize('key', [
+    'label_map_path', 'train_input_path', 'train_config.batch_size',
+    'train_input_reader.tf_record_input_reader.input_path',
+    'eval_input_configs:eval_a:label_map_path'])
+def test_an_empty_value_elsewhere_is_refused_naming_the_key(key):
+  configs = _configs()
+  with pytest.raises(errors.UserInputError) as raised:
+    _merge(configs, **{key: ''})
+  message = str(raised.value)
+  assert repr(key) in message and 'empty value' in message
+  assert '\n' not in message
+  assert configs['train_config'].batch_size == 8
+
+
+@pytest.mark.parametrize('key, suggestion', [
+    ('trian_config.batch_size', 'train_config.batch_size'),
+    ('train_input_readr.shuffle', 'train_input_reader.shuffle'),
+    ('batch_sise', 'batch_size'),
+    ('train_config.batchsize', 'batch_size'),
+])
+def test_an_unknown_key_is_one_line_with_the_closest_name(key, suggestion):
+  with pytest.raises(errors.UserInputError) as raised:
+    _merge(**{key: 1})
+  message = str(raised.value)
+  assert '\n' not in message
+  assert 'did you mean %s?' % suggestion in message
+  with pytest.raises(errors.UserInputError, match='Unknown config override'):
+    _merge(**{'trian_config.batch_size': ''})
 
 
 def test_hparams_object_and_text_overrides():
