@@ -138,17 +138,11 @@ def serving():
 
 def _serve(address):
   try:
-    for name in _WARM_MODULES:
-      __import__(name)
+    listener = _listen(address)
   except Exception:  # pylint: disable=broad-except
-    traceback.print_exc()
+    traceback.print_exc()  # Into the log; the clients run their commands.
     open(address + '.failed', 'w').close()
     return
-  from od_estimator.utils import gc_tuning  # pylint: disable=g-import-not-at-top
-  gc_tuning.for_graph_building()  # The commands inherit it.
-  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-  listener.bind(address)
-  listener.listen(16)
   with open(address + '.env', 'w') as saved:
     json.dump(_import_time_environment(os.environ), saved)
   managers = set()
@@ -170,6 +164,18 @@ def _serve(address):
         _manage(connection)
       managers.add(pid)
       connection.close()
+
+
+def _listen(address):
+  """Imports what the commands import; the socket the clients connect to."""
+  for name in _WARM_MODULES:
+    __import__(name)
+  from od_estimator.utils import gc_tuning  # pylint: disable=g-import-not-at-top
+  gc_tuning.for_graph_building()  # The commands inherit it.
+  listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  listener.bind(address)
+  listener.listen(16)
+  return listener
 
 
 def _manage(connection):
