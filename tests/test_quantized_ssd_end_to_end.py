@@ -33,6 +33,7 @@ from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from tests import command_modules
 from tests import event_tags
+from tests import fast_graphs
 from tests import tflite_runs
 from tests import tiny_ssd
 
@@ -55,7 +56,8 @@ MEAN_BOX_DIFF = 0.05  # box codes, as a fraction of their range
 
 def _write_spread_checkpoint(pipeline_config, prefix):
   """Saves the model's freshly initialized weights, redrawn spread out."""
-  with tf.Graph().as_default() as graph:
+  # Built with identity hashing, as model_lib builds its graphs.
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(pipeline_config.model, is_training=False)
     size = tflite_conversion.input_shape(pipeline_config)[1]
     model.predict(tf.zeros([1, size, size, 3]), None)
