@@ -19,6 +19,7 @@ from od_estimator.export import export_tflite_ssd_graph_lib
 from od_estimator.export import tflite_conversion
 from od_estimator.builders import model_builder
 from od_estimator.config import config_util
+from tests import fast_graphs
 from tests import tflite_runs
 from tests import command_modules
 from tests import tiny_ssd
@@ -47,7 +48,8 @@ def _pipeline_config(data_dir=None):
 
 def _write_checkpoint_and_reference(pipeline_config, prefix, image):
   """Saves a fresh model's weights; returns its outputs on `image`."""
-  with tf.Graph().as_default() as graph:
+  # Built with identity hashing, as the exporter builds its graph.
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(pipeline_config.model, is_training=False,
                                 add_summaries=False)
     images = tf.compat.v1.placeholder(tf.float32, [1, SIZE, SIZE, 3])

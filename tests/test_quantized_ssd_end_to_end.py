@@ -21,10 +21,12 @@ compared.
 """
 import glob
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from od_estimator.export import exporter
 from od_estimator.export import export_tflite_ssd_graph_lib
@@ -33,6 +35,7 @@ from od_estimator.builders import model_builder
 from od_estimator.config import config_util
 from tests import command_modules
 from tests import event_tags
+from tests import fast_graphs
 from tests import tflite_runs
 from tests import tiny_ssd
 
@@ -55,7 +58,8 @@ MEAN_BOX_DIFF = 0.05  # box codes, as a fraction of their range
 
 def _write_spread_checkpoint(pipeline_config, prefix):
   """Saves the model's freshly initialized weights, redrawn spread out."""
-  with tf.Graph().as_default() as graph:
+  # Built with identity hashing, as model_lib builds its graphs.
+  with fast_graphs.new_graph() as graph:
     model = model_builder.build(pipeline_config.model, is_training=False)
     size = tflite_conversion.input_shape(pipeline_config)[1]
     model.predict(tf.zeros([1, size, size, 3]), None)
@@ -137,6 +141,42 @@ def test_training_learns_ranges_under_the_original_names(trained):
   assert 'DetectionBoxes_Precision/mAP' in eval_tags
   assert glob.glob(os.path.join(trained['model_dir'], 'export', 'Servo', '*',
                                 'saved_model.pb'))
+
+
+def _variable_names(checkpoint_prefix):
+  return {name for name, _ in tf.train.list_variables(checkpoint_prefix)}
+
+
+def test_eval_rewrite_only_reads_ranges_under_the_original_names(trained):
+  """model_main's Servo export is the eval-mode graph, rewritten for
+  evaluation (graph_rewriter_builder, is_training=False) and saved with
+  its variables: the float model's (those of the start checkpoint, built
+  is_training=False) plus the rewrite's."""
+  (servo,) = glob.glob(os.path.join(trained['model_dir'], 'export', 'Servo',
+                                    '*'))
+  added = (_variable_names(os.path.join(servo, 'variables', 'variables')) -
+           _variable_names(str(trained['root'] / 'start' / 'model.ckpt')) -
+           {'global_step'})
+  # The backbone's ops sit in a doubled MobilenetV1 name scope, hence the
+  # original's names; the SSD extra layers are one level up.
+  prefix = 'FeatureExtractor/MobilenetV1/'
+  for name in (prefix + 'MobilenetV1/Conv2d_0/weights_quant/min',
+               prefix + 'MobilenetV1/Conv2d_0/act_quant/max',
+               prefix + 'MobilenetV1/Conv2d_1_depthwise/weights_quant/max',
+               prefix + 'MobilenetV1/Conv2d_13_pointwise/act_quant/min',
+               'BoxPredictor_5/ClassPredictor/act_quant/max'):
+    assert name in added, name
+  extra = re.compile(prefix + r'Conv2d_13_pointwise_2_Conv2d_2_3x3_s2_\d+/'
+                     r'(weights|act)_quant/(min|max)$')
+  assert len([name for name in added if extra.match(name)]) == 4
+  # Evaluation only reads ranges: no step, no moving-average variables.
+  assert all(name.endswith(('/min', '/max')) for name in added)
+  saved_model = saved_model_pb2.SavedModel()
+  with open(os.path.join(servo, 'saved_model.pb'), 'rb') as f:
+    saved_model.ParseFromString(f.read())
+  (meta_graph,) = saved_model.meta_graphs
+  assert not [node.name for node in meta_graph.graph_def.node
+              if 'AssignMinEma' in node.name or 'AssignMaxLast' in node.name]
 
 
 def test_exported_graphs_hold_the_fake_quantization(exported):
