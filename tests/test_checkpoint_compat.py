@@ -40,16 +40,22 @@ def _build_tiny_detector(num_classes=3, is_training=True):
 
 
 def _save_random_values(variables, path):
-  """Initializes the variables to random positive values, saves only them."""
+  """Saves random positive values for the variables under their names, as
+  Saver(variables).save() names them; returns the checkpoint prefix.
+
+  One SaveV2 op writes the same V2 checkpoint a Saver writes, without the
+  Saver's restore ops for every variable, which nothing here runs.
+  """
   rng = np.random.RandomState(7)
-  # Feeding initial values sets them without adding ops to the graph.
-  random_values = {
-      v.initial_value: rng.uniform(0.5, 1.5, v.shape.as_list()).astype(
-          v.dtype.base_dtype.as_numpy_dtype) for v in variables}
-  with tf.compat.v1.Session() as sess:
-    sess.run([v.initializer for v in variables], feed_dict=random_values)
-    return tf.compat.v1.train.Saver(variables).save(
-        sess, path, write_meta_graph=False)
+  values = [rng.uniform(0.5, 1.5, v.shape.as_list()).astype(
+      v.dtype.base_dtype.as_numpy_dtype) for v in variables]
+  with tf.Graph().as_default():
+    save = tf.raw_ops.SaveV2(
+        prefix=path, tensor_names=[v.op.name for v in variables],
+        shape_and_slices=[''] * len(variables), tensors=values)
+    with tf.compat.v1.Session() as sess:
+      sess.run(save)
+  return path
 
 
 def _fine_tune(model, checkpoint, checkpoint_type, load_all=False):

@@ -21,6 +21,10 @@ class build and predict finite boxes and classes for every anchor, in the
 mode the build chose. Each config's whole model (its loss, target
 assigner and post-processing included) is still built from its own config
 (model_builder.build, no graph: a few milliseconds).
+The graph of a predict key with a quantized config (graph_rewriter) is
+built for inference, and after its prediction ran it gets that config's
+evaluation rewrite, as model_lib applies it; what the rewrite left is
+checked by test_quantized_config_builds_its_rewritten_graph.
 od_estimator provides every feature extractor type the configs name.
 """
 import collections
@@ -30,6 +34,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from od_estimator.builders import graph_rewriter_builder
 from od_estimator.builders import model_builder
 from od_estimator.core import box_predictor
 from od_estimator.models import ssd_feature_extractor_registry
@@ -37,13 +42,23 @@ from od_estimator.config import config_util
 from od_estimator.protos import model_pb2
 from od_estimator.utils import graph_building
 from tests import plain_session
+from tests import quantized_layers
 from tests import upstream_folder
 from tests import zoo_checkpoints
 
 
 @functools.lru_cache(maxsize=None)
+def _parsed_configs(path):
+  return config_util.get_configs_from_pipeline_file(path)
+
+
 def _parsed_model_config(path):
-  return config_util.get_configs_from_pipeline_file(path)['model']
+  return _parsed_configs(path)['model']
+
+
+def graph_rewriter(path):
+  """The config's graph_rewriter (a quantization rewrite), or None."""
+  return _parsed_configs(path).get('graph_rewriter_config')
 
 
 def is_ssd(path):
@@ -88,11 +103,28 @@ def _first_of_key():
   return first
 
 
+@functools.lru_cache(maxsize=None)
+def _rewriter_of_key():
+  """{predict key: the graph_rewriter of the TF1 folder's one config of
+  that key that has one}: its inference graph is rewritten too."""
+  rewriters = {}
+  for path in SSD_CONFIGS:
+    if graph_rewriter(path) is not None:
+      key = _predict_key(*_as_built(path))
+      assert key not in rewriters, path  # one rewrite per graph
+      rewriters[key] = graph_rewriter(path)
+  return rewriters
+
+
 def is_training(path):
   """Whether the config is built as a training graph: every other config
-  in file name order, those of one predict key as the first of them."""
-  first = _first_of_key()[_predict_key(*_as_built(path))]
-  return SSD_CONFIGS.index(first) % 2 == 0
+  in file name order, those of one predict key as the first of them;
+  never those of a key with a quantized config (its build also checks the
+  evaluation rewrite, which needs the inference graph)."""
+  key = _predict_key(*_as_built(path))
+  if key in _rewriter_of_key():
+    return False
+  return SSD_CONFIGS.index(_first_of_key()[key]) % 2 == 0
 
 
 def zoo_name(path):
@@ -133,7 +165,16 @@ Built = collections.namedtuple('Built', [
     'class_shape',  # static shape of the class predictions
     'boxes', 'classes', 'anchors',  # predicted on one random image
     'training',  # built as a training graph
-    'graph', 'model', 'variables'])  # {name: variable}; None unless kept
+    'graph', 'model', 'variables',  # {name: variable}; None unless kept
+    'quantized',  # QuantizedGraph after the rewrite, or None
+], defaults=(None,))
+
+# What the evaluation rewrite of a quantized config left in its inference
+# graph (after the prediction ran): the layers the predictions depend on,
+# (their number, the names of those whose weights / outputs are not
+# fake-quantized) and the names of the global variables.
+QuantizedGraph = collections.namedtuple('QuantizedGraph', [
+    'num_layers', 'unquantized_weights', 'unquantized_outputs', 'names'])
 
 
 def _as_built(path):
@@ -166,14 +207,19 @@ def built(path, training=None, keep_graph=False):
   model_config, size = _as_built(path)
   if training is None:
     training = is_training(path)
-  key = (_predict_key(model_config, size), training, keep_graph)
+  predict_key = _predict_key(model_config, size)
+  key = (predict_key, training, keep_graph)
   if key not in _BUILDS:
-    _BUILDS[key] = _build(model_config, size, training, keep_graph)
+    rewriter = None
+    if not (training or keep_graph) and path in SSD_CONFIGS:
+      rewriter = _rewriter_of_key().get(predict_key)
+    _BUILDS[key] = _build(model_config, size, training, keep_graph, rewriter)
   return _BUILDS[key]
 
 
-def _build(model_config, size, training, keep_graph):
-  """Builds the model config at `size`; predicts on one random image."""
+def _build(model_config, size, training, keep_graph, rewriter=None):
+  """Builds the model config at `size`; predicts on one random image; then
+  applies the evaluation `rewriter` (a graph_rewriter config) if given."""
   graph = tf.Graph()
   with graph.as_default(), graph_building.identity_equality():
     model = model_builder.build(model_config, is_training=training)
@@ -190,10 +236,24 @@ def _build(model_config, size, training, keep_graph):
       boxes, classes, anchors = sess.run([
           predictions[box_predictor.BOX_ENCODINGS], class_predictions,
           predictions['anchors']])
+    quantized = (_rewrite(rewriter, predictions) if rewriter is not None
+                 else None)
   kept = ((graph, model, {v.op.name: v for v in variables}) if keep_graph
           else (None, None, None))
   return Built(model_config, shapes, class_predictions.shape.as_list(),
-               boxes, classes, anchors, training, *kept)
+               boxes, classes, anchors, training, *kept,
+               quantized=quantized)
+
+
+def _rewrite(rewriter, predictions):
+  """Rewrites the default graph as model_lib does for evaluation / export;
+  returns its QuantizedGraph."""
+  graph_rewriter_builder.build(rewriter, is_training=False)()
+  layers = quantized_layers.prediction_layers(
+      [predictions[box_predictor.BOX_ENCODINGS],
+       predictions[box_predictor.CLASS_PREDICTIONS_WITH_BACKGROUND]])
+  return QuantizedGraph(len(layers), *quantized_layers.unquantized(layers), {
+      var.op.name for var in tf.compat.v1.global_variables()})
 
 
 def check_builds_and_predicts(path, training=None, keep_graph=False):
@@ -224,20 +284,29 @@ def add_tests(namespace, keep):
     if 'path' in metafunc.fixturenames:
       metafunc.parametrize('path', upstream_folder.params(
           keep=lambda path: is_ssd(path) and keep(path)))
+    if 'quantized_path' in metafunc.fixturenames:
+      metafunc.parametrize('quantized_path', upstream_folder.params(
+          keep=lambda path: is_ssd(path) and keep(path) and
+          graph_rewriter(path) is not None))
     if 'zoo_path' in metafunc.fixturenames:
       metafunc.parametrize('zoo_path', upstream_folder.params(
           keep=lambda path: is_ssd(path) and keep(path) and
           zoo_name(path) is not None))
   namespace['pytest_generate_tests'] = pytest_generate_tests
-  for test in (test_ssd_config_builds_and_predicts,
-               test_zoo_model_variables_match_the_original,
-               test_zoo_model_holds_the_zoo_checkpoint_entries,
-               test_zoo_model_anchors_and_class_outputs):
+  tests = [test_ssd_config_builds_and_predicts,
+           test_zoo_model_variables_match_the_original,
+           test_zoo_model_holds_the_zoo_checkpoint_entries,
+           test_zoo_model_anchors_and_class_outputs]
+  if any(keep(path) and graph_rewriter(path) is not None
+         for path in SSD_CONFIGS):  # (no test without a config: no skip)
+    tests.append(test_quantized_config_builds_its_rewritten_graph)
+  for test in tests:
     namespace[test.__name__] = test
 
 
 # The tests add_tests puts into the two test modules: `path` is each SSD
-# config kept, `zoo_path` each zoo model among them.
+# config kept, `zoo_path` each zoo model among them, `quantized_path` each
+# config among them with a graph_rewriter.
 
 
 def test_ssd_config_builds_and_predicts(path):
@@ -256,3 +325,15 @@ def test_zoo_model_holds_the_zoo_checkpoint_entries(zoo_path):
 def test_zoo_model_anchors_and_class_outputs(zoo_path):
   zoo_checkpoints.check_anchors_and_class_outputs(
       zoo_name(zoo_path), built(zoo_path).class_shape)
+
+
+def test_quantized_config_builds_its_rewritten_graph(quantized_path):
+  """After the evaluation rewrite every convolution that the predictions
+  depend on reads fake-quantized weights and its output is fake-quantized
+  (tests/test_upstream_quantized_configs.py)."""
+  quantized = built(quantized_path).quantized
+  assert quantized.num_layers > 20
+  assert not quantized.unquantized_weights
+  assert not quantized.unquantized_outputs
+  assert [n for n in quantized.names if n.endswith('/act_quant/min')]
+  assert [n for n in quantized.names if n.endswith('/weights_quant/max')]
