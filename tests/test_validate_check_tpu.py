@@ -195,9 +195,6 @@ FAILING = {
         (('batch_size: 8', 'batch_size: 12'),), ALLOW,
         [['train_config.batch_size', '12 is not divisible by --num_shards=8',
           'e.g. 8 or 16']], 'train_config.batch_size'),
-    'local_paths': (
-        (), (), [['train_input_reader.tf_record_input_reader.input_path',
-                  'is not a gs:// path']], 'is not a gs:// path'),
     'checkpoint_missing': (
         (('batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: '
           '"{tmp}/nowhere/model.ckpt"'),), ALLOW,
@@ -238,11 +235,16 @@ def test_local_paths_each_on_its_own_line(demo_text, tmp_path, capsys):
                    '--model_dir=%s' % (tmp_path / 'model'))
   assert code == 1
   errors = _errors(out)
-  for where in ('--model_dir', 'train_input_reader.label_map_path',
+  for where in ('--model_dir',
+                'train_input_reader.tf_record_input_reader.input_path',
+                'train_input_reader.label_map_path',
                 'eval_input_reader[0].tf_record_input_reader.input_path',
                 'eval_input_reader[0].label_map_path'):
     assert sum(where in line and 'is not a gs:// path' in line
                for line in errors) == 1, (where, out)
+  # Nothing else but the batch that does not split.
+  assert all('is not a gs:// path' in line or
+             'train_config.batch_size' in line for line in errors), out
   assert 'TPU training step not built' in out
 
 
