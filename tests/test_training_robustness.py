@@ -38,8 +38,8 @@ MODEL_MAIN = plain_command.command('tests.fake_extractor_command') + [
     'od_estimator.model_main']
 # The killed run's steps: many more than the checkpoint period, so that
 # the kill (polled every POLL_SECS) comes long before the run's end.
-TRAIN_STEPS = 40
-CHECKPOINT_EVERY = 10
+TRAIN_STEPS = 20
+CHECKPOINT_EVERY = 5
 POLL_SECS = 0.1
 # The killed run and its relaunch evaluate only the final checkpoint (as
 # train_and_evaluate always does): the evaluations of the periodic ones
