@@ -41,6 +41,10 @@ MODEL_MAIN = plain_command.command('tests.fake_extractor_command') + [
 TRAIN_STEPS = 20
 CHECKPOINT_EVERY = 5
 POLL_SECS = 0.1
+# The killed run and its relaunch evaluate only the final checkpoint (as
+# train_and_evaluate always does): the evaluations of the periodic ones
+# are no part of a resume.
+NO_PERIODIC_EVAL = '--eval_throttle_secs=3600'
 # The upstream config's run: trained, evaluated and exported.
 UPSTREAM_STEPS = 1
 EXPLODING_RATE = 1e30
@@ -185,7 +189,7 @@ def resumed(tmp_path_factory, fake_extractor):
   config = tiny_faster_rcnn.write_config(root, root / 'data',
                                          extractor='fake')
   model_dir = str(root / 'model')
-  command = _train_command(config, model_dir)
+  command = _train_command(config, model_dir) + [NO_PERIODIC_EVAL]
   killed_at = _kill_after_first_checkpoint(command, model_dir,
                                            str(root / 'killed'))
   with _started(command, str(root / 'relaunch')) as run:

@@ -2,8 +2,9 @@
 
 The passing case is the demo config with its real MobileNet v2 (at 64x64).
 The failing cases that need the training step, and the quantization-aware
-one, use the tiny fake feature extractor (tests/fakes.py) to stay fast; the
-TPU problems they carry are in the config's other parts, which are real.
+one (whose step also restores a fine_tune_checkpoint), use the tiny fake
+feature extractor (tests/fakes.py) to stay fast; the TPU problems they
+carry are in the config's other parts, which are real.
 """
 import functools
 import re
@@ -98,14 +99,23 @@ def test_demo_config_passes_with_local_paths_allowed(demo_text, tmp_path,
   assert out.strip().endswith(': OK')
 
 
-def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys,
-                                            monkeypatch):
-  """The graph_rewriter's FakeQuant ops and delay conds compile with XLA.
+def test_quantization_aware_config_compiles_and_restores(
+    demo_text, tmp_path, capsys, monkeypatch):
+  """The graph_rewriter's FakeQuant ops and delay conds compile with XLA,
+  and scaffold_fn restores a matching fine_tune_checkpoint.
 
   On the fake backbone with a batch-norm'd convolution: the rewrite folds it
   (batch statistics in training) and quantizes it and the box predictor's
   layers, the op types a MobileNet's rewrite has, in a far smaller step.
+  The same step (one built) restores from a classification checkpoint,
+  which holds the backbone without FeatureExtractor/.
   """
+  checkpoint = _write_checkpoint(tmp_path, {
+      'mock_model/layer1/weights': [1, 1, 3, 8],
+      'mock_model/layer1/BatchNorm/beta': [8],
+      'mock_model/layer1/BatchNorm/gamma': [8],
+      'mock_model/layer1/BatchNorm/moving_mean': [8],
+      'mock_model/layer1/BatchNorm/moving_variance': [8]})
   recorded = []
   step_ops = tpu_check._step_ops  # pylint: disable=protected-access
 
@@ -113,13 +123,18 @@ def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys,
     recorded.extend(step_ops(output))
     return recorded
   monkeypatch.setattr(tpu_check, '_step_ops', recording_step_ops)
-  text = _edit(_substitute(demo_text, FAKE_MODEL),
-               (('type: "fake"', 'type: "fake_batch_norm"'),))
+  text = _edit(_substitute(demo_text, FAKE_MODEL), (
+      ('type: "fake"', 'type: "fake_batch_norm"'),
+      ('batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: "%s" '
+       'fine_tune_checkpoint_type: "classification"' % checkpoint)))
   code, out = _run(tmp_path, capsys, text + (
       'graph_rewriter { quantization { delay: 2 } }\n'), *ALLOW)
   assert code == 0, out
   assert 'note: graph_rewriter: quantization-aware training' in out
   assert 'XLA compiles the step' in out
+  # The convolution's weights and its batch norm's 4 of the 22 backbone
+  # variables (with optimizer slots, averages and quantization ranges).
+  assert "scaffold_fn restores 5 of the 22 variables a 'classification'" in out
   # The step XLA converted holds the rewrite: fake quantization with its
   # gradient, the quant_delay switch and the folded batch norm's statistics.
   step_op_types = {op.type for op in recorded}
@@ -131,11 +146,12 @@ def test_quantization_aware_config_compiles(demo_text, tmp_path, capsys,
   assert {'If', 'StatelessIf', 'Switch'} & step_op_types
 
 
-def _write_checkpoint(directory, name, shape):
-  """A checkpoint whose only variable is `name`; returns its prefix."""
+def _write_checkpoint(directory, shapes):
+  """A checkpoint of the variables {name: shape}; returns its prefix."""
   prefix = str(directory / 'checkpoint' / 'model.ckpt')
   with tf.Graph().as_default():
-    tf.compat.v1.get_variable(name, shape)
+    for name, shape in shapes.items():
+      tf.compat.v1.get_variable(name, shape)
     saver = tf.compat.v1.train.Saver()
     with tf.compat.v1.Session() as session:
       session.run(tf.compat.v1.global_variables_initializer())
@@ -179,9 +195,6 @@ FAILING = {
         (('batch_size: 8', 'batch_size: 12'),), ALLOW,
         [['train_config.batch_size', '12 is not divisible by --num_shards=8',
           'e.g. 8 or 16']], 'train_config.batch_size'),
-    'local_paths': (
-        (), (), [['train_input_reader.tf_record_input_reader.input_path',
-                  'is not a gs:// path']], 'is not a gs:// path'),
     'checkpoint_missing': (
         (('batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: '
           '"{tmp}/nowhere/model.ckpt"'),), ALLOW,
@@ -200,7 +213,7 @@ FAILING = {
 def test_failing_config_names_its_reason(demo_text, tmp_path, capsys,
                                          reason):
   edits, flags, expected, every_line = FAILING[reason]
-  checkpoint = (_write_checkpoint(tmp_path, 'unrelated/weights', [3]) if
+  checkpoint = (_write_checkpoint(tmp_path, {'unrelated/weights': [3]}) if
                 reason == 'checkpoint_without_matching_variables' else '')
   edits = tuple((old, new.replace('{tmp}', str(tmp_path)).replace(
       '{checkpoint}', checkpoint)) for old, new in edits)
@@ -214,19 +227,6 @@ def test_failing_config_names_its_reason(demo_text, tmp_path, capsys,
   assert all(every_line in line for line in errors), out
 
 
-def test_scaffold_fn_restores_a_matching_checkpoint(demo_text, tmp_path,
-                                                    capsys):
-  # A classification checkpoint holds the backbone without FeatureExtractor/.
-  checkpoint = _write_checkpoint(tmp_path, 'mock_model/layer1/weights',
-                                 [1, 1, 3, 8])
-  text = _edit(_substitute(demo_text, FAKE_MODEL), (
-      ('batch_size: 8', 'batch_size: 8 fine_tune_checkpoint: "%s" '
-       'fine_tune_checkpoint_type: "classification"' % checkpoint),))
-  code, out = _run(tmp_path, capsys, text, '--allow_local_paths')
-  assert code == 0, out
-  assert "scaffold_fn restores 1 of the 8 variables a 'classification'" in out
-
-
 def test_local_paths_each_on_its_own_line(demo_text, tmp_path, capsys):
   # No step is built: the batch does not split, so this stays cheap.
   text = _edit(_substitute(demo_text, FAKE_MODEL),
@@ -235,11 +235,16 @@ def test_local_paths_each_on_its_own_line(demo_text, tmp_path, capsys):
                    '--model_dir=%s' % (tmp_path / 'model'))
   assert code == 1
   errors = _errors(out)
-  for where in ('--model_dir', 'train_input_reader.label_map_path',
+  for where in ('--model_dir',
+                'train_input_reader.tf_record_input_reader.input_path',
+                'train_input_reader.label_map_path',
                 'eval_input_reader[0].tf_record_input_reader.input_path',
                 'eval_input_reader[0].label_map_path'):
     assert sum(where in line and 'is not a gs:// path' in line
                for line in errors) == 1, (where, out)
+  # Nothing else but the batch that does not split.
+  assert all('is not a gs:// path' in line or
+             'train_config.batch_size' in line for line in errors), out
   assert 'TPU training step not built' in out
 
 

@@ -1,8 +1,10 @@
 """bfloat16 off TPU (estimator/cpu_bfloat16.py): train_config.use_bfloat16
 and --bfloat16 on a CPU with bfloat16 instructions, float32 elsewhere.
 
-One tiny SSD training graph (tiny_ssd's, LIGHT_OVERRIDES), built by the
-model_fn of a run asking for bfloat16, runs STEPS steps in a float32
+One tiny SSD training graph (tiny_ssd's, LIGHT_OVERRIDES, on the fake
+backbone of tests/fakes.py: a 1x1 convolution; the box predictor's are
+real), built by the model_fn of a run asking for bfloat16, runs STEPS
+steps in a float32
 session and in a session running the rewrite of the run's session config,
 from the same weights on the same batch. Grappler's other passes are left
 out of both (as every test session, tests/plain_session.py): over the whole
@@ -16,17 +18,32 @@ from tensorflow_estimator.python.estimator import run_config as rc_lib
 from od_estimator.config import config_util
 from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import model_lib
+from od_estimator.models import ssd_feature_extractor_registry
+from tests import fakes
 from tests import log_capture
 from tests import plain_session
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
 STEPS = 3
+# The fake backbone's two feature maps, and anchors for two.
+FAKE_BACKBONE = ','.join([
+    'model.ssd.feature_extractor.type=fake',
+    'model.ssd.feature_extractor.num_layers=2',
+    'model.ssd.anchor_generator.ssd_anchor_generator.num_layers=2'])
 # What the Estimator runs its sessions with when the RunConfig has none.
 DEFAULT_SESSION_CONFIG = rc_lib.get_default_session_config()
 HAS_BFLOAT16 = cpu_bfloat16.cpu_has_bfloat16()
 needs_bfloat16 = pytest.mark.skipif(
     not HAS_BFLOAT16, reason='this CPU has no bfloat16 instructions')
+
+
+@pytest.fixture(scope='module', autouse=True)
+def fake_backbone():
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS,
+                  'fake', fakes.FakeSSDFeatureExtractor)
+    yield
 
 
 @pytest.fixture(scope='module')
@@ -36,9 +53,10 @@ def config(tmp_path_factory):
 
 
 def _parts(config, model_dir, config_override=None, **kwargs):
-  """create_estimator_and_inputs on the tiny SSD; its bfloat16 notes."""
+  """create_estimator_and_inputs on the tiny SSD (fake backbone); its
+  bfloat16 notes."""
   hparams = dict(config_util.parse_hparams_overrides(
-      tiny_ssd.LIGHT_OVERRIDES), load_pretrained=False)
+      tiny_ssd.LIGHT_OVERRIDES + ',' + FAKE_BACKBONE), load_pretrained=False)
   with log_capture.absl_messages() as messages:
     parts = model_lib.create_estimator_and_inputs(
         tiny_ssd.run_config(model_dir), pipeline_config_path=config,
