@@ -36,13 +36,15 @@ import tempfile
 import time
 import traceback
 
-# Environment variables read when TensorFlow (or Python) starts: a command
-# asking for other values than the server's gets a fresh interpreter.
-_IMPORT_TIME_PREFIXES = ('PYTHON', 'TF_', 'CUDA_', 'OMP_', 'KMP_', 'MKL_',
-                         'LD_', 'XLA_FLAGS')
-# ...except those read at run time: the cluster, and output settings
-# (which the forked command applies itself).
-_RUN_TIME = ('TF_CONFIG', 'PYTHONDONTWRITEBYTECODE', 'PYTHONUNBUFFERED')
+# Environment variables read when Python or TensorFlow start (the linker,
+# TensorFlow's logging and oneDNN, OpenMP): a command asking for other
+# values than the server's gets a fresh interpreter. TensorFlow reads the
+# others when first used (TF_CONFIG, TF_XLA_FLAGS, the graph rewrites'
+# lists, which od_estimator itself sets at run time): the command has them.
+_IMPORT_TIME_PREFIXES = ('PYTHON', 'LD_', 'TF_CPP_', 'TF_ENABLE_ONEDNN_OPTS',
+                         'OMP_', 'KMP_', 'MKL_')
+# ...except output settings, which the forked command applies itself.
+_RUN_TIME = ('PYTHONDONTWRITEBYTECODE', 'PYTHONUNBUFFERED')
 # Signals the client forwards to the command.
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
               signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM)
@@ -76,8 +78,11 @@ def run_forked(argv):
       return
   connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   connection.connect(address)
+  # Signals this process was started with ignored, the command ignores.
+  ignored = [signum for signum in _FORWARDED
+             if signal.getsignal(signum) == signal.SIG_IGN]
   request = json.dumps({'argv': argv, 'cwd': os.getcwd(),
-                        'env': dict(os.environ)}).encode()
+                        'env': dict(os.environ), 'ignored': ignored}).encode()
   socket.send_fds(connection, [struct.pack('q', len(request))], [0, 1, 2])
   connection.sendall(request)
   for signum in _FORWARDED:
@@ -217,9 +222,13 @@ def _run_command(request, fds):
   os.environ.clear()
   os.environ.update(request['env'])
   sys.path[0] = request['cwd']
-  for signum in _FORWARDED:
-    signal.signal(signum, signal.SIG_DFL)
-  signal.signal(signal.SIGINT, signal.default_int_handler)
+  for signum in _FORWARDED:  # As a new interpreter would set them.
+    if signum in request['ignored']:
+      signal.signal(signum, signal.SIG_IGN)
+    elif signum == signal.SIGINT:
+      signal.signal(signum, signal.default_int_handler)
+    else:
+      signal.signal(signum, signal.SIG_DFL)
   random.seed()
   import numpy as np  # pylint: disable=g-import-not-at-top
   np.random.seed()
