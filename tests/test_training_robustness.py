@@ -305,8 +305,11 @@ def test_non_finite_loss_stops_with_the_last_good_checkpoint(tmp_path):
                                          extractor='fake')
   model_dir = str(tmp_path / 'exploding')
   overrides = 'learning_rate=%g' % EXPLODING_RATE
+  # Seeded: from some initializations (2 of 20 seeds) the exploded update
+  # leaves every activation dead and the loss finite; seed 1 explodes.
   result = run_command('model_main',
-                       _train_command(config, model_dir, overrides))
+                       _train_command(config, model_dir, overrides) +
+                       ['--random_seed=1'])
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr
   last = result.stderr.strip().splitlines()[-1]
