@@ -148,8 +148,10 @@ def _serve(address):
     traceback.print_exc()  # Into the log; the clients run their commands.
     open(address + '.failed', 'w').close()
     return
-  with open(address + '.env', 'w') as saved:
+  # Ready: the environment it imported with, written whole in one step.
+  with open(address + '.env.partial', 'w') as saved:
     json.dump(_import_time_environment(os.environ), saved)
+  os.replace(address + '.env.partial', address + '.env')
   managers = set()
   while True:
     ready, _, _ = select.select([listener, sys.stdin], [], [], 1)
