@@ -85,6 +85,12 @@ setup(
         # Beam pipelines; 2.61 is the release tested beside TF 2.15
         # (protobuf 4.25, numpy < 2: `pip check` finds no conflict).
         'beam': ['apache-beam>=2.61,<2.62'],
+        # `od-estimator export_onnx` (export/onnx_export.py). onnx 1.19+
+        # needs ml_dtypes 0.5, TF 2.15 pins 0.3: 1.18 is the last release
+        # that imports beside it. tf2onnx 1.17 is the first release without
+        # protobuf 3; `pip check` finds no conflict with these.
+        'onnx': ['tf2onnx>=1.17,<1.18', 'onnx>=1.17,<1.19',
+                 'onnxruntime>=1.32,<1.33'],
     },
     entry_points={
         'console_scripts': [

@@ -9,6 +9,8 @@ COMMANDS = {
     'evaluate': ('od_estimator.inference.evaluate',
                  "an export's metrics on labeled TFRecords (as model_main's),"
                  ' and a report with pictures'),
+    'export_onnx': ('od_estimator.export_onnx',
+                    'an exported SavedModel converted to ONNX (extra: onnx)'),
     'export_tflite_graph_tf2': (
         'od_estimator.compat.export_tflite_graph_tf2',
         "an SSD's SavedModel for TFLite, as the original's TF2 command"),

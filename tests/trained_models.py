@@ -130,16 +130,23 @@ def one_step_tiny_ssd_export(tmp_path_factory, one_step_tiny_ssd):
   model.ckpt.*, pipeline.config) of the as-run config and the checkpoint.
   Returns its path (a str).
   """
-  _, _, model_dir = one_step_tiny_ssd
+  return _exported_once(tmp_path_factory, 'one_step_tiny_ssd_export',
+                        one_step_tiny_ssd[2])
 
+
+def _exported_once(tmp_path_factory, name, model_dir,
+                   registered=contextlib.nullcontext):
+  """model_dir's as-run config and latest checkpoint exported for
+  image_tensor input in the folder `name`, once per run (under
+  `registered`, the context registering its extractor); its path (a str)."""
   def export(folder):
-    exporter.export_inference_graph(
-        'image_tensor', config_util.read_pipeline_config(
-            os.path.join(model_dir, 'pipeline.config')),
-        model_dir, str(folder / 'export'))
+    with registered():
+      exporter.export_inference_graph(
+          'image_tensor', config_util.read_pipeline_config(
+              os.path.join(model_dir, 'pipeline.config')),
+          model_dir, str(folder / 'export'))
 
-  return str(built_once(tmp_path_factory, 'one_step_tiny_ssd_export',
-                        export) / 'export')
+  return str(built_once(tmp_path_factory, name, export) / 'export')
 
 
 def _write_tiny_resnet_backbone(folder):
@@ -292,3 +299,17 @@ def one_step_fake_faster_rcnn(tmp_path_factory):
   root = built_once(tmp_path_factory, 'one_step_fake_faster_rcnn',
                     _train_one_step_fake_faster_rcnn)
   return root, str(root / 'pipeline.config'), str(root / 'model')
+
+
+@pytest.fixture(scope='session')
+def one_step_fake_faster_rcnn_export(tmp_path_factory,
+                                     one_step_fake_faster_rcnn):
+  """one_step_fake_faster_rcnn exported for image_tensor input, once per
+  run (the SavedModel runs without the fake extractor registered).
+
+  Not registered in conftest.py: a module imports it. Returns the export
+  folder's path (a str).
+  """
+  return _exported_once(tmp_path_factory, 'one_step_fake_faster_rcnn_export',
+                        one_step_fake_faster_rcnn[2],
+                        fakes.fake_faster_rcnn_extractor)
