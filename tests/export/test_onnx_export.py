@@ -1,6 +1,7 @@
 """`od-estimator export_onnx`: an exported SSD and Faster R-CNN in ONNX
 Runtime give the SavedModel's detections; an op tf2onnx cannot convert is
-named; without the onnx extra, one line says how to install it.
+named. Skipped, on one line, without the onnx extra
+(test_onnx_extra.py checks what the command says then).
 
 The models are the run's one-step tiny SSD and fake-extractor Faster R-CNN
 exports (tests/trained_models.py). Untrained, their scores are near ties
@@ -10,27 +11,28 @@ among ties is no difference.
 """
 import importlib.util
 import os
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator import errors
 from od_estimator.export import onnx_export
 from tests import saved_models
 from tests.command_modules import run_command
 from tests.trained_models import one_step_fake_faster_rcnn_export  # pylint: disable=unused-import
 
 _EXTRA = ('tf2onnx', 'onnx', 'onnxruntime')
-needs_extra = pytest.mark.skipif(
-    any(importlib.util.find_spec(name) is None for name in _EXTRA),
-    reason='the onnx extra is not installed (%s)' % onnx_export.INSTALL_HINT)
 # Scores and normalized coordinates: float32 sums in another order (and
 # ONNX's crop-and-resize) differ by up to 1.2e-4 on these models.
 _TOLERANCE = 1e-3
 _OUTPUTS = ('detection_boxes', 'detection_scores', 'detection_classes',
             'num_detections')
+
+
+if any(importlib.util.find_spec(name) is None for name in _EXTRA):
+  pytest.skip('the onnx extra is not installed (%s)' %
+              onnx_export.INSTALL_HINT, allow_module_level=True)
+import onnxruntime  # pylint: disable=g-import-not-at-top,g-bad-import-order
 
 
 def _images():
@@ -41,7 +43,6 @@ def _images():
 
 
 def _onnx_detections(path, image):
-  import onnxruntime  # pylint: disable=g-import-not-at-top
   session = onnxruntime.InferenceSession(
       path, providers=['CPUExecutionProvider'])
   names = [output.name for output in session.get_outputs()]
@@ -70,12 +71,14 @@ def _assert_same_detections(got, want):
     unmatched.pop(matches[0])
 
 
-@needs_extra
-@pytest.mark.parametrize('export_fixture', [
-    'one_step_tiny_ssd_export', 'one_step_fake_faster_rcnn_export'])
-def test_onnx_runtime_gives_the_saved_models_detections(
-    export_fixture, request, tmp_path):
-  export = request.getfixturevalue(export_fixture)
+@pytest.fixture(params=['one_step_tiny_ssd_export',
+                        'one_step_fake_faster_rcnn_export'])
+def export(request):
+  """Each model's export folder."""
+  return request.getfixturevalue(request.param)
+
+
+def test_onnx_runtime_gives_the_saved_models_detections(export, tmp_path):
   path = str(tmp_path / 'model.onnx')
   result = run_command('export_onnx', [
       '--saved_model_dir=' + export, '--output_path=' + path])
@@ -106,7 +109,6 @@ def _write_unconvertible_saved_model(directory):
     builder.save()
 
 
-@needs_extra
 def test_an_op_without_conversion_is_named(tmp_path):
   saved_model = str(tmp_path / 'saved_model')
   _write_unconvertible_saved_model(saved_model)
@@ -119,10 +121,3 @@ def test_an_op_without_conversion_is_named(tmp_path):
   assert 'RGBToHSV' in line and 'no ONNX conversion' in line, line
   assert not path.exists()
 
-
-def test_without_the_extra_one_line_names_it(monkeypatch):
-  monkeypatch.setitem(sys.modules, 'tf2onnx', None)  # import fails
-  with pytest.raises(errors.UserInputError) as raised:
-    onnx_export.convert_saved_model('unused')
-  assert 'pip install od_estimator[onnx]' in str(raised.value)
-  assert '\n' not in str(raised.value)
