@@ -91,10 +91,7 @@ def _parser():
                   'images (%s, sorted, not recursive).' %
                   ', '.join(IMAGE_EXTENSIONS),
       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument('--saved_model_dir', required=True,
-                      help='the saved_model/ directory written by '
-                           'export_inference_graph (or the export directory '
-                           'holding it).')
+  command_runs.add_saved_model_dir_flag(parser)
   parser.add_argument('--label_map_path', required=True,
                       help='label map naming the classes.')
   parser.add_argument('--input', required=True,

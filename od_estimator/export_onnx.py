@@ -30,10 +30,7 @@ def _parser():
       description='Converts a SavedModel of export_inference_graph to an '
                   'ONNX model (tf2onnx), post-processing included.',
       epilog='Needs: %s' % onnx_export.INSTALL_HINT)
-  parser.add_argument('--saved_model_dir', required=True,
-                      help='the saved_model/ directory written by '
-                           'export_inference_graph (or the export directory '
-                           'holding it).')
+  command_runs.add_saved_model_dir_flag(parser)
   parser.add_argument('--output_path', required=True,
                       help='the .onnx file to write.')
   parser.add_argument('--opset', type=flag_checks.at_least(11),

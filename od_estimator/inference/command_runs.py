@@ -27,3 +27,11 @@ def run(name, work):
     print('od-estimator %s: error: %s' % (name, errors.one_line(error)),
           file=sys.stderr)
     return 1
+
+
+def add_saved_model_dir_flag(parser):
+  """The required --saved_model_dir of the commands that read an export."""
+  parser.add_argument('--saved_model_dir', required=True,
+                      help='the saved_model/ directory written by '
+                           'export_inference_graph (or the export directory '
+                           'holding it).')
