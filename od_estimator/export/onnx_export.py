@@ -29,7 +29,7 @@ from od_estimator import errors
 from od_estimator.inference import exported_model
 from od_estimator.utils import file_safety
 
-# 15 is tf2onnx 1.17's preferred opset; ONNX Runtime and TensorRT 8.6 read it.
+# tf2onnx 1.17's preferred opset (ONNX Runtime 1.32 runs it in the tests).
 DEFAULT_OPSET = 15
 INSTALL_HINT = 'pip install od_estimator[onnx]'
 # tf2onnx's ONNX optimizers that are wrong on our graphs (module docstring).
