@@ -9,7 +9,7 @@ PROTOS_BUILT := od_estimator/protos/.built
 $(VENV)/.installed: setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip 'setuptools>=64,<81' wheel 'grpcio-tools>=1.62,<1.63'
-	$(PY) -m pip install -e '.[test,beam]'
+	$(PY) -m pip install -e '.[test,beam,onnx]'
 	touch $@
 
 install: $(VENV)/.installed $(PROTOS_BUILT)

@@ -9,7 +9,7 @@ COMMANDS = {
     'evaluate': ('od_estimator.inference.evaluate',
                  "an export's metrics on labeled TFRecords (as model_main's),"
                  ' and a report with pictures'),
-    'export_onnx': ('od_estimator.export_onnx',
+    'export_onnx': ('od_estimator.export.onnx_command',
                     'an exported SavedModel converted to ONNX (extra: onnx)'),
     'export_tflite_graph_tf2': (
         'od_estimator.compat.export_tflite_graph_tf2',

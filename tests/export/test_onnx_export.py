@@ -80,7 +80,7 @@ def export(request):
 
 def test_onnx_runtime_gives_the_saved_models_detections(export, tmp_path):
   path = str(tmp_path / 'model.onnx')
-  result = run_command('export_onnx', [
+  result = run_command('export.onnx_command', [
       '--saved_model_dir=' + export, '--output_path=' + path])
   assert result.returncode == 0, result.stderr[-3000:]
   assert 'outputs ' in result.stdout and 'num_detections' in result.stdout
@@ -113,7 +113,7 @@ def test_an_op_without_conversion_is_named(tmp_path):
   saved_model = str(tmp_path / 'saved_model')
   _write_unconvertible_saved_model(saved_model)
   path = tmp_path / 'model.onnx'
-  result = run_command('export_onnx', [
+  result = run_command('export.onnx_command', [
       '--saved_model_dir=' + saved_model, '--output_path=' + str(path)])
   assert result.returncode == 1
   (line,) = result.stderr.strip().splitlines()[-1:]

@@ -9,7 +9,7 @@ from tests.command_modules import run_command
 
 def test_without_the_extra_one_line_names_it(monkeypatch, tmp_path):
   monkeypatch.setitem(sys.modules, 'tf2onnx', None)  # its import fails
-  result = run_command('export_onnx', [
+  result = run_command('export.onnx_command', [
       '--saved_model_dir=' + str(tmp_path),
       '--output_path=' + str(tmp_path / 'model.onnx')])
   assert result.returncode == 1

@@ -3,12 +3,12 @@ r"""Converts an exported SavedModel to ONNX: `od-estimator export_onnx`.
 Usage:
   od-estimator export_onnx --saved_model_dir=EXPORT/saved_model \
       --output_path=model.onnx [--opset=15]
-  python -m od_estimator.export_onnx ...   (same flags)
+  python -m od_estimator.export.onnx_command ...   (same flags)
 
 Needs the onnx extra: pip install od_estimator[onnx] (tf2onnx, onnx and
 ONNX Runtime). The model keeps the SavedModel's serving_default input
 (`inputs`, uint8 [batch, height, width, 3] for an image_tensor export) and
-outputs by name, post-processing included (export/onnx_export.py).
+outputs by name, post-processing included (onnx_export.py).
 
 exit status: 0 when the model was written; 1 with a one-line error when the
 extra is missing, the SavedModel cannot be read, or an op of its graph has
