@@ -403,35 +403,44 @@ def _single_replica(graph_def):
 def _xla_error(step, step_ops):
   """Converts the step to XLA HLO; returns the error text or None.
 
-  The step's GraphDef is imported into a function whose variables are
-  captured (XLA cannot create them) and whose feeds are its arguments.
+  The step's GraphDef, cut down to the ops computing its output, is imported
+  into a function whose variables are captured (XLA cannot create them) and
+  whose feeds are its arguments: the nodes standing for both are left out
+  and their outputs mapped.
   """
-  graph_def = step.graph.as_graph_def()
+  graph_def = tf.compat.v1.graph_util.extract_sub_graph(
+      step.graph.as_graph_def(), [step.output.op.name])
   _single_replica(graph_def)
   variables = {
       op.name + ':0': tf.Variable(tf.zeros(op.get_attr('shape'),
                                            op.get_attr('dtype')),
                                   trainable=False)
       for op in step_ops if op.type == 'VarHandleOp'}
+  feeds = [tensor.name for tensor in step.feeds]
+  mapped = {name.split(':')[0] for name in list(variables) + feeds}
+  kept = [node for node in graph_def.node if node.name not in mapped]
+  needed = {name.split(':')[0].lstrip('^') for node in kept
+            for name in node.input}
+  for node in kept:  # No colocation with a node left out.
+    if '_class' in node.attr:
+      del node.attr['_class']
+  del graph_def.node[:]
+  graph_def.node.extend(kept)
 
-  def import_step():
-    tf.compat.v1.import_graph_def(
-        graph_def, name=_IMPORT_SCOPE,
-        input_map={name: tf.identity(variable.handle)
-                   for name, variable in variables.items()})
+  def import_step(*args):
+    input_map = {name: arg for name, arg in zip(feeds, args)
+                 if name.split(':')[0] in needed}  # (the others unused)
+    input_map.update({name: tf.identity(variable.handle)
+                      for name, variable in variables.items()})
+    return tf.compat.v1.import_graph_def(
+        graph_def, name=_IMPORT_SCOPE, input_map=input_map,
+        return_elements=[step.output.name])[0]
 
-  wrapped = tf.compat.v1.wrap_function(import_step, signature=[])
-
-  def imported(tensor):
-    return wrapped.graph.get_tensor_by_name('%s/%s' % (_IMPORT_SCOPE,
-                                                       tensor.name))
-
-  step_fn = wrapped.prune(feeds=[imported(t) for t in step.feeds],
-                          fetches=imported(step.output))
+  specs = [tf.TensorSpec(t.shape, t.dtype) for t in step.feeds]
+  step_fn = tf.compat.v1.wrap_function(import_step, signature=specs)
   compiled = tf.function(lambda *args: step_fn(*args), jit_compile=True)
   try:
-    compiled.experimental_get_compiler_ir(
-        *[tf.TensorSpec(t.shape, t.dtype) for t in step.feeds])(stage='hlo')
+    compiled.experimental_get_compiler_ir(*specs)(stage='hlo')
   except (ValueError, tf.errors.OpError) as error:
     return str(error)
   return None
