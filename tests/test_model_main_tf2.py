@@ -1,7 +1,9 @@
 """model_main_tf2: the original's TF2 command line on the Estimator engine.
 
-One tiny SSD (tiny_ssd.LIGHT_OVERRIDES) trains 3 steps and its folder is
-then evaluated with --checkpoint_dir, both in this process (run_command);
+One tiny SSD (tiny_ssd.LIGHT_OVERRIDES with tests/fakes.py's one-conv
+feature extractor: the test is about the command, and MobileNet's graph
+would be most of its time) trains 3 steps and its folder is then evaluated
+with --checkpoint_dir, both in this process (run_command);
 the flag errors need no model. A folder of the original TF2 trainer's
 ckpt-N for a tiny TF2 SSD (tiny_tf2_ssd) is evaluated in place. Two
 worker processes on localhost train the tiniest model synchronously
@@ -17,7 +19,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator.models import ssd_feature_extractor_registry
 from tests import event_tags
+from tests import fakes
 from tests import local_ports
 from tests import plain_command
 from tests import tiny_faster_rcnn
@@ -40,10 +44,17 @@ ORIGINAL_FLAGS = ('pipeline_config_path', 'num_train_steps',
                   'num_workers', 'checkpoint_every_n', 'record_summaries')
 
 
+# The light SSD with the fake extractor's two feature maps (2x2, 1x1).
+FAKE_EXTRACTOR_OVERRIDES = tiny_ssd.LIGHT_OVERRIDES + ','.join([
+    '', 'model.ssd.feature_extractor.type=fake_ssd',
+    'model.ssd.feature_extractor.num_layers=2',
+    'model.ssd.anchor_generator.ssd_anchor_generator.num_layers=2'])
+
+
 def _common(config, model_dir):
   return ['--pipeline_config_path=%s' % config, '--model_dir=%s' % model_dir,
           '--num_train_steps=%d' % TRAIN_STEPS,
-          '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES]
+          '--hparams_overrides=%s' % FAKE_EXTRACTOR_OVERRIDES]
 
 
 @pytest.fixture(scope='module')
@@ -63,6 +74,14 @@ def runs(config, tmp_path_factory):
   """
   model_dir = str(tmp_path_factory.mktemp('tf2_model'))
   common = _common(config, model_dir)
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS,
+                  'fake_ssd', fakes.FakeSSDFeatureExtractor)
+    return _train_and_evaluate(model_dir, common)
+
+
+def _train_and_evaluate(model_dir, common):
+  """The runs fixture's commands (flags `common`)."""
   training = run_command('model_main_tf2', common + [
       '--checkpoint_every_n=2', '--record_summaries=false'])
   trained_files = sorted(os.listdir(model_dir))

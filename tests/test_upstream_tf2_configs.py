@@ -1,9 +1,11 @@
 """The original's TF2-era sample configs (../shared/upstream_configs_tf2).
 
 Every one parses. The SSD configs whose feature extractor od_estimator
-provides build as training graphs at a reduced size (tests/upstream_ssd.py,
+provides build as inference graphs at a reduced size (tests/upstream_ssd.py,
 one build per distinct model) and predict, with the TF2 variable names (the
-Keras layers' own, no `FeatureExtractor/` scope). The two-stage ones whose
+Keras layers' own, no `FeatureExtractor/` scope); their variables are the
+training graph's, and each extractor trains in
+tests/models/test_ssd_keras_training.py. The two-stage ones whose
 extractor it provides build their models, for training and inference
 (each extractor's graph and names: its tests/models/ module); the Faster
 R-CNN ResNet (C4) ones build at 64x64 (tests/tf2_faster_rcnn.py) with
@@ -94,10 +96,10 @@ def test_every_config_parses(path):
 @pytest.mark.parametrize('path', upstream_folder.params(
     tf2=True, keep=_builds_other_ssd))
 def test_ssd_config_builds_and_predicts_with_tf2_names(path):
-  # Training graphs, kept: the fine-tuning tests below restore into them.
-  upstream_ssd.check_builds_and_predicts(path, training=True,
+  # Kept: the fine-tuning tests below restore into them.
+  upstream_ssd.check_builds_and_predicts(path, training=False,
                                          keep_graph=True)
-  names = upstream_ssd.built(path, training=True, keep_graph=True).shapes
+  names = upstream_ssd.built(path, training=False, keep_graph=True).shapes
   assert not [name for name in names if name.startswith('FeatureExtractor/')]
 
 

@@ -49,11 +49,11 @@ Built = collections.namedtuple('Built', ['name', 'graph', 'model',
 
 
 def _build(name):
-  """Our training graph of sample config `name` at a reduced size:
-  tests/upstream_ssd.py's build of it, which test_upstream_tf2_configs
-  checks predicts."""
+  """Our graph of sample config `name` at a reduced size (an inference
+  graph: the training graph's variables): tests/upstream_ssd.py's build of
+  it, which test_upstream_tf2_configs checks predicts."""
   ssd = upstream_ssd.built(upstream_folder.config_path(name, tf2=True),
-                           training=True, keep_graph=True)
+                           training=False, keep_graph=True)
   return Built(name, ssd.graph, ssd.model, ssd.variables)
 
 

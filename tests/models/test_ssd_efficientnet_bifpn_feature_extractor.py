@@ -13,7 +13,10 @@ blow up and the suppression of their ties). A tiny
 EfficientDet (EfficientNet-B0 at width x0.25, 64x64, levels 3..6, 16 BiFPN
 filters) trains two steps through model_fn on shapes records, as the D0
 config says, and a tiny BiFPN two steps per combine method.
-The other seven configs build in tests/test_upstream_tf2_configs.py.
+D0 is the one EfficientDet sample config that
+tests/test_upstream_efficientdet_configs.py does not build: its build and
+prediction are checked here (names, restores, detections). The other
+seven build there.
 """
 import os
 import re
