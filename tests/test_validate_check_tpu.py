@@ -224,6 +224,7 @@ def test_failing_config_names_its_reason(demo_text, tmp_path, capsys,
   errors = _errors(out)
   for words in expected:
     assert any(all(word in line for word in words) for line in errors), out
+  assert len(errors) == len(expected), out  # one line per problem
   assert all(any(word in line for word in every_line) for line in errors), out
 
 
