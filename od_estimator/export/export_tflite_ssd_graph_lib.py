@@ -253,8 +253,9 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
                                   [binary_graph_name, txt_graph_name], True,
                                   '--output_directory') as staging:
     graph_def = _tflite_graph_def(
-        pipeline_config, input_shape, checkpoint, add_postprocessing_op, max_detections, max_classes_per_detection,
-        detections_per_class, use_regular_nms)
+        pipeline_config, input_shape, checkpoint, add_postprocessing_op,
+        max_detections, max_classes_per_detection, detections_per_class,
+        use_regular_nms)
     file_safety.write_file(os.path.join(staging, binary_graph_name),
                            graph_def.SerializeToString())
     file_safety.write_file(os.path.join(staging, txt_graph_name),
