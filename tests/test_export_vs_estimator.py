@@ -3,12 +3,14 @@
 The session's averaged_tiny_ssd (tests/trained_models.py: the tiny SSD
 with MobileNet v1 trained one step through model_lib's Estimator) is a
 real training checkpoint with the optimizer's moving averages. It is
-exported with exporter for each input type (the CLI for tf_example) and
+exported once by the export_inference_graph CLI (tf_example input), and
 with Estimator.export_saved_model and the Servo exporter's tf.Example
 receiver. A fresh interpreter serves every SavedModel (LOADER); each must
 give Estimator.predict's outputs on the same images. Estimator predictions
 and exports both carry 1-based float detection_classes (label map ids), so
-they are compared as they are.
+they are compared as they are. The exporter's other input types (their
+placeholders and decoding, before the same model graph) serve the model's
+detections in tests/export/test_exporter.py.
 """
 import json
 import os
@@ -20,17 +22,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from od_estimator.export import exporter
 from od_estimator.input_pipeline import inputs
 from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
-from od_estimator.config import config_util
 from tests import command_modules
 from tests import image_inputs
 from tests import tiny_ssd
 
-INPUT_TYPES = ('image_tensor', 'encoded_image_string_tensor', 'tf_example')
+INPUT_TYPE = 'tf_example'  # the CLI's export
 REQUIRED_KEYS = {'detection_boxes', 'detection_scores', 'detection_classes',
                  'num_detections'}
 NUM_CLASSES = 3
@@ -106,25 +106,18 @@ def predicted(trained):
 
 @pytest.fixture(scope='module')
 def exports(root, trained):
-  """[(name, input type or 'servo', SavedModel directory)] of the checkpoint.
-
-  The tf_example export goes through the export_inference_graph CLI.
-  """
-  directories = {t: str(root / t) for t in INPUT_TYPES}
+  """[(name, input type or 'servo', SavedModel directory)] of the checkpoint:
+  the export_inference_graph CLI's (INPUT_TYPE) and the Servo export."""
+  directory = str(root / INPUT_TYPE)
   cli = command_modules.run_command('export_inference_graph', [
-      '--input_type=tf_example',
+      '--input_type=' + INPUT_TYPE,
       '--pipeline_config_path=' + trained['config'],
       '--trained_checkpoint_prefix=' + trained['checkpoint'],
-      '--output_directory=' + directories['tf_example']])
+      '--output_directory=' + directory])
   assert cli.returncode == 0, cli.stderr[-3000:]
-  pipeline_config = config_util.read_pipeline_config(trained['config'])
-  for input_type in ('image_tensor', 'encoded_image_string_tensor'):
-    exporter.export_inference_graph(input_type, pipeline_config,
-                                    trained['checkpoint'],
-                                    directories[input_type])
   servo = _export_servo(trained, str(root / 'servo'), trained['checkpoint'])
-  return ([(t, t, os.path.join(d, 'saved_model'))
-           for t, d in directories.items()] + [('servo', 'servo', servo)])
+  return [(INPUT_TYPE, INPUT_TYPE, os.path.join(directory, 'saved_model')),
+          ('servo', 'servo', servo)]
 
 
 @pytest.fixture(scope='module')
@@ -163,13 +156,7 @@ LOADER = textwrap.dedent('''
     examples = [bytes.fromhex(s) for s in request['examples']]
     # The batches each kind of SavedModel is fed, and its input's key. The
     # Servo receiver takes one serialized tf.Example per call.
-    feeds = {
-        'image_tensor': [np.load(request['images'])],
-        'encoded_image_string_tensor': [[bytes.fromhex(s)
-                                         for s in request['pngs']]],
-        'tf_example': [examples],
-        'servo': examples,
-    }
+    feeds = {'tf_example': [examples], 'servo': examples}
 
     def tf2_serve(directory, key, batches):
       serve = tf.saved_model.load(directory).signatures['serving_default']
@@ -215,14 +202,11 @@ LOADER = textwrap.dedent('''
 def served(root, exports, averaged):
   """Runs LOADER on every SavedModel; returns {name: {key: array}}."""
   images = image_inputs.images()
-  np.save(str(root / 'images.npy'), images)
   request = {
       'saved_models': exports + averaged[1],
       'tf2_loaded': ['servo'],
-      'cli_dir': dict((name, d) for name, _, d in exports)['image_tensor'],
-      'images': str(root / 'images.npy'),
+      'cli_dir': dict((name, d) for name, _, d in exports)[INPUT_TYPE],
       'servo_key': inputs.SERVING_FED_EXAMPLE_KEY,
-      'pngs': [image_inputs.png(image).hex() for image in images],
       'examples': [image_inputs.tf_example(image).hex() for image in images],
       'out': str(root / 'served.npz')}
   with open(str(root / 'request.json'), 'w') as f:
@@ -262,7 +246,7 @@ def test_estimator_predicts_one_based_classes(trained, predicted):
     assert set(np.unique(classes)) <= set(range(1, NUM_CLASSES + 1))
 
 
-@pytest.mark.parametrize('name', INPUT_TYPES + ('servo',))
+@pytest.mark.parametrize('name', (INPUT_TYPE, 'servo'))
 def test_export_serves_the_estimators_detections(served, predicted, name):
   _assert_same_outputs(_outputs(served, name), predicted)
   for key in REQUIRED_KEYS:
@@ -271,7 +255,7 @@ def test_export_serves_the_estimators_detections(served, predicted, name):
 
 def test_servo_export_matches_the_exporters_tf_example_export(served):
   _assert_same_outputs(_outputs(served, 'servo'),
-                       _outputs(served, 'tf_example'))
+                       _outputs(served, INPUT_TYPE))
 
 
 def test_moving_averages_reach_predict_and_the_servo_export(
@@ -295,7 +279,7 @@ def test_saved_model_cli_shows_the_serving_signature(served):
   inputs_part, outputs_part = signature.split('output(s):', 1)
   assert inputs_part.count('tensor_info:') == 1
   assert "inputs['inputs'] tensor_info:" in inputs_part
-  assert 'name: image_tensor:0' in inputs_part
+  assert 'name: %s:0' % INPUT_TYPE in inputs_part
   for key in REQUIRED_KEYS:
     assert "outputs['%s'] tensor_info:" % key in outputs_part
     assert 'name: %s:0' % key in outputs_part

@@ -24,6 +24,7 @@ from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
+from od_estimator.estimator import moving_averages
 from od_estimator.export import exporter_v2
 from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
@@ -60,19 +61,38 @@ def config(root):
 
 
 @pytest.fixture(scope='module')
-def tf2_dir(root, config):
+def training_model(config):
+  """(graph, model): the tiny model built once, as fine-tuning builds it
+  (training mode), with its global step. Its variables give the TF2
+  checkpoint's shapes and are re-saved as the TF1 checkpoint."""
+  model_config = config_util.get_configs_from_pipeline_file(config)['model']
+  with fast_graphs.new_graph() as graph:
+    model = model_builder.build(model_config, is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
+    shapes = {v.op.name: v.shape.as_list()
+              for v in tf.compat.v1.global_variables()}
+    tf.compat.v1.train.get_or_create_global_step()
+  return graph, model, shapes
+
+
+@pytest.fixture(scope='module')
+def tf2_dir(root, config, training_model):
   """A TF2 training directory: ckpt-1 at step STEP and its state file."""
   directory = str(root / 'tf2_train')
-  tiny_tf2_ssd.write_training_folder(directory, config, [STEP])
+  tiny_tf2_ssd.write_training_folder(directory, config, [STEP],
+                                     shapes=training_model[2])
   return directory
 
 
 @pytest.fixture(scope='module')
-def tf1_checkpoint(root, config, tf2_dir):
+def tf1_checkpoint(root, tf2_dir, training_model):
   """The TF2 checkpoint's weights re-saved as our model.ckpt-STEP."""
-  return tiny_tf2_ssd.resaved_as_tf1(
-      config, tf.train.latest_checkpoint(tf2_dir),
-      str(root / 'tf1_train' / ('model.ckpt-%d' % STEP)))
+  graph = training_model[0]
+  with tf.compat.v1.Session(graph=graph) as session, graph.as_default():
+    moving_averages.restore(session, False,
+                            tf.train.latest_checkpoint(tf2_dir))
+    return tf.compat.v1.train.Saver().save(
+        session, str(root / 'tf1_train' / ('model.ckpt-%d' % STEP)))
 
 
 @pytest.fixture(scope='module')
@@ -238,13 +258,11 @@ def test_exported_checkpoint_has_the_originals_keys(exports, name):
 
 
 def test_exported_checkpoint_fine_tunes_with_nothing_skipped(
-    exports, config, tf2_dir):
+    exports, training_model, tf2_dir):
   _, directory = exports['tf2']
   prefix = tf.train.latest_checkpoint(os.path.join(directory, 'checkpoint'))
-  model_config = config_util.get_configs_from_pipeline_file(config)['model']
-  with fast_graphs.new_graph():
-    model = model_builder.build(model_config, is_training=True)
-    model.predict(*model.preprocess(tf.zeros([1, 64, 64, 3])))
+  graph, model, _ = training_model
+  with graph.as_default():
     for kind in ('detection', 'full'):
       matched = fine_tune.match_prefix(model, kind, prefix, True)
       assert not matched.missing and not matched.mismatched, kind

@@ -125,16 +125,19 @@ def random_value(rng, step=0, chosen=None):
 
 
 def write_training_folder(directory, config_path, steps,
-                          facts_name=CONFIG, seed=5, chosen=None):
+                          facts_name=CONFIG, seed=5, chosen=None,
+                          shapes=None):
   """Writes ckpt-1 ... ckpt-<len(steps)> and their `checkpoint` state file.
 
   As the original's TF2 trainer: checkpoint N is its N-th save, at
   training step steps[N - 1]. Values are random_value's (with `chosen`).
+  `shapes`: model_shapes(config_path), when the caller has built the
+  model already.
 
   Returns:
     The last checkpoint's prefix.
   """
-  lines = tiny_facts(model_shapes(config_path), facts_name)
+  lines = tiny_facts(shapes or model_shapes(config_path), facts_name)
   rng = np.random.RandomState(seed)
   prefixes = [tf2_checkpoints.write(
       os.path.join(str(directory), 'ckpt-%d' % number), lines,

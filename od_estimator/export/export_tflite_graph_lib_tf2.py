@@ -198,7 +198,7 @@ def export_tflite_model(pipeline_config, trained_checkpoint_dir,
   with file_safety.staged_outputs(output_directory, outputs, overwrite,
                                   '--output_directory') as staging:
     frozen_graph_def = export_tflite_ssd_graph_lib.frozen_raw_outputs(
-        pipeline_config, input_shape, checkpoint, staging)
+        pipeline_config, input_shape, checkpoint)
     detector = _TFLiteDetector(frozen_graph_def, input_shape, attrs)
     saved_model = os.path.join(staging, SAVED_MODEL)
     tf.saved_model.save(detector, saved_model,

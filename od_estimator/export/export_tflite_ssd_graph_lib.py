@@ -22,7 +22,6 @@ for evaluation before freezing: batch norms folded, FakeQuant ops holding
 the learned ranges, from which the converter makes a uint8 model.
 """
 import os
-import tempfile
 
 from absl import logging
 import numpy as np
@@ -31,7 +30,6 @@ from tensorflow.core.framework import attr_value_pb2
 from tensorflow.core.framework import types_pb2
 
 from od_estimator import errors
-from od_estimator.estimator import moving_averages
 from od_estimator.export import exporter
 from od_estimator.export import nn_resize_rewrite
 from od_estimator.builders import graph_rewriter_builder
@@ -219,32 +217,6 @@ def _build_raw_outputs(pipeline_config, input_shape):
     nn_resize_rewrite.rewrite_nn_resize_op(is_quantized)
 
 
-def _freeze(graph, use_moving_averages, checkpoint_prefix, scratch_dir):
-  """Restores the weights (the averages with EMA) and freezes the graph.
-
-  The weights are re-saved in a temporary folder inside `scratch_dir`.
-
-  Returns:
-    The frozen GraphDef pruned to the three raw outputs.
-  """
-  saver = tf.compat.v1.train.Saver()
-  graph_def = graph.as_graph_def()
-  local_dir = None if file_safety.is_url(scratch_dir) else scratch_dir
-  with tempfile.TemporaryDirectory(dir=local_dir) as tmp_dir:
-    # Re-saving under the raw names lets the plain saver freeze the exact
-    # weights exported, averages included.
-    weights = os.path.join(tmp_dir, 'model.ckpt')
-    with tf.compat.v1.Session(graph=graph) as sess:
-      moving_averages.restore(sess, use_moving_averages, checkpoint_prefix)
-      saver.save(sess, weights)
-    return exporter.freeze_graph_with_def_protos(
-        input_graph_def=graph_def, input_saver_def=saver.as_saver_def(),
-        input_checkpoint=weights,
-        output_node_names=','.join([_BOX_ENCODINGS, _CLASS_PREDICTIONS,
-                                    _ANCHORS]),
-        clear_devices=True)
-
-
 def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
                         output_dir, add_postprocessing_op, max_detections,
                         max_classes_per_detection, detections_per_class=100,
@@ -281,9 +253,9 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
                                   [binary_graph_name, txt_graph_name], True,
                                   '--output_directory') as staging:
     graph_def = _tflite_graph_def(
-        pipeline_config, input_shape, checkpoint, staging,
-        add_postprocessing_op, max_detections, max_classes_per_detection,
-        detections_per_class, use_regular_nms)
+        pipeline_config, input_shape, checkpoint, add_postprocessing_op,
+        max_detections, max_classes_per_detection, detections_per_class,
+        use_regular_nms)
     file_safety.write_file(os.path.join(staging, binary_graph_name),
                            graph_def.SerializeToString())
     file_safety.write_file(os.path.join(staging, txt_graph_name),
@@ -291,15 +263,16 @@ def export_tflite_graph(pipeline_config, trained_checkpoint_prefix,
   logging.info('Wrote the tflite graph of %s to %s', checkpoint, output_dir)
 
 
-def frozen_raw_outputs(pipeline_config, input_shape, checkpoint,
-                       scratch_dir):
+def frozen_raw_outputs(pipeline_config, input_shape, checkpoint):
   """The frozen graph of the raw outputs (no postprocessing op).
+
+  The weights (the averages with eval_config.use_moving_averages) are
+  restored and frozen in one session (exporter.restore_and_freeze).
 
   Args:
     pipeline_config: the SSD config, checked by check_config.
     input_shape: what check_config returned.
     checkpoint: checkpoint prefix (TF1 name-based or TF2 object-based).
-    scratch_dir: where the weights are re-saved meanwhile.
 
   Returns:
     GraphDef from `normalized_input_image_tensor` to
@@ -307,17 +280,19 @@ def frozen_raw_outputs(pipeline_config, input_shape, checkpoint,
   """
   with tf.Graph().as_default() as graph:
     _build_raw_outputs(pipeline_config, input_shape)
-    return _freeze(graph, exporter.uses_moving_averages(pipeline_config),
-                   checkpoint, scratch_dir)
+    _, frozen_graph_def = exporter.restore_and_freeze(
+        graph, exporter.uses_moving_averages(pipeline_config), checkpoint,
+        [_BOX_ENCODINGS, _CLASS_PREDICTIONS, _ANCHORS],
+        save_fn=lambda unused_session: None)
+    return frozen_graph_def
 
 
-def _tflite_graph_def(pipeline_config, input_shape, checkpoint, scratch_dir,
+def _tflite_graph_def(pipeline_config, input_shape, checkpoint,
                       add_postprocessing_op, max_detections,
                       max_classes_per_detection, detections_per_class,
                       use_regular_nms):
   """The frozen graph of export_tflite_graph (see its arguments)."""
-  graph_def = frozen_raw_outputs(pipeline_config, input_shape, checkpoint,
-                                 scratch_dir)
+  graph_def = frozen_raw_outputs(pipeline_config, input_shape, checkpoint)
   if not add_postprocessing_op:
     return graph_def
   return append_postprocessing_op(

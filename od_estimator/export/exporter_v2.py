@@ -91,17 +91,35 @@ def checkpoint_entries(names, values):
 def frozen_graph_function(frozen_graph_def, inputs, outputs):
   """A TF2 function running a frozen GraphDef.
 
+  The GraphDef is imported once, into the function itself, its input
+  placeholders replaced by the function's arguments (importing it whole
+  and pruning it would build the graph twice).
+
   Args:
     frozen_graph_def: GraphDef without variables.
-    inputs: names of the tensors fed, in the function's argument order.
+    inputs: names of the placeholder tensors fed, in the function's
+      argument order.
     outputs: names of the tensors returned, in any tf.nest structure (the
       function returns that structure).
   """
-  imported = tf.compat.v1.wrap_function(
-      lambda: tf.compat.v1.import_graph_def(frozen_graph_def, name=''), [])
-  tensor = imported.graph.get_tensor_by_name
-  return imported.prune([tensor(name) for name in inputs],
-                        tf.nest.map_structure(tensor, outputs))
+  graph_def = tf.compat.v1.GraphDef()
+  graph_def.CopyFrom(frozen_graph_def)
+  names = [name.split(':')[0] for name in inputs]
+  indices = {node.name: index for index, node in enumerate(graph_def.node)
+             if node.name in names}
+  specs = [tf.TensorSpec(
+      tf.TensorShape(graph_def.node[indices[name]].attr['shape'].shape),
+      tf.as_dtype(graph_def.node[indices[name]].attr['dtype'].type))
+           for name in names]
+  for index in sorted(indices.values(), reverse=True):
+    del graph_def.node[index]
+
+  def run(*tensors):
+    returned = tf.compat.v1.import_graph_def(
+        graph_def, input_map=dict(zip(inputs, tensors)),
+        return_elements=tf.nest.flatten(outputs), name='')
+    return tf.nest.pack_sequence_as(outputs, returned)
+  return tf.compat.v1.wrap_function(run, specs)
 
 
 class _Detector(tf.Module):
