@@ -108,9 +108,13 @@ def test_a_tflite_model_finds_the_saved_models_best_detection(
   for got, expected in zip(detections, saved_model_detections):
     (box, *_), (score, *_), (label, *_) = _detections(got)
     boxes, scores, labels = _detections(expected)
-    assert label == labels[0]
-    np.testing.assert_allclose(box, boxes[0], atol=TFLITE_TOLERANCE)
     assert score == pytest.approx(scores[0], abs=TFLITE_TOLERANCE)
+    # The model trained one step: where its best scores tie within the
+    # converter's rounding, either of them may come first.
+    tied = np.flatnonzero(scores >= scores[0] - 2 * TFLITE_TOLERANCE)
+    assert any(label == labels[i] and np.allclose(
+        box, boxes[i], atol=TFLITE_TOLERANCE) for i in tied), (
+            box, label, boxes[tied], labels[tied])
 
 
 def test_evaluate_the_frozen_graph_and_the_tflite_model(export, tflite,
