@@ -92,8 +92,9 @@ FUNCTIONS = {
 }
 
 
-def rectangle_example():
-  """[1, H, W, 3] image, boxes, classes, weights and 0/1 masks."""
+def rectangle_example(keypoints=False):
+  """[1, H, W, 3] image, boxes, classes, weights and 0/1 masks (and a
+  keypoint at each box's centre)."""
   masks = np.zeros([len(REGIONS), HEIGHT, WIDTH], np.float32)
   image = np.zeros([1, HEIGHT, WIDTH, 3], np.float32)
   boxes = []
@@ -102,10 +103,15 @@ def rectangle_example():
     image[0, y0:y1, x0:x1, 0] = i + 1
     boxes.append([y0 / HEIGHT, x0 / WIDTH, y1 / HEIGHT, x1 / WIDTH])
   classes = np.arange(1, len(REGIONS) + 1, dtype=np.int32)
-  return {F.image: image, F.groundtruth_boxes: np.array(boxes, np.float32),
-          F.groundtruth_classes: classes,
-          F.groundtruth_weights: classes / 10.0,
-          F.groundtruth_instance_masks: masks}
+  example = {F.image: image, F.groundtruth_boxes: np.array(boxes, np.float32),
+             F.groundtruth_classes: classes,
+             F.groundtruth_weights: classes / 10.0,
+             F.groundtruth_instance_masks: masks}
+  if keypoints:
+    boxes = example[F.groundtruth_boxes]
+    example[F.groundtruth_keypoints] = np.stack(
+        [(boxes[:, :2] + boxes[:, 2:]) / 2], axis=1).astype(np.float32)
+  return example
 
 
 def mask_extent(mask):
@@ -149,12 +155,12 @@ def check_masks_follow_boxes(image, boxes, classes, masks, soft=False):
     assert abs(image[:, :, 0][mask > 0].max() - label) < 0.5
 
 
-def _run_option(execute, option, arg_map_flags=None):
+def _run_option(execute, option, keypoints=False):
   """Outputs (dict of numpy) of DRAWS copies of one option, in one graph."""
-  example = rectangle_example()
+  example = rectangle_example(keypoints)
   keys = sorted(example)
   arg_map = preprocessor.get_default_func_arg_map(
-      include_instance_masks=True, **(arg_map_flags or {}))
+      include_instance_masks=True, include_keypoints=keypoints)
 
   def graph_fn(*tensors):
     tf.compat.v1.set_random_seed(7)
@@ -171,6 +177,8 @@ def _check_outputs(outputs, soft=False):
                              out[F.groundtruth_instance_masks], soft=soft)
 
 
+# Steps whose draws carry keypoints too (test_keypoints_and_masks_...).
+KEYPOINT_STEPS = ('random_crop_pad_image', 'ssd_random_crop_pad')
 # name -> _run_option's outputs of STEPS[name]: each step is built once.
 _step_outputs = {}
 
@@ -180,7 +188,8 @@ def _run_step(execute, name):
     step = text_format.Parse(STEPS[name],
                              preprocessor_pb2.PreprocessingStep())
     _step_outputs[name] = _run_option(execute,
-                                      preprocessor_builder.build(step))
+                                      preprocessor_builder.build(step),
+                                      keypoints=name in KEYPOINT_STEPS)
   return _step_outputs[name]
 
 
@@ -221,31 +230,16 @@ def test_jitter_moves_boxes_not_masks(execute):
 
 def test_keypoints_and_masks_through_crop_pad(execute):
   """random_crop_pad_image / ssd_random_crop_pad carry keypoints too."""
-  example = rectangle_example()
-  example[F.groundtruth_keypoints] = np.stack([
-      (example[F.groundtruth_boxes][:, :2] +
-       example[F.groundtruth_boxes][:, 2:]) / 2], axis=1).astype(np.float32)
-  keys = sorted(example)
-  arg_map = preprocessor.get_default_func_arg_map(
-      include_instance_masks=True, include_keypoints=True)
-  options = [preprocessor_builder.build(text_format.Parse(
-      STEPS[name], preprocessor_pb2.PreprocessingStep()))
-             for name in ('random_crop_pad_image', 'ssd_random_crop_pad')]
-
-  def graph_fn(*tensors):
-    tf.compat.v1.set_random_seed(3)
-    return [preprocessor.preprocess(dict(zip(keys, tensors)), [option],
-                                    arg_map)
-            for option in options for _ in range(DRAWS)]
-
-  for out in execute(graph_fn, [example[k] for k in keys]):
-    boxes = out[F.groundtruth_boxes]
-    keypoints = out[F.groundtruth_keypoints][:, 0]
-    assert keypoints.shape == (len(boxes), 2)
-    for box, point in zip(boxes, keypoints):
-      if not np.isnan(point).any():
-        assert box[0] - 1e-5 <= point[0] <= box[2] + 1e-5
-        assert box[1] - 1e-5 <= point[1] <= box[3] + 1e-5
+  # The draws test_step_moves_masks_with_boxes checked the masks of.
+  for name in KEYPOINT_STEPS:
+    for out in _run_step(execute, name):
+      boxes = out[F.groundtruth_boxes]
+      keypoints = out[F.groundtruth_keypoints][:, 0]
+      assert keypoints.shape == (len(boxes), 2)
+      for box, point in zip(boxes, keypoints):
+        if not np.isnan(point).any():
+          assert box[0] - 1e-5 <= point[0] <= box[2] + 1e-5
+          assert box[1] - 1e-5 <= point[1] <= box[3] + 1e-5
 
 
 RESIZERS = {

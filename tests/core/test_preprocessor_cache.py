@@ -7,6 +7,7 @@ import tensorflow as tf
 from od_estimator.core import preprocessor
 from od_estimator.core import preprocessor_cache
 from od_estimator.core import standard_fields as fields
+from tests import fast_graphs
 from tests import plain_session
 
 _F = fields.InputDataFields
@@ -76,7 +77,7 @@ def _run_twice(steps, cache_1, cache_2, runs=3):
   """Outputs of two preprocess calls on the same inputs, `runs` times."""
   arg_map = preprocessor.get_default_func_arg_map(
       include_instance_masks=True, include_keypoints=True)
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     inputs = _inputs()
     first = preprocessor.preprocess(inputs, steps, arg_map,
                                     preprocess_vars_cache=cache_1)
@@ -120,7 +121,7 @@ def test_different_caches_draw_independently():
 
 def test_op_called_directly_with_cache():
   cache = preprocessor_cache.PreprocessorCache()
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     image = tf.ones([8, 8, 3])
     first = preprocessor.random_image_scale(image,
                                             preprocess_vars_cache=cache)
@@ -137,7 +138,7 @@ def test_random_function_without_cache_argument_is_refused():
     return image + tf.random.uniform([])
 
   arg_map = {my_random_op: (_F.image,)}
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match='my_random_op takes no '
                        'preprocess_vars_cache'):
       preprocessor.preprocess({_F.image: tf.ones([1, 4, 4, 3])},
@@ -147,7 +148,7 @@ def test_random_function_without_cache_argument_is_refused():
 
 
 def test_deterministic_ops_accept_a_cache():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     out = preprocessor.preprocess(
         {_F.image: tf.fill([1, 2, 2, 3], 255.0)},
         [(preprocessor.normalize_image,
@@ -175,6 +176,8 @@ def test_cache_inside_a_dataset_map():
   steps = [(preprocessor.random_crop_image, {}),
            (preprocessor.random_adjust_brightness, {})]
 
+  # Without AutoGraph, as dataset_builder maps the input transforms.
+  @tf.autograph.experimental.do_not_convert
   def augment_twice(image):
     cache = preprocessor_cache.PreprocessorCache()
     views = [preprocessor.preprocess(
@@ -185,7 +188,7 @@ def test_cache_inside_a_dataset_map():
         steps, preprocess_vars_cache=cache)[_F.image] for _ in range(2)]
     return tuple(views)
 
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     images = np.random.RandomState(2).rand(3, 16, 16, 3).astype(np.float32)
     dataset = tf.data.Dataset.from_tensor_slices(images).map(augment_twice)
     first, second = tf.compat.v1.data.make_one_shot_iterator(

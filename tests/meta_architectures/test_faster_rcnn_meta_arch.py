@@ -16,6 +16,8 @@ from od_estimator.core import image_resizing
 from od_estimator.core import losses
 from od_estimator.meta_architectures import faster_rcnn_meta_arch as arch
 from tests import fakes
+from tests import fast_graphs
+from tests import plain_session
 from tests.meta_architectures import faster_rcnn_parts as parts
 
 NUM_CLASSES = parts.NUM_CLASSES
@@ -120,15 +122,74 @@ def test_first_stage_only_predict_and_postprocess(execute, is_training):
   assert detections['raw_detection_boxes'].shape == (BATCH, 4, 4)
 
 
-@pytest.mark.parametrize('is_training', [True, False])
-def test_two_stage_predict_shapes(execute, is_training):
-  def graph_fn():
-    model = _build_model(is_training=is_training)
-    _provide_groundtruth(model)
-    prediction_dict, _ = _predict(model)
-    return prediction_dict
+def _train(number_of_stages, steps=0, values=None, every_roi=False):
+  """A training graph on the object images: first values, then Adam steps.
 
-  prediction_dict = execute(graph_fn)
+  Args:
+    number_of_stages: the model's (3: Mask R-CNN).
+    steps: Adam steps to run after the first values.
+    values: {variable name: value} to load before the first values.
+    every_roi: run the mask head on every sampled proposal (the path of mask
+      heads with batch statistics) instead of the weighted ones only.
+
+  Returns:
+    {'losses', 'predictions', 'gradients', 'values'} before any step (the
+    gradients and values by variable name), 'names' (all variables before
+    the optimizer's) and 'last' (the losses after the steps, or None).
+  """
+  with fast_graphs.new_graph():
+    tf.compat.v1.set_random_seed(5)
+    model = _build_model(number_of_stages=number_of_stages)
+    if every_roi:
+      model.mask_branch.rois_are_independent = lambda: False
+    _provide_groundtruth(model)
+    prediction_dict, true_image_shapes = _predict(
+        model, tf.constant(_object_images()))
+    loss_dict = model.loss(prediction_dict, true_image_shapes)
+    variables = tf.compat.v1.trainable_variables()
+    gradients = tf.gradients(tf.add_n(list(loss_dict.values())), variables)
+    names = sorted(v.op.name for v in tf.compat.v1.global_variables())
+    if steps:
+      train_op = tf.compat.v1.train.AdamOptimizer(0.05).apply_gradients(
+          zip(gradients, variables))
+    with plain_session.session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      for variable in variables if values else []:
+        variable.load(values[variable.op.name], sess)
+      result = sess.run({
+          'losses': loss_dict, 'predictions': prediction_dict,
+          'gradients': {v.op.name: g for v, g in zip(variables, gradients)},
+          'values': {v.op.name: v for v in variables}})
+      for _ in range(steps):
+        sess.run(train_op)
+      result['last'] = sess.run(loss_dict) if steps else None
+  result['names'] = names
+  return result
+
+
+@functools.lru_cache(maxsize=None)
+def _trained(number_of_stages):
+  """_train's 10 steps of each stage count, shared by the module's tests."""
+  return _train(number_of_stages, steps=10)
+
+
+@functools.lru_cache(maxsize=None)
+def _two_stage_inference():
+  """(predictions, detections) of the two-stage model at inference."""
+  with fast_graphs.new_graph():
+    model = _build_model(is_training=False)
+    _provide_groundtruth(model)
+    prediction_dict, true_image_shapes = _predict(model)
+    detections = model.postprocess(prediction_dict, true_image_shapes)
+    with plain_session.session() as sess:
+      sess.run(tf.compat.v1.global_variables_initializer())
+      return sess.run((prediction_dict, detections))
+
+
+@pytest.mark.parametrize('is_training', [True, False])
+def test_two_stage_predict_shapes(is_training):
+  prediction_dict = (_trained(2)['predictions'] if is_training else
+                     _two_stage_inference()[0])
   num_proposals = SECOND_STAGE_BATCH if is_training else MAX_PROPOSALS
   assert prediction_dict['refined_box_encodings'].shape == (
       BATCH * num_proposals, NUM_CLASSES, 4)
@@ -168,21 +229,8 @@ def test_proposals_are_decoded_anchors_after_nms(execute):
 
 @pytest.mark.parametrize('number_of_stages', [1, 2, 3])
 def test_losses_are_finite_and_decrease(number_of_stages):
-  with tf.Graph().as_default():
-    tf.compat.v1.set_random_seed(3)
-    model = _build_model(number_of_stages=number_of_stages)
-    _provide_groundtruth(model)
-    images = tf.constant(_object_images())
-    prediction_dict, true_image_shapes = _predict(model, images)
-    loss_dict = model.loss(prediction_dict, true_image_shapes)
-    total = tf.add_n(list(loss_dict.values()))
-    train_op = tf.compat.v1.train.AdamOptimizer(0.05).minimize(total)
-    with tf.compat.v1.Session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      first = sess.run(loss_dict)
-      for _ in range(10):
-        sess.run(train_op)
-      last = sess.run(loss_dict)
+  first, last = _trained(number_of_stages)['losses'], _trained(
+      number_of_stages)['last']
   expected = {'Loss/RPNLoss/localization_loss',
               'Loss/RPNLoss/objectness_loss'}
   if number_of_stages > 1:
@@ -199,13 +247,8 @@ def test_losses_are_finite_and_decrease(number_of_stages):
       'Loss/RPNLoss/objectness_loss']
 
 
-def test_postprocess_contract(execute):
-  def graph_fn():
-    model = _build_model(is_training=False)
-    prediction_dict, true_image_shapes = _predict(model)
-    return model.postprocess(prediction_dict, true_image_shapes)
-
-  detections = execute(graph_fn)
+def test_postprocess_contract():
+  detections = _two_stage_inference()[1]
   assert detections['detection_boxes'].shape == (BATCH, 5, 4)
   assert detections['detection_scores'].shape == (BATCH, 5)
   assert detections['detection_classes'].shape == (BATCH, 5)
@@ -238,7 +281,7 @@ def test_hard_example_miner_sends_every_proposal(execute):
 
 @pytest.mark.parametrize('number_of_stages', [2, 3])
 def test_static_shape_training_step_is_fully_static(number_of_stages):
-  with tf.Graph().as_default() as graph:
+  with fast_graphs.new_graph() as graph:
     model = _build_model(use_static_shapes=True, clip_anchors_to_image=True,
                          number_of_stages=number_of_stages)
     _provide_groundtruth(model)
@@ -265,7 +308,7 @@ def test_training_prunes_anchors_crossing_the_border(execute):
 
 
 def test_restore_maps(execute):
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     model = _build_model()
     _provide_groundtruth(model)
     _predict(model)
@@ -295,7 +338,7 @@ def test_rejects_bad_stage_settings():
         arch.ModelParams(num_classes=NUM_CLASSES, image_resizer_fn=None,
                          number_of_stages=stages),
         parts.rpn(), classifier, branch)
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     with pytest.raises(ValueError, match='number_of_stages'):
       model(4)
     with pytest.raises(ValueError, match='number_of_stages 3 needs the RPN, '
@@ -307,26 +350,17 @@ def test_rejects_bad_stage_settings():
       model(2, parts.second_stage_parts(batch_size=MAX_PROPOSALS + 1)[0])
 
 
-def test_mask_rcnn_training_predicts_masks_on_the_sampled_proposals(execute):
-  names = []
-
-  def graph_fn():
-    model = _build_model(number_of_stages=3)
-    _provide_groundtruth(model)
-    prediction_dict, _ = _predict(model)
-    names.extend(sorted(
-        v.op.name for v in tf.compat.v1.global_variables()
-        if v.op.name.startswith('SecondStageBoxPredictor/Conv')))
-    return prediction_dict
-
-  prediction_dict = execute(graph_fn)
+def test_mask_rcnn_training_predicts_masks_on_the_sampled_proposals():
+  prediction_dict = _trained(3)['predictions']
   assert prediction_dict['mask_predictions'].shape == (
       BATCH * SECOND_STAGE_BATCH, NUM_CLASSES, MASK_SIZE, MASK_SIZE)
   assert 'detection_masks' not in prediction_dict
-  assert names == ['SecondStageBoxPredictor/Conv/biases',
-                   'SecondStageBoxPredictor/Conv/weights',
-                   'SecondStageBoxPredictor/Conv_1/biases',
-                   'SecondStageBoxPredictor/Conv_1/weights']
+  assert [name for name in _trained(3)['names']
+          if name.startswith('SecondStageBoxPredictor/Conv')] == [
+              'SecondStageBoxPredictor/Conv/biases',
+              'SecondStageBoxPredictor/Conv/weights',
+              'SecondStageBoxPredictor/Conv_1/biases',
+              'SecondStageBoxPredictor/Conv_1/weights']
 
 
 def test_mask_rcnn_inference_predicts_masks_on_the_detections(execute):
@@ -359,43 +393,17 @@ def test_mask_rcnn_inference_predicts_masks_on_the_detections(execute):
   assert np.isfinite(losses_['Loss/BoxClassifierLoss/mask_loss'])
 
 
-def _mask_rcnn_training_step(values=None, every_roi=False):
-  """Losses, gradients and variables of one Mask R-CNN training graph.
-
-  every_roi: run the mask head on every sampled proposal (the path of mask
-  heads with batch statistics) instead of the weighted ones only.
-  """
-  with tf.Graph().as_default():
-    tf.compat.v1.set_random_seed(5)
-    model = _build_model(number_of_stages=3)
-    if every_roi:
-      model.mask_branch.rois_are_independent = lambda: False
-    _provide_groundtruth(model)
-    prediction_dict, true_image_shapes = _predict(
-        model, tf.constant(_object_images()))
-    loss_dict = model.loss(prediction_dict, true_image_shapes)
-    variables = tf.compat.v1.trainable_variables()
-    gradients = tf.gradients(tf.add_n(list(loss_dict.values())), variables)
-    with tf.compat.v1.Session() as sess:
-      sess.run(tf.compat.v1.global_variables_initializer())
-      for variable in variables if values else []:
-        variable.load(values[variable.op.name], sess)
-      return sess.run({
-          'losses': loss_dict,
-          'masks': prediction_dict['mask_predictions'],
-          'gradients': {v.op.name: g for v, g in zip(variables, gradients)},
-          'values': {v.op.name: v for v in variables}})
-
-
 def test_mask_head_on_weighted_proposals_gives_the_same_loss_and_gradients():
-  fast = _mask_rcnn_training_step()
-  full = _mask_rcnn_training_step(fast['values'], every_roi=True)
-  rows_computed = np.any(fast['masks'] != 0, axis=(1, 2, 3))
+  fast = _trained(3)
+  full = _train(3, values=fast['values'], every_roi=True)
+  fast_masks = fast['predictions']['mask_predictions']
+  full_masks = full['predictions']['mask_predictions']
+  rows_computed = np.any(fast_masks != 0, axis=(1, 2, 3))
   # Some but not all sampled proposals are positive: the others were skipped.
   assert 0 < rows_computed.sum() < len(rows_computed)
-  assert np.all(np.any(full['masks'] != 0, axis=(1, 2, 3)))
-  np.testing.assert_array_equal(fast['masks'][rows_computed],
-                                full['masks'][rows_computed])
+  assert np.all(np.any(full_masks != 0, axis=(1, 2, 3)))
+  np.testing.assert_array_equal(fast_masks[rows_computed],
+                                full_masks[rows_computed])
   assert fast['losses'] == full['losses']
   assert fast['losses']['Loss/BoxClassifierLoss/mask_loss'] > 0
   # Equal up to float rounding (~1e-8: the features' gradient sums the
@@ -407,7 +415,7 @@ def test_mask_head_on_weighted_proposals_gives_the_same_loss_and_gradients():
 
 
 def test_output_final_box_features_are_the_detections_features():
-  with tf.Graph().as_default():
+  with fast_graphs.new_graph():
     plain = _build_model(is_training=False)
     model = arch.FasterRCNNMetaArch(
         False, plain.feature_extractor,
