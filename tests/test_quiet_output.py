@@ -17,6 +17,7 @@ import subprocess
 
 import pytest
 
+from od_estimator import command_line
 from od_estimator.estimator import progress
 from od_estimator.utils import progress_bar
 from od_estimator.utils import quiet_output
@@ -107,6 +108,12 @@ def test_tensorflow_cpp_log_level_is_raised_unless_asked_or_set():
   environ = {'TF_CPP_MIN_LOG_LEVEL': '0'}
   quiet_output.before_tensorflow(environ, ['x', '--tf_log=false'])
   assert environ == {'TF_CPP_MIN_LOG_LEVEL': '0'}
+
+
+def test_help_says_how_to_bring_tensorflow_back(capsys):
+  command_line._print_help('A command.', __name__)  # pylint: disable=protected-access
+  shown = capsys.readouterr().out
+  assert '--verbosity' in shown and '--[no]tf_log' in shown
 
 
 def _record(pathname, message, level=logging.INFO):

@@ -29,11 +29,14 @@ TF_LOG_HELP = ("Show TensorFlow's C++ log and its deprecation warnings "
                '(hidden by default; TF_CPP_MIN_LOG_LEVEL, when set, is '
                'respected).')
 # What --help says about both flags.
-HELP = ('output: our lines only by default; progress bars on a terminal, '
-        'plain lines otherwise.\n'
-        "  --verbosity=N: TensorFlow's Python-side INFO/WARNING lines too "
-        '(0: INFO, -1: WARNING).\n'
-        '  --[no]tf_log: %s' % TF_LOG_HELP)
+HELP = '\n'.join([
+    'output: only our lines by default, with progress bars on a terminal',
+    '  and plain lines elsewhere.',
+    "  --verbosity: TensorFlow's Python-side lines too, at that level",
+    '    (0: INFO, -1: WARNING; absl\'s flag).',
+    "  --[no]tf_log: TensorFlow's C++ log and deprecation warnings too",
+    '    (TF_CPP_MIN_LOG_LEVEL, when set, is respected).',
+    "    (default: 'false')"])
 # TensorFlow's lines that tell a fact the user needs (what is restored, the
 # final training loss): always shown.
 _TF_FACTS = ('Restoring parameters from ', 'Loss for final step: ')
