@@ -1,11 +1,12 @@
 """Quiet output: our lines only, a progress bar on a terminal, plain lines
 elsewhere; --verbosity and --tf_log bring TensorFlow's messages back.
 
-Two short trainings resume the shared one-step tiny SSD (model_main_tf2
-trains without evaluating), forked from the test run's warm interpreter
-(tests/plain_command.py): one with stderr on a pseudo-terminal, one on a
-pipe with both flags. The bars of evaluations and dataset tools are drawn
-in this process on a pseudo-terminal of its own.
+Two short trainings resume the shared one-step tiniest model (the fake
+extractor's Faster R-CNN; model_main_tf2 trains without evaluating),
+forked from the test run's warm interpreter (tests/plain_command.py): one
+with stderr on a pseudo-terminal, one on a pipe with both flags. The bars
+of evaluations and dataset tools are drawn in this process on a
+pseudo-terminal of its own.
 """
 import io
 import logging
@@ -31,12 +32,13 @@ _FIRST_STEP = re.compile(r'\] step 2/3, loss [\d.]+ \(first step after '
                          r'resuming from step 1\)\r?\n')
 
 
-def _training(one_step_tiny_ssd, tmp_path):
+def _training(one_step_fake_faster_rcnn, tmp_path):
   """model_main_tf2's command line training the copied model to step 3."""
-  _, _, trained = one_step_tiny_ssd
+  _, _, trained = one_step_fake_faster_rcnn
   model_dir = str(tmp_path / 'model')
   shutil.copytree(trained, model_dir)
-  return plain_command.command('od_estimator.model_main_tf2') + [
+  return plain_command.command('tests.fake_extractor_command') + [
+      'od_estimator.model_main_tf2',
       '--pipeline_config_path=%s' % os.path.join(model_dir,
                                                  'pipeline.config'),
       '--model_dir=%s' % model_dir, '--num_train_steps=3',
@@ -68,8 +70,9 @@ def _on_terminal(argv):
 
 
 def test_training_on_a_terminal_draws_a_bar_and_hides_tensorflow(
-    one_step_tiny_ssd, tmp_path):
-  status, shown = _on_terminal(_training(one_step_tiny_ssd, tmp_path))
+    one_step_fake_faster_rcnn, tmp_path):
+  status, shown = _on_terminal(_training(one_step_fake_faster_rcnn,
+                                         tmp_path))
   assert status == 0, shown[-3000:]
   # The first step after the resume, as a line; the last step on the bar.
   assert _FIRST_STEP.search(shown), shown
@@ -82,9 +85,10 @@ def test_training_on_a_terminal_draws_a_bar_and_hides_tensorflow(
 
 
 def test_elsewhere_plain_lines_and_the_flags_bring_tensorflow_back(
-    one_step_tiny_ssd, tmp_path):
+    one_step_fake_faster_rcnn, tmp_path):
   result = subprocess.run(
-      _training(one_step_tiny_ssd, tmp_path) + ['--verbosity=0', '--tf_log'],
+      _training(one_step_fake_faster_rcnn, tmp_path) + [
+          '--verbosity=0', '--tf_log'],
       stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
   assert result.returncode == 0, result.stderr[-3000:]
   log = result.stderr
@@ -111,7 +115,8 @@ def test_tensorflow_cpp_log_level_is_raised_unless_asked_or_set():
 
 
 def test_help_says_how_to_bring_tensorflow_back(capsys):
-  command_line._print_help('A command.', __name__)  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  command_line._print_help('A command.', __name__)
   shown = capsys.readouterr().out
   assert '--verbosity' in shown and '--[no]tf_log' in shown
 
@@ -131,6 +136,14 @@ def test_tensorflow_python_lines_are_filtered_unless_verbosity_is_given():
     assert logger.filter(_record(ours, 'Reading 2 file(s)'))
     assert logger.filter(_record(tf_file, 'Restoring parameters from m/c'))
     assert logger.filter(_record(tf_file, 'failed', logging.ERROR))
+    deprecation = _record(os.path.join(os.path.dirname(tf_file),
+                                       'deprecation.py'), 'f is deprecated')
+    assert not logger.filter(deprecation)
+    # --tf_log alone: deprecations, not the rest.
+    quiet_output.quiet(python_side=True, tf_log=True)
+    assert logger.filter(deprecation)
+    assert not logger.filter(_record(tf_file, 'Calling model_fn.'))
+    # --verbosity: the rest.
     quiet_output.quiet(python_side=False)
     assert logger.filter(_record(tf_file, 'Calling model_fn.'))
   finally:

@@ -3,8 +3,8 @@
 A training run used to print about 270 lines of TensorFlow's (C++ startup
 lines, deprecation notices, Estimator chatter) around 30 of ours. By
 default the commands show only what od_estimator logs, TensorFlow's errors
-and its lines saying which checkpoint it restores and the final loss. Two flags bring the rest
-back:
+and its lines saying which checkpoint it restores and the final loss. Two
+flags bring the rest back:
 
   --verbosity=N  (absl's flag) TensorFlow's Python-side INFO and WARNING
                  lines, at that verbosity, as before.
@@ -81,14 +81,17 @@ def is_ours(record):
 
 
 class _OursOnly(logging.Filter):
-  """Lets through od_estimator's records, errors and TensorFlow's facts."""
+  """Lets through od_estimator's records, errors and TensorFlow's facts
+  (and its deprecation warnings when `deprecations`)."""
 
   def __init__(self):
     super().__init__()
     self.facts = _TF_FACTS
+    self.deprecations = False
 
   def filter(self, record):
     return (record.levelno >= logging.ERROR or is_ours(record) or
+            (self.deprecations and record.module == 'deprecation') or
             record.getMessage().startswith(self.facts))
 
 
@@ -113,10 +116,13 @@ def quiet(python_side=True, tf_log=False):
     tf_log: --tf_log: keep its deprecation warnings (and those of Keras,
       tf-slim and the Estimator, Python warnings).
   """
-  from tensorflow.python.util import deprecation  # pylint: disable=g-import-not-at-top
-  deprecation._PRINT_DEPRECATION_WARNINGS = tf_log  # pylint: disable=protected-access
+  # pylint: disable=g-import-not-at-top,protected-access
+  from tensorflow.python.util import deprecation
+  deprecation._PRINT_DEPRECATION_WARNINGS = tf_log
+  # pylint: enable=g-import-not-at-top,protected-access
   if not tf_log:
     warnings.filterwarnings('ignore', module=_NOISY_MODULES)
+  _FILTER.deprecations = tf_log
   logger = logging.getLogger('tensorflow')
   if not python_side:
     logger.removeFilter(_FILTER)
@@ -126,7 +132,8 @@ def quiet(python_side=True, tf_log=False):
     # TensorFlow's own handler, added when the root logger had none yet:
     # absl's handler on the root logger prints the same lines.
     for handler in list(logger.handlers):
-      if type(handler) is logging.StreamHandler:  # pylint: disable=unidiomatic-typecheck
+      # pylint: disable-next=unidiomatic-typecheck
+      if type(handler) is logging.StreamHandler:
         logger.removeHandler(handler)
 
 
