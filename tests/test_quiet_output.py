@@ -168,19 +168,26 @@ def terminal():
   os.close(reader)
 
 
-def test_evaluation_and_dataset_tools_draw_bars_on_a_terminal(terminal,
-                                                              monkeypatch):
-  stream, shown = terminal
-  # Here: pytest sets its own sys.stderr before each test's body.
+def _evaluation_around_a_count(monkeypatch, stream, items):
+  """Step 7's evaluation (3 images, then 5) around a count of `items`,
+  shown on `stream` as sys.stderr; returns the lines logged."""
+  # Here, not in a fixture: pytest sets its own before each test's body.
   monkeypatch.setattr('sys.stderr', stream)
   with log_capture.absl_messages() as lines:
     display = progress.EvaluationDisplay(step=7)
     display.update(3)
-    counter = progress_bar.Count(4, 2)
-    for index in range(4):
+    counter = progress_bar.Count(items, 2)
+    for index in range(items):
       counter.update(index)
     counter.end()
     display.end(5)
+  return lines
+
+
+def test_evaluation_and_dataset_tools_draw_bars_on_a_terminal(terminal,
+                                                              monkeypatch):
+  stream, shown = terminal
+  lines = _evaluation_around_a_count(monkeypatch, stream, 4)
   shown = shown()
   assert '\revaluating step 7: 3 image(s)\x1b[K' in shown
   # The last item's bar is drawn at once, and its line kept.
@@ -191,16 +198,9 @@ def test_evaluation_and_dataset_tools_draw_bars_on_a_terminal(terminal,
 
 def test_evaluation_and_dataset_tools_log_lines_elsewhere(monkeypatch):
   stderr = io.StringIO()
-  monkeypatch.setattr('sys.stderr', stderr)
-  with log_capture.absl_messages() as lines:
-    display = progress.EvaluationDisplay(step=7)
-    display.update(3)
-    counter = progress_bar.Count(5, 2)
-    for index in range(5):
-      counter.update(index)
-    display.end(3)
+  lines = _evaluation_around_a_count(monkeypatch, stderr, 5)
   assert lines[0] == 'evaluating step 7'
   assert lines[1:4] == ['On image 0 of 5', 'On image 2 of 5',
                         'On image 4 of 5']
-  assert lines[4].startswith('evaluated step 7: 3 image(s) in ')
+  assert lines[4].startswith('evaluated step 7: 5 image(s) in ')
   assert not stderr.getvalue()  # No bar was drawn.
