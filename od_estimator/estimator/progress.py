@@ -10,6 +10,12 @@ import tensorflow as tf
 
 from od_estimator.utils import progress_bar
 
+# The training commands' --log_every_n_steps.
+LOG_EVERY_N_STEPS_HELP = (
+    'Log step, loss, steps/s and ETA every N training steps when stderr is '
+    'not a terminal; on a terminal a progress bar shows them at every step '
+    '(0: neither).')
+
 
 def _format_duration(seconds):
   seconds = int(max(seconds, 0))
