@@ -4,6 +4,7 @@ import importlib.util
 import sys
 
 from od_estimator.utils import gc_tuning
+from od_estimator.utils import quiet_output
 
 
 def _alias_legacy_batch_norm():
@@ -23,6 +24,8 @@ def _alias_legacy_batch_norm():
       'keras.src.legacy_tf_layers.normalization')
 
 
-# TensorFlow is imported here: without collecting (utils/gc_tuning.py).
+# TensorFlow is imported here: without collecting (utils/gc_tuning.py), its
+# C++ startup lines hidden unless asked for (utils/quiet_output.py).
+quiet_output.before_tensorflow()
 with gc_tuning.paused():
   _alias_legacy_batch_norm()

@@ -10,7 +10,8 @@ each. Any other exception is a bug in od_estimator: it keeps its
 traceback, followed by one line asking for a report. SIGTERM and Ctrl-C
 stop the command (see utils/interrupts): one line says what was kept, and
 the exit status is 130 after Ctrl-C, 143 after SIGTERM (0 for a training
-that saved its checkpoint).
+that saved its checkpoint). TensorFlow's own messages are left out unless
+--verbosity or --tf_log ask for them (utils/quiet_output.py).
 """
 import json
 import os
@@ -30,6 +31,8 @@ from od_estimator.utils import file_safety
 from od_estimator.utils import gc_tuning
 from od_estimator.utils import interrupts
 from od_estimator.utils import disk_full
+from od_estimator.utils import progress_bar
+from od_estimator.utils import quiet_output
 
 # The flags of the training commands that name a remote cluster or TPU.
 _CLUSTER_FLAGS = ('master', 'tpu_name')
@@ -39,6 +42,8 @@ _SCHEME = 'File system scheme'
 _UNREACHABLE_HOST = re.compile(
     r"Couldn't resolve host|Could not resolve host|Couldn't connect|"
     r'Connection timed out|Failed to connect', re.IGNORECASE)
+
+app.flags.DEFINE_boolean(quiet_output.TF_LOG, False, quiet_output.TF_LOG_HELP)
 
 _BUG_REPORT = ('error: this is a bug in od_estimator, not in your input. '
                'Please report it with the command line above and your '
@@ -69,6 +74,7 @@ def run_training(main, model_dir, doc, module_name, check_cluster=None):
     return _print_help(doc, module_name)
 
   def checked_main(argv):
+    quiet_output.quiet_from_flags(app.flags.FLAGS)
     (check_cluster or check_tf_config)()
     file_safety.check_directory_destination(model_dir(), '--model_dir')
     # A full disk: one line (disk_full.describe), the failed save removed.
@@ -139,7 +145,8 @@ def _run_at_boundary(command, name, model_dir=lambda: None):
   gc_tuning.for_graph_building()
   graph_text.install()
   try:
-    with interrupts.stopping_on_signals(name):
+    # A progress bar on the terminal ends its line before any other output.
+    with interrupts.stopping_on_signals(name), progress_bar.kept_on_exit():
       command()
   except interrupts.Interrupted as stop:
     print(stop.line(), file=sys.stderr)
@@ -355,7 +362,12 @@ def run_export(export, prog, doc, module_name, argv=None):
   argv = sys.argv[1:] if argv is None else list(argv)
   if _help_requested(argv):
     return _print_help(doc, module_name)
-  _run_at_boundary(lambda: app.run(export, argv=[prog] + argv), prog)
+
+  def quiet_export(argv):
+    quiet_output.quiet_from_flags(app.flags.FLAGS)
+    return export(argv)
+
+  _run_at_boundary(lambda: app.run(quiet_export, argv=[prog] + argv), prog)
   return 0
 
 
@@ -372,4 +384,5 @@ def _print_help(doc, module_name):
   print(doc)
   print('flags:')
   print(app.flags.FLAGS.module_help(sys.modules[module_name]))
+  print(quiet_output.HELP)
   return 0

@@ -42,6 +42,7 @@ from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
+from od_estimator.estimator import progress
 from od_estimator.estimator import training_jobs
 from od_estimator.estimator import xla
 from od_estimator.export import exporter
@@ -82,8 +83,8 @@ flags.DEFINE_integer('max_eval_retries', 0, 'If running continuous eval, the '
 flags.DEFINE_integer('save_checkpoints_steps', None, 'Write a checkpoint '
                      'every N steps (default: every 10 minutes). A relaunch '
                      'resumes from the last one.')
-flags.DEFINE_integer('log_every_n_steps', 100, 'Log step, loss, steps/s and '
-                     'ETA every N training steps.')
+flags.DEFINE_integer('log_every_n_steps', 100,
+                     progress.LOG_EVERY_N_STEPS_HELP)
 flags.DEFINE_integer('eval_timeout_secs', None, 'In continuous eval, stop '
                      'when no new checkpoint arrives for this many seconds.')
 flags.DEFINE_integer('eval_throttle_secs', None, 'Least seconds between two '

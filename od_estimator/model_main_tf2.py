@@ -69,6 +69,7 @@ from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import keep_best
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import preemption
+from od_estimator.estimator import progress
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
 from od_estimator.export import exporter
@@ -117,8 +118,8 @@ flags.DEFINE_string('hparams_overrides', None, 'Hyperparameter overrides, '
                     'represented as a string containing comma-separated '
                     'hparam_name=value pairs (a flag of the original\'s '
                     'earlier versions).')
-flags.DEFINE_integer('log_every_n_steps', 100, 'Log step, loss, steps/s and '
-                     'ETA every N training steps.')
+flags.DEFINE_integer('log_every_n_steps', 100,
+                     progress.LOG_EVERY_N_STEPS_HELP)
 flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '

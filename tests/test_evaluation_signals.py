@@ -76,7 +76,8 @@ def test_ctrl_c_stops_an_evaluation_only_run(trained, tmp_path):
     deadline = time.monotonic() + DEADLINE_SECS
     while process.poll() is None and time.monotonic() < deadline:
       with open(log_path) as f:
-        if 'Starting evaluation' in f.read():
+        # The evaluation's session restoring the checkpoint.
+        if 'Restoring parameters from' in f.read():
           break
       time.sleep(0.2)
     assert process.poll() is None

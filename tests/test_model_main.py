@@ -11,6 +11,7 @@ config fields, not the network.
 import glob
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -126,8 +127,12 @@ def test_train_and_evaluate_writes_checkpoints_config_and_summaries(trained):
   # The Servo exporter wrote a SavedModel fed serialized tf.Examples.
   assert glob.glob(os.path.join(model_dir, 'export', 'Servo', '*',
                                 'saved_model.pb'))
-  # Progress lines with step, loss, rate and ETA.
+  # Progress lines with step, loss, rate and ETA; off a terminal plain
+  # lines (tests/test_quiet_output.py draws the bar): the first step's, the
+  # evaluation's.
   assert 'step 4/6, loss' in log and 'ETA' in log
+  assert re.search(r'step 1/6, loss [\d.]+ \(first step\)', log), log
+  assert 'evaluated step 6: ' in log and '\r' not in log
 
 
 def test_train_and_evaluate_keeps_the_evaluated_checkpoint(trained):

@@ -36,6 +36,7 @@ from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import flag_checks
 from od_estimator.utils import label_map_util
+from od_estimator.utils import progress_bar
 
 SKIP_ZERO_SIZE = 'zero width or height'
 SKIP_OUTSIDE_IMAGE = 'box outside image'
@@ -393,9 +394,9 @@ def _create_tf_record_from_coco_annotations(
   }
   with dataset_util.open_sharded_output_tfrecords(
       output_path, num_shards) as writers:
+    progress = progress_bar.Count(len(images), 1000, log_line=logging.info)
     for index, image in enumerate(images):
-      if index % 1000 == 0:
-        logging.info('On image %d of %d', index, len(images))
+      progress.update(index)
       keypoints, densepose = (
           None if index is None else index.get(image['id'], {})
           for index in person_annotations)
@@ -408,6 +409,7 @@ def _create_tf_record_from_coco_annotations(
                      densepose_skipped)
       if example is not None:
         writers[index % num_shards].write(example.SerializeToString())
+    progress.end()
   return summary
 
 

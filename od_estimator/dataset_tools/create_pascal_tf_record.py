@@ -25,6 +25,7 @@ from od_estimator.utils import file_safety
 from od_estimator.utils.dataset_util import read_examples_list
 from od_estimator.utils.dataset_util import recursive_parse_xml_to_dict
 from od_estimator.utils import label_map_util
+from od_estimator.utils import progress_bar
 
 SETS = ['train', 'val', 'trainval', 'test']
 YEARS = ['VOC2007', 'VOC2012', 'merged']
@@ -141,9 +142,10 @@ def main(argv=None):
       examples = read_examples_list(examples_path)
       logging.info('Reading %d images of PASCAL %s %s.', len(examples), year,
                    args.set)
+      progress = progress_bar.Count(len(examples), 1000,
+                                    log_line=logging.info)
       for index, example_id in enumerate(examples):
-        if index % 1000 == 0:
-          logging.info('On image %d of %d', index, len(examples))
+        progress.update(index)
         path = os.path.join(annotations_dir, example_id + '.xml')
         xml = ElementTree.fromstring(
             tool_flags.read_bytes(path, 'annotation'))
@@ -154,6 +156,7 @@ def main(argv=None):
         num_objects += len(example.features.feature[
             'image/object/class/label'].int64_list.value)
         writer.write(example.SerializeToString())
+      progress.end()
   print('wrote %d images and %d objects to %s' % (
       num_images, num_objects, args.output_path))
   return 0

@@ -41,6 +41,7 @@ from od_estimator.dataset_tools import tool_flags
 from od_estimator.utils import dataset_util
 from od_estimator.utils import flag_checks
 from od_estimator.utils import label_map_util
+from od_estimator.utils import progress_bar
 
 MASK_TYPES = ('png', 'numerical')
 _BACKGROUND = 2  # trimap value of background pixels
@@ -201,9 +202,9 @@ def create_tf_record(output_prefix, num_shards, label_map_dict,
   written = skipped = 0
   with dataset_util.open_sharded_output_tfrecords(output_prefix,
                                                   num_shards) as writers:
+    progress = progress_bar.Count(len(examples), 100, log_line=logging.info)
     for index, example in enumerate(examples):
-      if index % 100 == 0:
-        logging.info('On image %d of %d', index, len(examples))
+      progress.update(index)
       xml_path = os.path.join(annotations_dir, 'xmls', example + '.xml')
       mask_path = os.path.join(annotations_dir, 'trimaps', example + '.png')
       if not tf.io.gfile.exists(xml_path):
@@ -224,6 +225,7 @@ def create_tf_record(output_prefix, num_shards, label_map_dict,
         continue
       writers[index % num_shards].write(tf_example.SerializeToString())
       written += 1
+    progress.end()
   return written, skipped
 
 

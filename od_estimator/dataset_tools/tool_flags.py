@@ -3,7 +3,8 @@
 The original's tools were absl programs, so their documented command lines
 carry absl's `--logtostderr` / `--alsologtostderr`; ours log to stderr
 already and accept both. Bad input (a missing or unreadable image, an
-annotation that does not fit) is one `error: ...` line and exit status 1.
+annotation that does not fit) is one `error: ...` line and exit status 1. TensorFlow's own messages are
+left out unless --tf_log asks for them.
 """
 import argparse
 import functools
@@ -20,6 +21,7 @@ from od_estimator import command_line
 from od_estimator import errors
 from od_estimator.utils import dataset_util
 from od_estimator.utils import interrupts
+from od_estimator.utils import quiet_output
 
 
 def parse_bool(text):
@@ -40,14 +42,18 @@ def add_bool_flag(parser, name, help_text, default=False):
                       help=argparse.SUPPRESS)
 
 
-_LOGGING_FLAGS = ('logtostderr', 'alsologtostderr')
+_LOGGING_FLAGS = ('logtostderr', 'alsologtostderr', quiet_output.TF_LOG)
 
 
 def add_logging_flags(parser):
-  """Accepts absl's logging flags; messages go to stderr in any case."""
+  """Accepts absl's logging flags (messages go to stderr in any case), and
+  --tf_log (TensorFlow's own messages, see utils/quiet_output.py)."""
   for name in _LOGGING_FLAGS:
+    tf_log = name == quiet_output.TF_LOG
     parser.add_argument('--' + name, type=parse_bool, nargs='?', const=True,
-                        default=True, help=argparse.SUPPRESS)
+                        default=not tf_log, help=(
+                            quiet_output.TF_LOG_HELP if tf_log
+                            else argparse.SUPPRESS))
     parser.add_argument('--no' + name, dest=name, action='store_false',
                         help=argparse.SUPPRESS)
   return parser
@@ -144,6 +150,8 @@ def reporting_input_errors(main):
     name = main.__module__.rsplit('.', 1)[-1]
     if name == '__main__':  # python -m ...
       name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    quiet_output.quiet(tf_log=quiet_output.tf_log_asked(
+        sys.argv[1:] if argv is None else argv))
     try:
       with interrupts.stopping_on_signals(name):
         return main(argv)

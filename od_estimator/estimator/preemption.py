@@ -4,8 +4,8 @@ PreemptionHook turns SIGTERM (a preemptible VM's or Cloud TPU's notice)
 and Ctrl-C into a checkpoint at the current step and a clean exit
 (TrainingPreempted), and stops the evaluation of train_and_evaluate at
 once; EvaluationProgress counts the images an evaluation has done, for
-the message of such an interruption. Training progress lines are in
-progress.py.
+the message of such an interruption, and shows them (a bar on a
+terminal, see progress.py, where training progress is too).
 """
 import signal
 import threading
@@ -13,6 +13,7 @@ import threading
 from absl import logging
 import tensorflow as tf
 
+from od_estimator.estimator import progress
 from od_estimator.utils import interrupts
 
 
@@ -178,20 +179,26 @@ class EvaluationProgress(tf.compat.v1.train.SessionRunHook):
 
   def begin(self):
     self.running, self.images, self.step = True, 0, None
+    self._display = None  # Once the session (and the step) is there.
     self._global_step = tf.compat.v1.train.get_global_step()
 
   def after_create_session(self, session, coord):
     del coord  # Unused.
     if self._global_step is not None:
       self.step = int(session.run(self._global_step))
+    self._display = progress.EvaluationDisplay(self.step)
 
   def after_run(self, run_context, run_values):
     del run_context, run_values  # Unused.
     self.images += self._batch_size
+    if self._display:
+      self._display.update(self.images)
 
   def end(self, session):
     del session  # Unused.
     self.running = False
+    if self._display:
+      self._display.end(self.images)
 
   def describe(self, step=None):
     """'the evaluation of step S stopped after N image(s); no metrics ...'.

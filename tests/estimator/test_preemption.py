@@ -7,6 +7,7 @@ reached and exit 0 without evaluating; the relaunch resumes from that
 checkpoint and stops on SIGINT the same way (exit status 130).
 """
 import os
+import re
 import signal
 
 import pytest
@@ -117,7 +118,7 @@ def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
   assert 'SIGTERM: saved a checkpoint at step %d in %s' % (
       reached, model_dir) in log
   assert 'Relaunch the same command' in log
-  assert 'Starting evaluation' not in log
+  assert 'evaluating step' not in log
   assert not os.path.exists(os.path.join(model_dir, 'export'))
 
   second = signalled_training.Training(command, str(tmp_path / 'second.log'))
@@ -126,7 +127,9 @@ def test_model_main_saves_on_sigterm_and_resumes(tmp_path):
   log = second.log()
   assert 'Restoring parameters from %s' % os.path.join(
       model_dir, 'model.ckpt-%d' % reached) in log
-  # Its first progress line comes after its first step, from `reached`.
-  assert second.steps()[0] == reached + 2, second.steps()
+  # Its first step after the resume is logged with its number.
+  assert second.steps()[0] == reached + 1, second.steps()
+  assert re.search(r'step %d/100000\S* .*\(first step after resuming from '
+                   r'step %d\)' % (reached + 1, reached), log), log[-3000:]
   assert signalled_training.checkpoint_step(model_dir) == max(second.steps())
   assert 'SIGINT: saved a checkpoint at step %d' % max(second.steps()) in log
