@@ -1,7 +1,11 @@
 """MirroredStrategy training of SSD through the Estimator matches one device.
 
 As tests/mirrored_training.py compares them: one step of tiny_ssd's model
-with 2 CPU replicas against one device, on batches [a, b, a, b].
+with 2 CPU replicas against one device, on batches [a, b, a, b]. Its
+backbone is tests/narrow_ssd.py's (strided convs with batch norm, as
+MobileNet's, a few instead of dozens): what the test checks is the
+strategy's updates of an SSD (its batch norms, box predictor and loss),
+not the network; graph building is most of its time.
 """
 import os
 
@@ -12,6 +16,7 @@ import tensorflow as tf
 from od_estimator.estimator import model_lib
 from od_estimator.config import config_util
 from tests import mirrored_training
+from tests import narrow_ssd
 from tests import tiny_ssd
 from tests.command_modules import run_command
 
@@ -31,9 +36,9 @@ def _repeated_pair_config(root):
   ssd = configs['model'].ssd
   predictor = ssd.box_predictor.convolutional_box_predictor
   predictor.use_dropout = False
-  # The smallest feature maps are 1x1: their batch norms see 2 values per
-  # channel, and with a tiny epsilon the backward pass blows rounding
-  # differences between 2- and 4-image batches up to several percent.
+  # A batch norm over few values per channel (a MobileNet's 1x1 maps see 2)
+  # with a tiny epsilon blows rounding differences between 2- and 4-image
+  # batches up to several percent in the backward pass.
   for hyperparams in (ssd.feature_extractor.conv_hyperparams,
                       predictor.conv_hyperparams):
     hyperparams.batch_norm.epsilon = 0.1
@@ -45,11 +50,18 @@ def _repeated_pair_config(root):
   return path
 
 
+# tiny_ssd's size and batch, without moving averages, on the narrow backbone.
+OVERRIDES = ','.join([tiny_ssd.TINY_OVERRIDES,
+                      'train_config.optimizer.use_moving_average=false',
+                      narrow_ssd.CONFIG_FIELDS])
+
+
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
   """Trains one step on one device, then from there with 2 replicas."""
-  return mirrored_training.train_single_then_mirrored(
-      tmp_path_factory, _repeated_pair_config, tiny_ssd.LIGHT_OVERRIDES)
+  with narrow_ssd.registered():
+    return mirrored_training.train_single_then_mirrored(
+        tmp_path_factory, _repeated_pair_config, OVERRIDES)
 
 
 def test_one_step_loss_matches_single_device(trained):
@@ -60,7 +72,7 @@ def test_one_step_loss_matches_single_device(trained):
 
 
 # The longest sum behind any gradient, batch mean or loss of this model: the
-# batch (4 images, tiny_ssd.LIGHT_OVERRIDES) times the 32x32 positions of
+# batch (4 images, tiny_ssd.TINY_OVERRIDES) times the 32x32 positions of
 # the first, stride-2 layer on its 64x64 inputs.
 SUMMED_TERMS = 4 * 32 * 32
 

@@ -1,10 +1,10 @@
 """A --model_dir whose checkpoint belongs to another model (resume_check).
 
-The tiny SSD trained one step with 3 classes (tests/trained_models.py's
-one_step_tiny_ssd, read only); model_main (run in this process) relaunched
-into the same model_dir with 5 classes must stop with one `error:` line
-naming the variables whose shapes differ, before it writes or changes any
-file there. A one-variable model shows the check in the
+The tiniest model trained one step with 3 classes (tests/trained_models.py's
+one_step_fake_faster_rcnn, read only: the check does not depend on the
+network); model_main (run in this process) relaunched into the same
+model_dir with 5 classes must stop with one `error:` line naming the
+variables whose shapes differ, before it writes or changes any file there. A one-variable model shows the check in the
 Estimator's own graph: resuming, a mismatch, under MirroredStrategy, and at
 the last step (evaluation only).
 """
@@ -18,8 +18,8 @@ from od_estimator import errors
 from od_estimator.estimator import model_lib
 from od_estimator.estimator import resume_check
 from tests import command_modules
+from tests import fakes
 from tests import file_trees
-from tests import tiny_ssd
 
 
 def test_differences_leave_out_slots_and_extra_checkpoint_entries():
@@ -47,9 +47,9 @@ def test_message_names_shapes_missing_variables_and_remedies():
 
 
 @pytest.fixture(scope='module')
-def trained(one_step_tiny_ssd):
-  """One step of the 3-class tiny SSD; returns (root, model_dir)."""
-  root, _, model_dir = one_step_tiny_ssd
+def trained(one_step_fake_faster_rcnn):
+  """One step of the 3-class tiniest model; returns (root, model_dir)."""
+  root, _, model_dir = one_step_fake_faster_rcnn
   return root, model_dir
 
 
@@ -61,18 +61,18 @@ def test_model_main_stops_before_touching_the_model_dir(trained, tmp_path):
   five_classes = tmp_path / 'five_classes.config'
   five_classes.write_text(text.replace('num_classes: 3', 'num_classes: 5'))
   before = file_trees.snapshot(model_dir)
-  result = command_modules.run_command('model_main', [
-      '--pipeline_config_path=%s' % five_classes,
-      '--model_dir=%s' % model_dir, '--num_train_steps=2',
-      '--hparams_overrides=%s' % tiny_ssd.LIGHT_OVERRIDES])
+  with fakes.fake_faster_rcnn_extractor():
+    result = command_modules.run_command('model_main', [
+        '--pipeline_config_path=%s' % five_classes,
+        '--model_dir=%s' % model_dir, '--num_train_steps=2'])
   assert result.returncode == 1, result.stderr[-3000:]
   assert 'Traceback' not in result.stderr, result.stderr[-3000:]
   error_lines = [line for line in result.stderr.splitlines()
                  if line.startswith('error: ')]
   assert len(error_lines) == 1, result.stderr[-3000:]
   error = error_lines[0]
-  assert re.search(r'BoxPredictor_0/ClassPredictor/\w+ \[[\d, ]+\] vs '
-                   r'\[[\d, ]+\]', error), error
+  assert re.search(r'SecondStageBoxPredictor/ClassPredictor/\w+ '
+                   r'\[[\d, ]+\] vs \[[\d, ]+\]', error), error
   assert os.path.join(model_dir, 'model.ckpt-1') in error
   assert 'new --model_dir' in error and 'fine_tune_checkpoint' in error
   assert file_trees.snapshot(model_dir) == before

@@ -5,9 +5,11 @@ extractor: what these tests check does not depend on the network) trains
 in a model_main subprocess that is killed with SIGKILL after its first
 checkpoint past step 0, and is relaunched with the same command (a
 process too, whose log is read as a user reads it); it trains (model_main
-in this process) with a learning rate that makes the loss Inf; continuous
-evaluation runs in-process, as an evaluator job would, on checkpoints
-published one after the other. The upstream SSD MobileNet v2 COCO config,
+in this process) with a learning rate that makes the loss Inf. Continuous
+evaluation runs in-process, as an evaluator job would, on checkpoints of a
+one-variable Estimator published one after the other (its loop does not
+depend on the model: tests/test_model_tpu_main.py's evaluation job runs it
+on the tiniest model). The upstream SSD MobileNet v2 COCO config,
 pointed at synthetic records and shrunk by overrides, trains, evaluates
 and exports through model_main (in this process).
 """
@@ -213,23 +215,40 @@ class _TrainerAhead:
     self._estimator = estimator
     self._publish_next = publish_next
     self.evaluated = []
+    self.results = []
 
   def evaluate(self, **kwargs):
     self.evaluated.append(_step(kwargs['checkpoint_path']))
-    metrics = self._estimator.evaluate(**kwargs)
+    self.results.append(self._estimator.evaluate(**kwargs))
     if self._publish_next:
       self._publish_next()
       self._publish_next = None
-    return metrics
+    return self.results[-1]
 
 
-# On the session's one-step tiniest model (tests/trained_models.py): it
-# evaluates its step-0 checkpoint, then its final one, in a directory where
-# each appears only when the previous evaluation is done. The evaluator's
-# loop does not depend on the model.
-def test_continuous_eval_stops_after_the_final_checkpoint(
-    one_step_fake_faster_rcnn, tmp_path):
-  _, config, trained_dir = one_step_fake_faster_rcnn
+def _one_weight_model_fn(features, labels, mode):
+  """loss = weight * sum(features), one gradient descent step a step."""
+  del labels  # Unused.
+  weight = tf.compat.v1.get_variable('weight', [],
+                                     initializer=tf.ones_initializer())
+  loss = weight * tf.reduce_sum(features)
+  train_op = tf.compat.v1.train.GradientDescentOptimizer(0.5).minimize(
+      loss, global_step=tf.compat.v1.train.get_global_step())
+  return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+
+def _one_batch():
+  return tf.data.Dataset.from_tensors((tf.ones([1, 2]), tf.zeros([1])))
+
+
+# A one-variable Estimator evaluates the step-0 checkpoint, then the final
+# one, of its one-step training, in a directory where each appears only when
+# the previous evaluation is done.
+def test_continuous_eval_stops_after_the_final_checkpoint(tmp_path):
+  trained_dir = str(tmp_path / 'trained')
+  tf.estimator.Estimator(_one_weight_model_fn,
+                         config=tiny_ssd.run_config(trained_dir)).train(
+                             _one_batch, max_steps=1)
   final_step = 1
   watched = str(tmp_path / 'train')
   os.makedirs(watched)
@@ -237,15 +256,19 @@ def test_continuous_eval_stops_after_the_final_checkpoint(
 
   def publish_final():
     _copy_checkpoint(trained_dir, final_step, watched)
-  parts = _eval_parts(config, '', str(tmp_path / 'eval'))
-  estimator = _TrainerAhead(parts['estimator'], publish_final)
+  estimator = _TrainerAhead(
+      tf.estimator.Estimator(_one_weight_model_fn, str(tmp_path / 'eval')),
+      publish_final)
   with log_capture.absl_messages() as messages:
     metrics = model_lib.continuous_eval(
-        estimator, watched, parts['eval_input_fns'][0], final_step,
-        'validation_data', timeout_secs=TIMEOUT)
+        estimator, watched, _one_batch, final_step, 'validation_data',
+        timeout_secs=TIMEOUT)
   assert estimator.evaluated == [0, final_step]
+  # The final evaluation's metrics: the loss with the trained weight (1 - 0.5
+  # * 2, times the features' sum), not the initial one's (1, times 2).
+  assert metrics is estimator.results[-1]
   assert metrics['global_step'] == final_step
-  assert 'DetectionBoxes_Precision/mAP' in metrics
+  assert [result['loss'] for result in estimator.results] == [2.0, 0.0]
   assert 'Evaluated the final checkpoint (step %d).' % final_step in messages
   assert not any('Stopping evaluation' in line for line in messages)
 
