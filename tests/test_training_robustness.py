@@ -281,9 +281,10 @@ def test_relaunch_after_sigkill_resumes_from_the_last_checkpoint(resumed):
   assert relaunch.returncode == 0, relaunch.stderr[-3000:]
   assert 'Restoring parameters from %s' % os.path.join(
       model_dir, 'model.ckpt-%d' % killed_at) in log
-  # The first step run is the checkpoint's: nothing is trained twice.
-  steps = [int(step) for step in re.findall(r'loss = \S+, step = (\d+)', log)]
-  assert steps and steps[0] == killed_at, steps
+  # The first step run follows the checkpoint's: nothing is trained twice.
+  first = re.findall(r'step (\d+)/\d+, loss \S+ \(first step after resuming '
+                     r'from step (\d+)\)', log)
+  assert first == [(str(killed_at + 1), str(killed_at))], log[-3000:]
   saved = [int(step) for step in
            re.findall(r'Saving checkpoints for (\d+) into', log)]
   assert saved[0] == killed_at and saved[-1] == TRAIN_STEPS, saved

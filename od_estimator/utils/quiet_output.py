@@ -37,9 +37,10 @@ HELP = '\n'.join([
     "  --[no]tf_log: TensorFlow's C++ log and deprecation warnings too",
     '    (TF_CPP_MIN_LOG_LEVEL, when set, is respected).',
     "    (default: 'false')"])
-# TensorFlow's lines that tell a fact the user needs (what is restored, the
-# final training loss): always shown.
-_TF_FACTS = ('Restoring parameters from ', 'Loss for final step: ')
+# TensorFlow's lines that tell a fact the user needs (what is restored,
+# each checkpoint saved, the final training loss): always shown.
+_TF_FACTS = ('Restoring parameters from ', 'Saving checkpoints for ',
+             'Loss for final step: ')
 # Packages whose Python warnings (deprecations) are noise to our users.
 _NOISY_MODULES = r'(tensorflow|tf_keras|keras|tf_slim|tensorflow_estimator)\b'
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
