@@ -21,6 +21,7 @@ import pytest
 from tf_slim.nets import resnet_v1
 
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.models import faster_rcnn_resnet_keras_feature_extractor
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as v1
 from od_estimator.models import (
     faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
@@ -75,4 +76,24 @@ def registered():
     patch.setitem(extractors, FPN_TYPE, TinyResnetFpnKerasFeatureExtractor)
     # One block per stage (conv2 .. conv5).
     patch.setitem(resnet_v1_keras._STAGE_BLOCKS, KERAS_MODEL, (1, 1, 1, 1))  # pylint: disable=protected-access
+    yield
+
+
+class TinyResnetKerasFeatureExtractor(
+    faster_rcnn_resnet_keras_feature_extractor.
+    FasterRCNNResnetKerasFeatureExtractor):
+  """The Keras ResNet C4 extractor (faster_rcnn_resnet*_keras) on
+  KERAS_MODEL: conv1 .. conv4 its first stage, conv5 its second."""
+  _ARCHITECTURE = KERAS_MODEL
+
+
+@contextlib.contextmanager
+def keras_c4_as(extractor_type):
+  """Context: `extractor_type` (e.g. 'faster_rcnn_resnet50_keras', so that
+  a sample config runs unchanged) builds TinyResnetKerasFeatureExtractor in
+  this process. Takes effect within registered()."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+        extractor_type, TinyResnetKerasFeatureExtractor)
     yield
