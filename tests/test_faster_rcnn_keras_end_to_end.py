@@ -9,7 +9,8 @@ model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 the export, and the export's detections equal Estimator.predict's on one
 image; its checkpoint/ckpt-0 has the original's keys. The config's
 extractor type builds tests/tiny_resnet.py's Keras ResNet (one block per
-stage; the same extractor class, scopes and object paths) in this process:
+stage, a quarter of the width; the same extractor class, scopes and object
+paths) in this process:
 the pipeline is what this module checks, ResNet-50's graph, names and
 restores are tests/test_upstream_tf2_configs.py's. The overfitting run
 of a two-stage TF2 model is the FPN one's

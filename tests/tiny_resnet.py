@@ -16,6 +16,7 @@ Both are registered while `registered()` is active (in its process only:
 the runs take them in-process).
 """
 import contextlib
+import functools
 
 import pytest
 from tf_slim.nets import resnet_v1
@@ -83,8 +84,17 @@ class TinyResnetKerasFeatureExtractor(
     faster_rcnn_resnet_keras_feature_extractor.
     FasterRCNNResnetKerasFeatureExtractor):
   """The Keras ResNet C4 extractor (faster_rcnn_resnet*_keras) on
-  KERAS_MODEL: conv1 .. conv4 its first stage, conv5 its second."""
+  KERAS_MODEL at FPN_DEPTH_MULTIPLIER: conv1 .. conv4 its first stage,
+  conv5 its second."""
   _ARCHITECTURE = KERAS_MODEL
+
+  def _stages(self, inputs, first_stage, last_stage):
+    # The C4 extractor builds its stages at full width (the original's
+    # takes no depth multiplier): narrowed here, as the FPN's is.
+    with pytest.MonkeyPatch.context() as patch:
+      patch.setattr(resnet_v1_keras, 'resnet_v1', functools.partial(
+          resnet_v1_keras.resnet_v1, depth_multiplier=FPN_DEPTH_MULTIPLIER))
+      return super()._stages(inputs, first_stage, last_stage)
 
 
 @contextlib.contextmanager
