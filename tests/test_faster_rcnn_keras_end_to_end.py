@@ -9,10 +9,11 @@ model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 the export, and the export's detections equal Estimator.predict's on one
 image; its checkpoint/ckpt-0 has the original's keys. The config's
 extractor type builds tests/tiny_resnet.py's Keras ResNet (one block per
-stage, a quarter of the width; the same extractor class, scopes and object
-paths) in this process:
-the pipeline is what this module checks, ResNet-50's graph, names and
-restores are tests/test_upstream_tf2_configs.py's. The overfitting run
+stage at a quarter of the width; the same extractor class, scopes and
+object paths) in this process: the pipeline is what this module checks.
+ResNet-50's names and restores are tests/test_upstream_tf2_configs.py's,
+its training tests/models/test_faster_rcnn_resnet_keras.py's, its object
+paths checked here on its recorded names. The overfitting run
 of a two-stage TF2 model is the FPN one's
 (tests/test_faster_rcnn_fpn_end_to_end.py); here the commands.
 
