@@ -7,7 +7,13 @@ the module writes (tiny_tf2_ssd.write_config). In this process:
 model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 --checkpoint_dir, exporter_main_v2 exports it, `od-estimator detect` runs
 the export, and the export's detections equal Estimator.predict's on one
-image; its checkpoint/ckpt-0 has the original's keys. The overfitting run
+image; its checkpoint/ckpt-0 has the original's keys. The config's
+extractor type builds tests/tiny_resnet.py's Keras ResNet (one block per
+stage at a quarter of the width; the same extractor class, scopes and
+object paths) in this process: the pipeline is what this module checks.
+ResNet-50's names and restores are tests/test_upstream_tf2_configs.py's,
+its training tests/models/test_faster_rcnn_resnet_keras.py's, its object
+paths checked here on its recorded names. The overfitting run
 of a two-stage TF2 model is the FPN one's
 (tests/test_faster_rcnn_fpn_end_to_end.py); here the commands.
 
@@ -25,6 +31,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from od_estimator.export import original_object_paths
 from od_estimator.utils import checkpoint_contents
 from tests import command_modules
 from tests import event_tags
@@ -35,10 +42,13 @@ from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import tf2_checkpoints
 from tests import tf2_faster_rcnn
 from tests import tiny_faster_rcnn
+from tests import tiny_resnet
 from tests import tiny_tf2_ssd
 
+EXTRACTOR = 'faster_rcnn_resnet50_keras'
 TRAIN_STEPS = 2
 TOLERANCE = 1e-4
+_VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
 TINY = """
 model { faster_rcnn {
   num_classes: 3
@@ -61,14 +71,23 @@ train_config {
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory):
+def tiny_keras_resnet(tiny_resnet_extractors):
+  """The config's faster_rcnn_resnet50_keras is the tiny Keras ResNet's."""
+  del tiny_resnet_extractors  # Only its registration.
+  with tiny_resnet.keras_c4_as(EXTRACTOR):
+    yield
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory, tiny_keras_resnet):
   """model_main_tf2's training and --checkpoint_dir evaluation, then
   exporter_main_v2's export: {'config', 'model_dir', 'checkpoint',
   'export', name: each command's result}."""
+  del tiny_keras_resnet  # Only its registration.
   root = tmp_path_factory.mktemp('faster_rcnn_keras')
   (root / 'backbone').mkdir()
   backbone = tiny_faster_rcnn.write_calibrated_checkpoint(
-      root, 'faster_rcnn_resnet50_keras')
+      root, EXTRACTOR)
   config = tiny_tf2_ssd.write_config(
       root, root / 'data', num_steps=TRAIN_STEPS,
       config=tf2_faster_rcnn.RESNET50, tiny=TINY % backbone)
@@ -92,7 +111,7 @@ def trained(tmp_path_factory):
 def test_model_main_tf2_trains_and_evaluates(trained):
   assert trained['checkpoint'].endswith('-%d' % TRAIN_STEPS)
   with open(trained['config']) as f:
-    assert 'faster_rcnn_resnet50_keras' in f.read()
+    assert EXTRACTOR in f.read()
   assert 'Evaluation at step %d:' % TRAIN_STEPS in (
       trained['evaluation'].stdout)
   metrics = event_tags.last_scalars(os.path.join(trained['model_dir'],
@@ -125,17 +144,40 @@ def test_detect_runs_the_export(trained, served, tmp_path):
                                                 tmp_path)
 
 
+def _as_built(names):
+  """names in an order the model creates them in, as the export passes them:
+  conv1_conv before conv1_bn (original_paths puts the blocks' layers in the
+  Keras model's order itself)."""
+  return sorted(names, key=lambda name: not name.startswith('conv1_conv/'))
+
+
 def test_exported_checkpoint_has_the_originals_keys(trained):
-  """checkpoint/ckpt-0 keys each value as the original's TF2 checkpoints
-  of the sample config do (its recorded facts), not by variable name."""
+  """checkpoint/ckpt-0 keys each of the model's values by the original's
+  TF2 object path of its name (original_object_paths), not by name."""
   prefix = tf.train.latest_checkpoint(os.path.join(trained['export'],
                                                    'checkpoint'))
   assert os.path.basename(prefix) == 'ckpt-0'
-  exported = sorted((value.key, value.keras_name)
-                    for value in checkpoint_contents.read(prefix)
-                    if value.key.startswith('model/'))
-  assert exported == sorted(
-      (fact.key, fact.keras_name)
-      for fact in tf2_checkpoints.facts(tf2_faster_rcnn.RESNET50)
-      if fact.key.startswith('model/') and
-      '/.OPTIMIZER_SLOT/' not in fact.key)
+  exported = {value.keras_name: value.key
+              for value in checkpoint_contents.read(prefix)
+              if value.key.startswith('model/')}
+  trained_names = [
+      name for name in tf.train.load_checkpoint(
+          trained['checkpoint']).get_variable_to_shape_map()
+      if name != 'global_step' and not name.endswith('/Momentum')]
+  assert sorted(exported) == sorted(trained_names)
+  paths = original_object_paths.original_paths(_as_built(trained_names))
+  assert exported == {name: paths[name] + _VALUE_SUFFIX
+                      for name in trained_names}
+
+
+def test_object_paths_of_the_sample_configs_model_are_the_originals():
+  """The paths of the sample config's model (ResNet-50's blocks: the
+  tiny model's numbering over one block per stage, at full length) are
+  the original's keys of its values (its recorded facts). Our names are
+  the facts' (tests/test_upstream_tf2_configs.py)."""
+  facts = tf2_checkpoints.model_lines(tf2_checkpoints.facts(
+      tf2_faster_rcnn.RESNET50))
+  paths = original_object_paths.original_paths(
+      _as_built([fact.keras_name for fact in facts]))
+  assert {fact.keras_name: fact.key for fact in facts} == {
+      name: path + _VALUE_SUFFIX for name, path in paths.items()}

@@ -20,7 +20,6 @@ whatever the filters): the backbone's, model_main's train, eval and Servo
 export and the export's; ~2 minutes on 2 idle cores.
 """
 import dataclasses
-import glob
 import os
 
 import numpy as np
@@ -32,8 +31,8 @@ from od_estimator.models import faster_rcnn_feature_extractor_registry
 from od_estimator.models import faster_rcnn_nas_feature_extractor as nas
 from od_estimator.nets import nasnet
 from tests import event_tags
-from tests import image_inputs
 from tests import saved_models
+from tests import servo_exports
 from tests import test_faster_rcnn_end_to_end as end_to_end
 from tests import tiny_faster_rcnn
 from tests import upstream_folder
@@ -183,15 +182,9 @@ def test_export_detections_equal_estimator_predict(trained, tmp_path):
   image = _record_images(str(trained['root'] / 'data' /
                             'shapes_val.record-*'))[:1]
   served = saved_models.serve(os.path.join(output, 'saved_model'), image)
-  # The Estimator's own PREDICT graph on the last checkpoint: the Servo
-  # export model_main wrote after its evaluation (Estimator.export_saved_model
-  # of the same model_fn and checkpoint Estimator.predict would build and
-  # restore again), fed the image as the tf.Example its receiver decodes.
-  servo, = glob.glob(os.path.join(trained['model_dir'], 'export', 'Servo',
-                                  '*'))
-  assert tf.train.load_checkpoint(os.path.join(
-      servo, 'variables', 'variables')).get_tensor('global_step') == STEPS
-  predicted = saved_models.serve(servo, image_inputs.tf_example(image[0]))
+  # The Estimator's own PREDICT graph on the last checkpoint.
+  predicted = servo_exports.predictions(trained['model_dir'], image[0],
+                                        STEPS)
   for key in ('detection_boxes', 'detection_scores', 'detection_classes',
               'num_detections'):
     np.testing.assert_allclose(served[key], predicted[key],

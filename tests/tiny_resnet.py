@@ -16,11 +16,13 @@ Both are registered while `registered()` is active (in its process only:
 the runs take them in-process).
 """
 import contextlib
+import functools
 
 import pytest
 from tf_slim.nets import resnet_v1
 
 from od_estimator.models import faster_rcnn_feature_extractor_registry
+from od_estimator.models import faster_rcnn_resnet_keras_feature_extractor
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as v1
 from od_estimator.models import (
     faster_rcnn_resnet_v1_fpn_keras_feature_extractor as fpn_keras)
@@ -75,4 +77,33 @@ def registered():
     patch.setitem(extractors, FPN_TYPE, TinyResnetFpnKerasFeatureExtractor)
     # One block per stage (conv2 .. conv5).
     patch.setitem(resnet_v1_keras._STAGE_BLOCKS, KERAS_MODEL, (1, 1, 1, 1))  # pylint: disable=protected-access
+    yield
+
+
+class TinyResnetKerasFeatureExtractor(
+    faster_rcnn_resnet_keras_feature_extractor.
+    FasterRCNNResnetKerasFeatureExtractor):
+  """The Keras ResNet C4 extractor (faster_rcnn_resnet*_keras) on
+  KERAS_MODEL at FPN_DEPTH_MULTIPLIER: conv1 .. conv4 its first stage,
+  conv5 its second."""
+  _ARCHITECTURE = KERAS_MODEL
+
+  def _stages(self, inputs, first_stage, last_stage):
+    # The C4 extractor builds its stages at full width (the original's
+    # takes no depth multiplier): narrowed here, as the FPN's is.
+    with pytest.MonkeyPatch.context() as patch:
+      patch.setattr(resnet_v1_keras, 'resnet_v1', functools.partial(
+          resnet_v1_keras.resnet_v1, depth_multiplier=FPN_DEPTH_MULTIPLIER))
+      return super()._stages(inputs, first_stage, last_stage)
+
+
+@contextlib.contextmanager
+def keras_c4_as(extractor_type):
+  """Context: `extractor_type` (e.g. 'faster_rcnn_resnet50_keras', so that
+  a sample config runs unchanged) builds TinyResnetKerasFeatureExtractor in
+  this process. Takes effect within registered()."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setitem(
+        faster_rcnn_feature_extractor_registry.FASTER_RCNN_FEATURE_EXTRACTORS,
+        extractor_type, TinyResnetKerasFeatureExtractor)
     yield
