@@ -3,8 +3,9 @@
 Built with a reduced NASNet (6 cells of 8 filters: reductions before cells
 2 and 4, so the split is at Cell_3 as NASNet-A large's is at Cell_11); the
 full-size graph is built by tests/test_upstream_faster_rcnn_configs.py
-from the original's faster_rcnn_nas_coco.config, and its cells' names and
-shapes are checked in tests/nets/test_nasnet.py.
+from the original's faster_rcnn_nas_coco.config, which checks its cells'
+names and shapes against the original's (tests/nasnet_large.py);
+tests/nets/test_nasnet.py builds the classification heads on a tiny NASNet.
 """
 import dataclasses
 
