@@ -194,13 +194,26 @@ def confusion_picture(collector):
       ['background'] + [c['name'] for c in collector.categories])
 
 
-def format_value(value):
+def cell_text(value):
   """A table cell: a metric with 4 decimals, a count as it is, '-' none."""
   if value is None or (isinstance(value, float) and math.isnan(value)):
     return '-'
   if isinstance(value, float):
     return '%.4f' % value
-  return html.escape(str(value))
+  return str(value)
+
+
+def format_value(value):
+  """cell_text for HTML."""
+  return html.escape(cell_text(value))
+
+
+def per_class_picture(collector):
+  """The per-class table (per_class_rows) of the collector's own metrics,
+  the AP at its IoU threshold (a PIL image)."""
+  titles, rows = collector.per_class_rows({})
+  return report_drawings.table(
+      titles, [[cell_text(value) for value in row] for row in rows])
 
 
 def _table(titles, rows):

@@ -5,7 +5,9 @@ evaluation and written as image summaries into its events (the Estimator
 tags them '<name>/0', see eval_visualization): precision-recall curves per
 class at IoU 0.5 (PASCAL's matching) under 'EvalPlots/PrecisionRecall', and
 the confusion matrix (detections scoring at least
-eval_config.min_score_threshold, IoU 0.5) under 'EvalPlots/ConfusionMatrix'.
+eval_config.min_score_threshold, IoU 0.5) under 'EvalPlots/ConfusionMatrix',
+and the per-class table (groundtruth boxes, detections scoring at least
+that, PASCAL AP at IoU 0.5) under 'EvalPlots/PerClass'.
 """
 import collections
 
@@ -21,19 +23,22 @@ _DET = fields.DetectionResultFields
 
 CURVES_NAME = 'EvalPlots/PrecisionRecall'
 CONFUSION_NAME = 'EvalPlots/ConfusionMatrix'
+TABLE_NAME = 'EvalPlots/PerClass'
+_NAMES = (CURVES_NAME, CONFUSION_NAME, TABLE_NAME)
 _IOU_THRESHOLD = 0.5
 # The commands' --eval_plots flag.
 FLAG_HELP = ('Each evaluation also writes, as TensorBoard images of its '
              'events (IMAGES, run eval_0), the precision-recall curve of '
-             'each class (%s) and the confusion matrix (%s) `evaluate '
-             '--output_dir` draws. Not on a TPU. Off by default.' % (
-                 CURVES_NAME, CONFUSION_NAME))
+             'each class (%s), the confusion matrix (%s) and the per-class '
+             'table (%s) `evaluate --output_dir` draws. Not on a TPU. Off '
+             'by default.' % (CURVES_NAME, CONFUSION_NAME, TABLE_NAME))
 # What ReportCollector reads of a labeled image (no image: no worst grid).
 _Labeled = collections.namedtuple('_Labeled', ['groundtruth', 'image'])
 
 
 class EvalPlots:
-  """Eval metric ops drawing the report's curves and confusion matrix."""
+  """Eval metric ops drawing the report's curves, confusion matrix and
+  per-class table."""
 
   def __init__(self, categories, min_score=0.5):
     """Prepares the ops.
@@ -69,15 +74,16 @@ class EvalPlots:
   def _summaries(self):
     """py_func body: the two serialized image summaries; starts anew."""
     pictures = (evaluation_report.curves_picture(self._collector),
-                evaluation_report.confusion_picture(self._collector))
+                evaluation_report.confusion_picture(self._collector),
+                evaluation_report.per_class_picture(self._collector))
     self._reset()
     return [eval_visualization.image_summary(
         name, np.asarray(picture.convert('RGB')))
-            for name, picture in zip((CURVES_NAME, CONFUSION_NAME),
-                                     pictures)]
+            for name, picture in zip(_NAMES, pictures)]
 
   def get_estimator_eval_metric_ops(self, eval_dict):
-    """{CURVES_NAME, CONFUSION_NAME: (summary value op, shared update op)}.
+    """{CURVES_NAME, CONFUSION_NAME, TABLE_NAME: (summary value op, shared
+    update op)}.
 
     Args:
       eval_dict: eval_util.result_dict_for_batched_example's dict (boxes in
@@ -92,6 +98,6 @@ class EvalPlots:
         lambda *values: self._add_batch(names, *values),
         [eval_dict[name] for name in names], [])
     summaries = tf.compat.v1.py_func(self._summaries, [],
-                                     [tf.string, tf.string])
-    return {CURVES_NAME: (summaries[0], update_op),
-            CONFUSION_NAME: (summaries[1], update_op)}
+                                     [tf.string] * len(_NAMES))
+    return {name: (summary, update_op)
+            for name, summary in zip(_NAMES, summaries)}
