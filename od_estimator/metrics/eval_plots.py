@@ -3,7 +3,7 @@
 The pictures `evaluate --output_dir` writes, drawn over a whole training
 evaluation and written as image summaries into its events (the Estimator
 tags them '<name>/0', see eval_visualization): precision-recall curves per
-class at IoU 0.5 (PASCAL's matching) under 'EvalPlots/PrecisionRecall', and
+class at IoU 0.5 (PASCAL's matching) under 'EvalPlots/PrecisionRecall',
 the confusion matrix (detections scoring at least
 eval_config.min_score_threshold, IoU 0.5) under 'EvalPlots/ConfusionMatrix',
 and the per-class table (groundtruth boxes, detections scoring at least
