@@ -46,6 +46,7 @@ from od_estimator.estimator import progress
 from od_estimator.estimator import training_jobs
 from od_estimator.estimator import xla
 from od_estimator.export import exporter
+from od_estimator.metrics import eval_plots
 from od_estimator.utils import flag_checks
 
 # An evaluator task polls for new checkpoints this often by default.
@@ -101,6 +102,7 @@ flags.DEFINE_boolean('xla', False, 'Compile with XLA (auto-clustering of '
                      'measured in bench/NOTES.md: for accelerators and '
                      'comparisons.')
 flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
+flags.DEFINE_boolean('eval_plots', False, eval_plots.FLAG_HELP)
 flags.DEFINE_integer('random_seed', None, 'Graph-level random seed '
                      '(RunConfig.tf_random_seed): weight initialization, '
                      'samplers, shuffling and augmentations repeat from run '
@@ -165,6 +167,7 @@ def _job():
       eval_timeout_secs=FLAGS.eval_timeout_secs,
       resume_from_last_good=FLAGS.resume_from_last_good,
       log_every_n_steps=FLAGS.log_every_n_steps, bfloat16=FLAGS.bfloat16,
+      eval_plots=FLAGS.eval_plots,
       keep_best_options=keep_best.options_from_flags(
           FLAGS, exporter.export_for_serving))
 

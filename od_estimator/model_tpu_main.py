@@ -37,6 +37,7 @@ from od_estimator.estimator import preemption
 from od_estimator.estimator import tpu_run_config
 from od_estimator.estimator import training_jobs
 from od_estimator.export import exporter
+from od_estimator.metrics import eval_plots
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
@@ -85,6 +86,7 @@ flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'evaluate) the newest intact one; the damaged files are '
                      'kept.')
 flags.DEFINE_boolean('bfloat16', False, cpu_bfloat16.FLAG_HELP)
+flags.DEFINE_boolean('eval_plots', False, eval_plots.FLAG_HELP)
 for _flag in keep_best.new_flags():
   flags.DEFINE_flag(_flag)
 FLAGS = flags.FLAGS
@@ -138,7 +140,7 @@ def main(unused_argv):
       num_shards=FLAGS.num_shards,
       save_final_config=FLAGS.mode == 'train',
       resume_from_last_good=FLAGS.resume_from_last_good,
-      bfloat16=FLAGS.bfloat16,
+      bfloat16=FLAGS.bfloat16, eval_plots=FLAGS.eval_plots,
       check_configs=functools.partial(
           launch_check.check,
           pipeline_config_path=FLAGS.pipeline_config_path,

@@ -41,7 +41,7 @@ def _run(args, timeout=600):
   return result
 
 
-def _evaluate_once(config, model_dir, checkpoint_dir):
+def _evaluate_once(config, model_dir, checkpoint_dir, *more_flags):
   """model_main.main with --checkpoint_dir and --run_once, in-process, on
   the tiniest model (its fake extractor registered meanwhile).
 
@@ -53,7 +53,7 @@ def _evaluate_once(config, model_dir, checkpoint_dir):
                 for name in ('model_dir', 'pipeline_config_path')}
   flags(['model_main', '--pipeline_config_path=%s' % config,
          '--model_dir=%s' % model_dir, '--checkpoint_dir=%s' % checkpoint_dir,
-         '--run_once'])
+         '--run_once', *more_flags])
   try:
     with fakes.fake_faster_rcnn_extractor():
       model_main.main(None)
@@ -157,6 +157,7 @@ def test_evaluate_once_from_a_checkpoint_dir(one_step_fake_faster_rcnn,
       str(tmp_path / 'eval' / 'eval_validation_data'))
   assert 'DetectionBoxes_Precision/mAP' in tags
   images = _eval_images(str(tmp_path / 'eval' / 'eval_validation_data'))
+  # Without --eval_plots, no evaluation plots.
   assert sorted(images) == ONE_STEP_EVAL_IMAGE_TAGS
   assert set(images.values()) == {(64, 128)}
 
@@ -227,3 +228,25 @@ def test_random_seed_is_the_run_configs_graph_seed(tmp_path, argv, seed):
     assert model_main._run_config().tf_random_seed == seed
   finally:
     flags.unparse_flags()
+
+
+def test_eval_plots_writes_curves_and_confusion_matrix(
+    one_step_fake_faster_rcnn, tmp_path):
+  _, config, model_dir = one_step_fake_faster_rcnn
+  _evaluate_once(config, tmp_path / 'eval', model_dir, '--eval_plots')
+  directory = str(tmp_path / 'eval' / 'eval_validation_data')
+  pictures = {}
+  for path in glob.glob(os.path.join(directory, 'events.out.tfevents.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.HasField('image') and value.tag.startswith('EvalPlots/'):
+          pictures[value.tag] = (
+              (value.image.height, value.image.width),
+              tf.io.decode_png(value.image.encoded_image_string).shape)
+  assert sorted(pictures) == ['EvalPlots/ConfusionMatrix/0',
+                              'EvalPlots/PerClass/0',
+                              'EvalPlots/PrecisionRecall/0']
+  for (height, width), shape in pictures.values():
+    assert shape == (height, width, 3) and height >= 40 and width >= 200
+  # The evaluation images are still written beside them.
+  assert set(ONE_STEP_EVAL_IMAGE_TAGS) <= set(_eval_images(directory))

@@ -5,6 +5,7 @@ on TPU (a host metric_fn over outfed tensors).
 """
 import tensorflow as tf
 
+from od_estimator.metrics import eval_plots
 from od_estimator.metrics import eval_util
 from od_estimator.input_pipeline import inputs
 from od_estimator.estimator import training_graph
@@ -43,12 +44,14 @@ def build_eval_dict(labels, features, detections, eval_input_config,
       reframe_masks=reframe_masks)
 
 
-def build_eval_metric_ops(eval_dict, losses, configs, images=False):
+def build_eval_metric_ops(eval_dict, losses, configs, images=False,
+                          plots=False):
   """Metric ops of eval_config.metrics_set, mean losses, evaluation images.
 
   With `images` (the eval dict holds the retained original images) the
   first eval_config.num_visualizations images are also written, side by
-  side with their groundtruth, to the eval events.
+  side with their groundtruth, to the eval events; with `plots` the
+  precision-recall curves and confusion matrix (metrics/eval_plots).
   """
   eval_config = configs['eval_config']
   categories = eval_categories(configs['eval_input_configs'][0],
@@ -60,6 +63,10 @@ def build_eval_metric_ops(eval_dict, losses, configs, images=False):
   if images:
     metric_ops.update(eval_util.visualization_metric_ops(
         eval_config, categories, eval_dict))
+  if plots:
+    metric_ops.update(eval_plots.EvalPlots(
+        categories, eval_config.min_score_threshold)
+                      .get_estimator_eval_metric_ops(eval_dict))
   return metric_ops
 
 
@@ -78,7 +85,8 @@ def build_eval_losses(model, prediction_dict, features, configs):
                                      configs['train_config'])
 
 
-def build_tpu_eval_metrics(eval_dict, losses, configs, images=False):
+def build_tpu_eval_metrics(eval_dict, losses, configs, images=False,
+                           plots=False):
   """Returns (metric_fn, tensors) for TPUEstimatorSpec.eval_metrics.
 
   On a TPU the tensors are outfed and concatenated across shards, so each
@@ -93,5 +101,5 @@ def build_tpu_eval_metrics(eval_dict, losses, configs, images=False):
     batched_losses = {name: batched.pop(name) for name in losses}
     return build_eval_metric_ops(
         eval_util.masks_to_original_images(batched), batched_losses,
-        configs, images)
+        configs, images, plots)
   return metric_fn, tensors

@@ -116,6 +116,7 @@ class ModelFnOptions:
     load_pretrained: initialize from train_config.fine_tune_checkpoint.
     allow_partial_fine_tune: see fine_tune.restore_map.
     optimizer_wrapper: see training_graph.build_train_op.
+    eval_plots: evaluations also write metrics/eval_plots' images.
   """
   detection_model_fn: Callable
   configs: dict
@@ -124,6 +125,7 @@ class ModelFnOptions:
   load_pretrained: bool = True
   allow_partial_fine_tune: bool = False
   optimizer_wrapper: Optional[Callable] = None
+  eval_plots: bool = False
 
   @property
   def train_config(self):
@@ -305,9 +307,11 @@ def _eval_metrics(options, eval_dict, losses, features, tpu_spec):
     # As the original, no images from TPU evaluations.
     return {'eval_metrics': eval_graph.build_tpu_eval_metrics(
         eval_dict, losses, options.configs,
-        images=not options.use_tpu and images)}
+        images=not options.use_tpu and images,
+        plots=not options.use_tpu and options.eval_plots)}
   return {'eval_metric_ops': eval_graph.build_eval_metric_ops(
-      eval_dict, losses, options.configs, images=images)}
+      eval_dict, losses, options.configs, images=images,
+      plots=options.eval_plots)}
 
 
 def build_predict_spec(options, features, labels, tpu_spec):
@@ -337,7 +341,8 @@ _SPEC_BUILDERS = {
 
 
 def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
-                    postprocess_on_cpu=False, optimizer_wrapper=None):
+                    postprocess_on_cpu=False, optimizer_wrapper=None,
+                    eval_plots=False):
   """Returns model_fn(features, labels, mode, params) for (TPU)Estimator.
 
   Args:
@@ -350,6 +355,8 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
     optimizer_wrapper: see training_graph.build_train_op.
+    eval_plots: evaluations also write the precision-recall curves and the
+      confusion matrix as images (metrics/eval_plots).
   """
   options = ModelFnOptions(
       detection_model_fn, configs, use_tpu=use_tpu,
@@ -357,7 +364,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       load_pretrained=load_pretrained(hparams),
       allow_partial_fine_tune=_hparam(hparams, 'allow_partial_fine_tune',
                                       False),
-      optimizer_wrapper=optimizer_wrapper)
+      optimizer_wrapper=optimizer_wrapper, eval_plots=eval_plots)
   if options.graph_rewriter_config is not None:
     # Bad bit widths are refused here, before any graph is built.
     graph_rewriter_builder.build(options.graph_rewriter_config,

@@ -140,7 +140,7 @@ def create_estimator_and_inputs(
     override_eval_num_epochs=True, save_final_config=False,
     postprocess_on_cpu=False, export_to_tpu=None, check_configs=None,
     resume_from_last_good=False, evaluated_checkpoint=None,
-    checkpoint_dir=None, bfloat16=False, **kwargs):
+    checkpoint_dir=None, bfloat16=False, eval_plots=False, **kwargs):
   """Builds the Estimator and its input functions from a pipeline config.
 
   Args:
@@ -163,6 +163,8 @@ def create_estimator_and_inputs(
     evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
       evaluated first, which the evaluation graph is checked against.
     checkpoint_dir: evaluation only: --checkpoint_dir (TF2 ckpt-N too).
+    eval_plots: --eval_plots: model_fn_creator is also given
+      eval_plots=True (see create_model_fn).
 
   Returns:
     A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,
@@ -182,7 +184,7 @@ def create_estimator_and_inputs(
   model_fn = model_fn_creator(
       functools.partial(model_builder.build, model_config=configs['model']),
       dict(configs, train_config=train_config), hparams, use_tpu,
-      postprocess_on_cpu)
+      postprocess_on_cpu, **({'eval_plots': True} if eval_plots else {}))
   model_fn = _checked_model_fn(model_fn, run_config, checkpoint,
                                evaluated_checkpoint, configs if saves else None)
   model_fn = _evaluating_model_fn(model_fn, checkpoint_dir, configs,

@@ -54,6 +54,7 @@ class Job:
       (events in model_dir/eval_<name>; None: model_dir/eval).
     bfloat16: --bfloat16 (see estimator/cpu_bfloat16.py).
     keep_best_options: keep_best.Options of --keep_best_by, or None.
+    eval_plots: --eval_plots (see metrics/eval_plots.py).
   """
   pipeline_config_path: str
   num_train_steps: Optional[int] = None
@@ -70,6 +71,7 @@ class Job:
   eval_name: Optional[str] = 'validation_data'
   bfloat16: bool = False
   keep_best_options: Optional[keep_best.Options] = None
+  eval_plots: bool = False
 
 
 def checkpoint_to_evaluate(job):
@@ -148,7 +150,7 @@ def build(job, run_config, check, checkpoint=None, writes_model_dir=True,
       save_final_config=writes_model_dir and job.checkpoint_dir is None,
       resume_from_last_good=job.resume_from_last_good,
       evaluated_checkpoint=checkpoint, checkpoint_dir=job.checkpoint_dir,
-      bfloat16=job.bfloat16,
+      bfloat16=job.bfloat16, eval_plots=job.eval_plots,
       check_configs=functools.partial(
           check, pipeline_config_path=job.pipeline_config_path,
           evaluation_only=bool(job.checkpoint_dir) and

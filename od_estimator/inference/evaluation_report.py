@@ -60,7 +60,7 @@ class ReportCollector:
       categories: the label map's [{'id', 'name'}].
       iou_threshold: the least IoU of a match (curves, confusion matrix).
       min_score: detections counted, matched and drawn score at least this.
-      num_worst: images kept for the grid.
+      num_worst: images kept for the grid (0: none, `labeled.image` unused).
     """
     self.categories = sorted(categories, key=lambda c: c['id'])
     self.iou_threshold = iou_threshold
@@ -79,7 +79,7 @@ class ReportCollector:
         groundtruth[_IN.groundtruth_boxes],
         groundtruth[_IN.groundtruth_classes], detections[_DET.detection_boxes],
         detections[_DET.detection_scores], detections[_DET.detection_classes])
-    if not errors.total:
+    if not errors.total or not self._num_worst:
       return
     entry = (errors.total, -image_id)
     if len(self._worst) == self._num_worst and entry <= self._worst[0][:2]:
@@ -150,21 +150,10 @@ def write(output_dir, collector, metrics, summary):
     The report.html path.
   """
   os.makedirs(output_dir, exist_ok=True)
-  curves = collector.curves.precision_recall_curves()
-  ap = collector.curves.evaluate()
-  # metric_names: the summary, then each class's AP in id order.
-  ap_names = dict(zip([c['id'] for c in collector.categories],
-                      collector.curves.metric_names()[1:]))
-  names = {c['id']: c['name'] for c in collector.categories}
   worst = collector.worst_images()
   pictures = {
-      CURVES_FILE: report_drawings.precision_recall_curves(
-          [curves[class_id] for class_id in sorted(curves)],
-          ['%s  AP %.3f' % (names[class_id], ap[ap_names[class_id]])
-           for class_id in sorted(curves)]),
-      CONFUSION_FILE: report_drawings.confusion_matrix(
-          collector.confusion.counts,
-          ['background'] + [c['name'] for c in collector.categories]),
+      CURVES_FILE: curves_picture(collector),
+      CONFUSION_FILE: confusion_picture(collector),
       WORST_FILE: report_drawings.image_grid(
           [image for _, image in worst], [caption for caption, _ in worst]),
   }
@@ -183,13 +172,48 @@ def write(output_dir, collector, metrics, summary):
   return path
 
 
-def format_value(value):
+def curves_picture(collector):
+  """The precision-recall curve of each class with groundtruth and
+  detections, titled with its AP (a PIL image)."""
+  curves = collector.curves.precision_recall_curves()
+  ap = collector.curves.evaluate()
+  # metric_names: the summary, then each class's AP in id order.
+  ap_names = dict(zip([c['id'] for c in collector.categories],
+                      collector.curves.metric_names()[1:]))
+  names = {c['id']: c['name'] for c in collector.categories}
+  return report_drawings.precision_recall_curves(
+      [curves[class_id] for class_id in sorted(curves)],
+      ['%s  AP %.3f' % (names[class_id], ap[ap_names[class_id]])
+       for class_id in sorted(curves)])
+
+
+def confusion_picture(collector):
+  """The confusion matrix, background first (a PIL image)."""
+  return report_drawings.confusion_matrix(
+      collector.confusion.counts,
+      ['background'] + [c['name'] for c in collector.categories])
+
+
+def cell_text(value):
   """A table cell: a metric with 4 decimals, a count as it is, '-' none."""
   if value is None or (isinstance(value, float) and math.isnan(value)):
     return '-'
   if isinstance(value, float):
     return '%.4f' % value
-  return html.escape(str(value))
+  return str(value)
+
+
+def format_value(value):
+  """cell_text for HTML."""
+  return html.escape(cell_text(value))
+
+
+def per_class_picture(collector):
+  """The per-class table (per_class_rows) of the collector's own metrics,
+  the AP at its IoU threshold (a PIL image)."""
+  titles, rows = collector.per_class_rows({})
+  return report_drawings.table(
+      titles, [[cell_text(value) for value in row] for row in rows])
 
 
 def _table(titles, rows):

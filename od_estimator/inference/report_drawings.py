@@ -117,6 +117,33 @@ def confusion_matrix(counts, names):
   return canvas
 
 
+def table(titles, rows):
+  """Text cells in columns, titles first and underlined.
+
+  Args:
+    titles: the column titles.
+    rows: lists of cell texts, one per column.
+
+  Returns:
+    An RGB image.
+  """
+  font = _font()
+  probe = ImageDraw.Draw(Image.new('RGB', (1, 1)))
+  widths = [max(_text_width(probe, text, font) for text in column) + 16
+            for column in zip(titles, *rows)]
+  line = 18
+  canvas = Image.new('RGB', (sum(widths) + 8, (len(rows) + 1) * line + 10),
+                     _WHITE)
+  draw = ImageDraw.Draw(canvas)
+  for i, cells in enumerate([titles] + list(rows)):
+    left = 4
+    for text, width in zip(cells, widths):
+      draw.text((left, 4 + i * line), text, _BLACK, font)
+      left += width
+  draw.line([4, line + 2, sum(widths), line + 2], fill=_GREY)
+  return canvas
+
+
 def image_grid(images, captions, tile=256, columns=4):
   """The images scaled to tiles of `tile` pixels, a caption under each.
 

@@ -200,14 +200,8 @@ class SideBySideEvalImages:
 
   def _summaries(self):
     """py_func body: serialized image summaries, b'' for missing images."""
-    summaries = []
-    for name, image in zip(self.names(), self._images):
-      summaries.append(tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
-          tag=name, image=tf.compat.v1.Summary.Image(
-              height=image.shape[0], width=image.shape[1], colorspace=3,
-              encoded_image_string=(
-                  visualization_utils.encode_image_array_as_png_str(
-                      image))))]).SerializeToString())
+    summaries = [image_summary(name, image)
+                 for name, image in zip(self.names(), self._images)]
     summaries += [b''] * (self._max_examples - len(summaries))
     self._images = []
     return summaries
@@ -231,7 +225,7 @@ class SideBySideEvalImages:
     """
     if not self._max_examples:
       return {}
-    eval_dict = _batched(eval_dict)
+    eval_dict = batched(eval_dict)
     names = [_IN.original_image, _IN.true_image_shape,
              _IN.original_image_spatial_shape, _DET.detection_boxes,
              _DET.detection_classes, _DET.detection_scores,
@@ -250,7 +244,17 @@ class SideBySideEvalImages:
             for name, summary in zip(self.names(), summaries)}
 
 
-def _batched(eval_dict):
+def image_summary(name, image):
+  """A serialized Summary holding uint8 [H, W, 3] `image` as a PNG."""
+  return tf.compat.v1.Summary(value=[tf.compat.v1.Summary.Value(
+      tag=name, image=tf.compat.v1.Summary.Image(
+          height=image.shape[0], width=image.shape[1], colorspace=3,
+          encoded_image_string=(
+              visualization_utils.encode_image_array_as_png_str(
+                  image))))]).SerializeToString()
+
+
+def batched(eval_dict):
   """eval_dict with a batch dimension and both per-image counts.
 
   One image's dict has [1, H, W, C] original_image and the other fields
