@@ -164,6 +164,9 @@ def test_infer_detections_adds_the_detections_to_the_records(run, tmp_path,
     ({'--saved_model_dir': '{tmp}'}, 'holds no saved_model.pb'),
     ({'--saved_model_dir': None, '--inference_graph': '{records}'},
      'is not an exported detector'),
+    ({'--eval_metrics': 'coco_mask_metrics'},
+     'metrics set coco_mask_metrics evaluates masks, but the model has no '
+     'detection_masks output'),
 ])
 def test_bad_input_is_one_line(run, tmp_path, capsys, changes, expected):
   flags = {'--saved_model_dir': run['export'],

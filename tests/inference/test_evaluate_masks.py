@@ -1,0 +1,74 @@
+"""`od-estimator evaluate` of a Mask R-CNN export gives model_main's mask
+metrics.
+
+The session's overfit_mask_rcnn (tests/trained_models.py) is model_main's
+run on PNG masks, evaluated with coco_detection_metrics and
+coco_mask_metrics (eval_0's events) and exported by its Servo exporter (a
+SavedModel with detection_masks). One `evaluate` of that export on the same
+records is shared by the module's tests.
+"""
+import contextlib
+import glob
+import io
+import os
+
+import pytest
+import tensorflow as tf
+
+from od_estimator import __main__ as cli
+from tests import event_tags
+from tests.inference import test_evaluate
+
+TOLERANCE = test_evaluate.TOLERANCE
+
+# The run's extractor (tests/tiny_resnet.py) serves its export.
+pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
+
+
+@pytest.fixture(scope='module')
+def run(overfit_mask_rcnn, tiny_resnet_extractors):
+  """model_main's run: its Servo export, records, label map and metrics."""
+  del tiny_resnet_extractors  # registered first
+  data = overfit_mask_rcnn['root'] / 'data'
+  (export,) = glob.glob(os.path.join(overfit_mask_rcnn['model_dir'],
+                                     'export', 'Servo', '*'))
+  return {'export': export, 'records': str(data / 'shapes.record'),
+          'label_map': str(data / 'label_map.pbtxt'),
+          'model_main': event_tags.last_scalars(os.path.join(
+              overfit_mask_rcnn['model_dir'], 'eval_0'))}
+
+
+def _flags(run, records=None):
+  return ['evaluate', '--saved_model_dir=' + run['export'],
+          '--input_tfrecord_paths=' + (records or run['records']),
+          '--label_map_path=' + run['label_map'],
+          '--eval_metrics=coco_mask_metrics']
+
+
+def test_prints_model_mains_mask_metrics_of_the_same_records(run):
+  out = io.StringIO()
+  with contextlib.redirect_stdout(out):
+    assert cli.main(_flags(run)) == 0
+  printed = test_evaluate._printed_metrics(out.getvalue())
+  mask_metrics = {name: value for name, value in run['model_main'].items()
+                  if name.startswith('DetectionMasks_')}
+  assert len(mask_metrics) == 12, sorted(run['model_main'])
+  assert sorted(printed) == sorted(mask_metrics)
+  for name, value in mask_metrics.items():
+    assert printed[name] == pytest.approx(value, abs=TOLERANCE), name
+  # The run learned masks: the comparison is not of empty evaluations.
+  assert printed['DetectionMasks_Precision/mAP@.50IOU'] > 0.5
+
+
+def test_records_without_masks_are_one_line(run, tmp_path, capsys):
+  records = str(tmp_path / 'no_masks.record')
+  with tf.io.TFRecordWriter(records) as writer:
+    for serialized in tf.data.TFRecordDataset(run['records']):
+      example = tf.train.Example.FromString(serialized.numpy())
+      del example.features.feature['image/object/mask']
+      writer.write(example.SerializeToString())
+  assert cli.main(_flags(run, records)) == 1
+  err = capsys.readouterr().err
+  assert err.count('\n') == 1, err
+  assert ('metrics set coco_mask_metrics evaluates masks, but no record of '
+          '%s holds image/object/mask.' % records) in err
