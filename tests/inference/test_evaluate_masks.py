@@ -4,19 +4,16 @@ metrics.
 The session's overfit_mask_rcnn (tests/trained_models.py) is model_main's
 run on PNG masks, evaluated with coco_detection_metrics and
 coco_mask_metrics (eval_0's events) and exported by its Servo exporter (a
-SavedModel with detection_masks). One `evaluate` of that export on the same
-records is shared by the module's tests.
+SavedModel with detection_masks). `evaluate` of that export on the same
+records must print the events' DetectionMasks_ numbers.
 """
 import contextlib
-import glob
 import io
-import os
 
 import pytest
 import tensorflow as tf
 
 from od_estimator import __main__ as cli
-from tests import event_tags
 from tests.inference import test_evaluate
 
 TOLERANCE = test_evaluate.TOLERANCE
@@ -29,13 +26,7 @@ pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
 def run(overfit_mask_rcnn, tiny_resnet_extractors):
   """model_main's run: its Servo export, records, label map and metrics."""
   del tiny_resnet_extractors  # registered first
-  data = overfit_mask_rcnn['root'] / 'data'
-  (export,) = glob.glob(os.path.join(overfit_mask_rcnn['model_dir'],
-                                     'export', 'Servo', '*'))
-  return {'export': export, 'records': str(data / 'shapes.record'),
-          'label_map': str(data / 'label_map.pbtxt'),
-          'model_main': event_tags.last_scalars(os.path.join(
-              overfit_mask_rcnn['model_dir'], 'eval_0'))}
+  return test_evaluate.servo_run(overfit_mask_rcnn)
 
 
 def _flags(run, records=None):
@@ -49,7 +40,7 @@ def test_prints_model_mains_mask_metrics_of_the_same_records(run):
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
     assert cli.main(_flags(run)) == 0
-  printed = test_evaluate._printed_metrics(out.getvalue())
+  printed = test_evaluate.printed_metrics(out.getvalue())
   mask_metrics = {name: value for name, value in run['model_main'].items()
                   if name.startswith('DetectionMasks_')}
   assert len(mask_metrics) == 12, sorted(run['model_main'])
