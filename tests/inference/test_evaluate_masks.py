@@ -10,6 +10,8 @@ records must print the events' DetectionMasks_ numbers.
 import contextlib
 import io
 
+import numpy as np
+from PIL import Image
 import pytest
 import tensorflow as tf
 
@@ -36,28 +38,61 @@ def _flags(run, records=None):
           '--eval_metrics=coco_mask_metrics']
 
 
-def test_prints_model_mains_mask_metrics_of_the_same_records(run):
+def _evaluated(run, records=None):
+  """evaluate's printed metrics."""
   out = io.StringIO()
   with contextlib.redirect_stdout(out):
-    assert cli.main(_flags(run)) == 0
-  printed = test_evaluate.printed_metrics(out.getvalue())
+    assert cli.main(_flags(run, records)) == 0
+  return test_evaluate.printed_metrics(out.getvalue())
+
+
+def _rewritten(run, path, edit):
+  """run's records, each edited by edit(tf.Example), written to path."""
+  with tf.io.TFRecordWriter(path) as writer:
+    for serialized in tf.data.TFRecordDataset(run['records']):
+      example = tf.train.Example.FromString(serialized.numpy())
+      edit(example)
+      writer.write(example.SerializeToString())
+  return path
+
+
+@pytest.fixture(scope='module')
+def evaluated(run):
+  """evaluate's metrics of the run's records (PNG masks), run once."""
+  return _evaluated(run)
+
+
+def test_prints_model_mains_mask_metrics_of_the_same_records(run, evaluated):
   mask_metrics = {name: value for name, value in run['model_main'].items()
                   if name.startswith('DetectionMasks_')}
   assert len(mask_metrics) == 12, sorted(run['model_main'])
-  assert sorted(printed) == sorted(mask_metrics)
+  assert sorted(evaluated) == sorted(mask_metrics)
   for name, value in mask_metrics.items():
-    assert printed[name] == pytest.approx(value, abs=TOLERANCE), name
+    assert evaluated[name] == pytest.approx(value, abs=TOLERANCE), name
   # The run learned masks: the comparison is not of empty evaluations.
-  assert printed['DetectionMasks_Precision/mAP@.50IOU'] > 0.5
+  assert evaluated['DetectionMasks_Precision/mAP@.50IOU'] > 0.5
+
+
+def _numerical_masks(example):
+  """PNG masks replaced by their pixels as floats, height * width each."""
+  feature = example.features.feature['image/object/mask']
+  pixels = [np.asarray(Image.open(io.BytesIO(png)), np.float32).ravel()
+            for png in feature.bytes_list.value]
+  feature.Clear()
+  feature.float_list.value.extend(np.concatenate(pixels).tolist())
+
+
+def test_numerical_masks_give_the_png_masks_metrics(run, evaluated,
+                                                    tmp_path):
+  records = _rewritten(run, str(tmp_path / 'numerical.record'),
+                       _numerical_masks)
+  assert _evaluated(run, records) == evaluated
 
 
 def test_records_without_masks_are_one_line(run, tmp_path, capsys):
-  records = str(tmp_path / 'no_masks.record')
-  with tf.io.TFRecordWriter(records) as writer:
-    for serialized in tf.data.TFRecordDataset(run['records']):
-      example = tf.train.Example.FromString(serialized.numpy())
-      del example.features.feature['image/object/mask']
-      writer.write(example.SerializeToString())
+  records = _rewritten(
+      run, str(tmp_path / 'no_masks.record'),
+      lambda example: example.features.feature.pop('image/object/mask'))
   assert cli.main(_flags(run, records)) == 1
   err = capsys.readouterr().err
   assert err.count('\n') == 1, err
