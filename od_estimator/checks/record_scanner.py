@@ -346,6 +346,23 @@ _MASK_KINDS = {
 }
 
 
+def masks_kind(example):
+  """A tf.Example's image/object/mask list kind ('float_list' or
+  'bytes_list'), or None when it holds no masks."""
+  feature = example.features.feature
+  if 'image/object/mask' not in feature:
+    return None
+  kind = feature['image/object/mask'].WhichOneof('kind')
+  return kind if kind in _MASK_KINDS else None
+
+
+def mask_type_of(example):
+  """The InstanceMaskType name (PNG_MASKS, NUMERICAL_MASKS) of a
+  tf.Example's masks, or None when it holds none."""
+  kind = masks_kind(example)
+  return kind and _MASK_KINDS[kind][0]
+
+
 def mask_type_problem(input_config, field):
   """The first record's masks against the reader's mask_type, or None.
 
@@ -363,10 +380,8 @@ def mask_type_problem(input_config, field):
     return None
   first = next(_indexed_records(_reader_files(input_config)), None)
   example = first and _parse(first[2])
-  if example is None or 'image/object/mask' not in example.features.feature:
-    return None
-  kind = example.features.feature['image/object/mask'].WhichOneof('kind')
-  if kind not in _MASK_KINDS:
+  kind = example and masks_kind(example)
+  if not kind:
     return None
   wanted, what = _MASK_KINDS[kind]
   configured = input_reader_pb2.InstanceMaskType.Name(input_config.mask_type)

@@ -19,7 +19,9 @@ evaluated, a faithful export gives model_main's numbers.
 
 The metrics sets are --eval_metrics, else the eval_config.metrics_set of
 --pipeline_config_path (whose other eval_config fields apply too), else
-coco_detection_metrics. With --output_dir, a report.html with pictures is
+coco_detection_metrics. Mask sets (coco_mask_metrics, ...) need a model
+with detection_masks and records with image/object/mask (PNG or
+numerical). With --output_dir, a report.html with pictures is
 written there (see evaluation_report) and per-category COCO mAP is
 computed for its table.
 """

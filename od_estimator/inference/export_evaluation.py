@@ -4,10 +4,15 @@ The export runs on each record's image, one at a time (model_main's eval
 batch); its detections and the record's groundtruth (labeled_records), both
 in pixels, go to the evaluators eval_config.metrics_set names, the ones
 model_main builds (metrics/eval_util), so the metrics carry model_main's
-names and, on the records model_main evaluated, its values.
+names and, on the records model_main evaluated, its values. Mask sets
+take the records' masks (PNG or numerical, as the first record with masks
+holds them) and the export's detection_masks pasted into the image and
+thresholded at 0.5, as model_main's evaluation does.
 """
 import numpy as np
+import tensorflow as tf
 
+from od_estimator.checks import record_scanner
 from od_estimator.config import config_util
 from od_estimator.core import standard_fields as fields
 from od_estimator.inference import exported_model
@@ -41,14 +46,6 @@ def eval_config_for(eval_metrics=None, pipeline_config_path=None,
     del eval_config.metrics_set[:]
     eval_config.metrics_set.extend(
         name.strip() for name in eval_metrics.split(',') if name.strip())
-  for name in metric_sets.configured(eval_config):
-    if metric_sets.needs_masks(name):
-      raise config_util.ConfigError(
-          'metrics set %r evaluates masks, which evaluate does not read from '
-          'the records yet' % name, field='eval_metrics',
-          hint='use model_main --checkpoint_dir for mask metrics; box sets: '
-          '%s' % ', '.join(name for name in metric_sets.supported()
-                           if not metric_sets.needs_masks(name)))
   if per_category:
     eval_config.include_metrics_per_category = True
   return eval_config
@@ -108,6 +105,36 @@ def _ranges(ids):
   return ', '.join(parts)
 
 
+def _mask_type(model, paths, metrics_set):
+  """The records' mask encoding, for mask metrics set `metrics_set`.
+
+  Raises:
+    exported_model.ExportedModelError: the model predicts no masks, or no
+      record holds image/object/mask.
+  """
+  if not model.has_masks:
+    raise exported_model.ExportedModelError(
+        'metrics set %s evaluates masks, but the model has no %s output: '
+        'evaluate a Mask R-CNN export, or a box metrics set.' % (
+            metrics_set, exported_model.MASKS_KEY))
+  for _, _, serialized in labeled_records.serialized_records(paths):
+    mask_type = record_scanner.mask_type_of(
+        tf.train.Example.FromString(serialized))
+    if mask_type:
+      return mask_type
+  raise exported_model.ExportedModelError(
+      'metrics set %s evaluates masks, but no record of %s holds '
+      'image/object/mask.' % (metrics_set, ', '.join(paths)))
+
+
+def _image_masks(model, raw, height, width):
+  """uint8 [M, height, width] 0/1 masks of the image's M num_detections."""
+  count = int(raw['num_detections'])
+  return model.image_masks(
+      {exported_model.MASKS_KEY: raw[exported_model.MASKS_KEY][:count],
+       'detection_boxes': raw['detection_boxes'][:count]}, height, width)
+
+
 def evaluate(model, paths, label_map_path, eval_config, observe=None,
              log=None):
   """Runs the model over the records; returns the evaluators' metrics.
@@ -133,17 +160,24 @@ def evaluate(model, paths, label_map_path, eval_config, observe=None,
   categories = categories_of(label_map_path)
   known_ids = [category['id'] for category in categories]
   evaluators = eval_util.get_evaluators(eval_config, categories)
-  decoder = labeled_records.GroundtruthDecoder(label_map_path, max(known_ids))
+  mask_sets = [name for name in metric_sets.configured(eval_config)
+               if metric_sets.needs_masks(name)]
+  mask_type = _mask_type(model, paths, mask_sets[0]) if mask_sets else None
+  decoder = labeled_records.GroundtruthDecoder(label_map_path, max(known_ids),
+                                               mask_type)
   image_id, unknown_classes = 0, 0
   try:
     for path, index, serialized in labeled_records.serialized_records(paths):
       labeled = decoder.decode(serialized, '%s:%d' % (path, index))
       unknown_classes += labeled.unknown_classes
       height, width = labeled.image.shape[:2]
-      detections = absolute_detections(
-          model.detect(labeled.image, labeled.encoded, labeled.name,
-                       serialized), height, width, known_ids,
-          label_map_path)
+      raw = model.detect(labeled.image, labeled.encoded, labeled.name,
+                         serialized)
+      detections = absolute_detections(raw, height, width, known_ids,
+                                       label_map_path)
+      if mask_type:
+        detections[_DET.detection_masks] = _image_masks(model, raw, height,
+                                                        width)
       image_id += 1
       for evaluator in evaluators:
         evaluator.add_image(image_id, labeled.groundtruth, detections)

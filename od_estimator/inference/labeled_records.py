@@ -6,7 +6,8 @@ record; its groundtruth goes through the eval input's clean-up
 (input_pipeline/input_groundtruth): absent optional fields filled, boxes
 of NaN coordinates or of class texts the label map lacks dropped, class ids
 out of the label map's range and inverted boxes refused, image-level
-classes as a k-hot (none means every class).
+classes as a k-hot (none means every class). Instance masks, when asked
+for, are the decoder's: [N, H, W] 0/1 at the image's size.
 """
 import dataclasses
 
@@ -78,7 +79,9 @@ class LabeledImage:
     groundtruth: numpy groundtruth_boxes [N, 4] in pixels (ymin, xmin,
       ymax, xmax), groundtruth_classes [N] 1-based, groundtruth_is_crowd,
       groundtruth_area, groundtruth_difficult, groundtruth_group_of [N] and
-      groundtruth_labeled_classes [num_classes + 1] k-hot by class id.
+      groundtruth_labeled_classes [num_classes + 1] k-hot by class id;
+      groundtruth_instance_masks [N, H, W] uint8 0/1 when the decoder
+      loads masks.
     unknown_classes: boxes dropped because the label map lacks their
       class text.
   """
@@ -93,19 +96,23 @@ class LabeledImage:
 class GroundtruthDecoder:
   """Decodes records in a graph of its own, one session run per record."""
 
-  def __init__(self, label_map_path, num_classes):
+  def __init__(self, label_map_path, num_classes, mask_type=None):
     """Builds the decoding graph.
 
     Args:
       label_map_path: maps image/object/class/text to ids.
       num_classes: the label map's largest id: records holding larger (or
         0) class ids are refused.
+      mask_type: the records' mask encoding (tf_example_decoder's
+        PNG_MASKS or NUMERICAL_MASKS) to load instance masks, or None.
     """
     self._label_map_path = label_map_path
     self._graph = tf.Graph()
     with self._graph.as_default():
       self._serialized = tf.compat.v1.placeholder(tf.string, [])
       decoded = tf_example_decoder.TfExampleDecoder(
+          load_instance_masks=bool(mask_type),
+          instance_mask_type=mask_type or tf_example_decoder.NUMERICAL_MASKS,
           label_map_proto_file=label_map_path).decode(self._serialized)
       decoded = input_groundtruth.fill_missing_per_box_fields(decoded)
       decoded = input_groundtruth.refuse_bad_objects(decoded, num_classes)
@@ -117,6 +124,9 @@ class GroundtruthDecoder:
       labeled = input_groundtruth.k_hot(
           decoded[_IN.groundtruth_image_classes], num_classes, True)
       self._outputs = {name: decoded[name] for name in _BOX_FIELDS}
+      if mask_type:
+        self._outputs[_IN.groundtruth_instance_masks] = tf.cast(
+            decoded[_IN.groundtruth_instance_masks], tf.uint8)
       self._outputs.update({
           _IN.image: decoded[_IN.image],
           _IN.filename: decoded[_IN.filename],

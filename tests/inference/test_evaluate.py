@@ -35,17 +35,22 @@ TOLERANCE = 1e-6
 pytestmark = pytest.mark.usefixtures('tiny_resnet_extractors')
 
 
+def servo_run(trained):
+  """A trained_models run's Servo export, records, label map and metrics."""
+  data = trained['root'] / 'data'
+  (export,) = glob.glob(os.path.join(trained['model_dir'], 'export', 'Servo',
+                                     '*'))
+  return {'export': export, 'records': str(data / 'shapes.record'),
+          'label_map': str(data / 'label_map.pbtxt'),
+          'model_main': event_tags.last_scalars(os.path.join(
+              trained['model_dir'], 'eval_0'))}
+
+
 @pytest.fixture(scope='module')
 def run(overfit_faster_rcnn, tiny_resnet_extractors):
   """model_main's run: its Servo export, records, label map and metrics."""
   del tiny_resnet_extractors  # registered first
-  data = overfit_faster_rcnn['root'] / 'data'
-  (export,) = glob.glob(os.path.join(overfit_faster_rcnn['model_dir'],
-                                     'export', 'Servo', '*'))
-  return {'export': export, 'records': str(data / 'shapes.record'),
-          'label_map': str(data / 'label_map.pbtxt'),
-          'model_main': event_tags.last_scalars(os.path.join(
-              overfit_faster_rcnn['model_dir'], 'eval_0'))}
+  return servo_run(overfit_faster_rcnn)
 
 
 def _main(capsys, *flags):
@@ -55,7 +60,7 @@ def _main(capsys, *flags):
   return code, captured.out, captured.err
 
 
-def _printed_metrics(out):
+def printed_metrics(out):
   return {name: float(value) for name, value in
           re.findall(r'^(\S[^:\n]*): (-?[0-9.]+|nan)$', out, re.MULTILINE)}
 
@@ -74,7 +79,7 @@ def evaluated(run, tmp_path_factory):
   assert code == 0
   with open(report / evaluation_report.METRICS_FILE) as f:
     metrics = json.load(f)
-  return {'printed': _printed_metrics(out.getvalue()), 'metrics': metrics,
+  return {'printed': printed_metrics(out.getvalue()), 'metrics': metrics,
           'report': report}
 
 
@@ -164,6 +169,9 @@ def test_infer_detections_adds_the_detections_to_the_records(run, tmp_path,
     ({'--saved_model_dir': '{tmp}'}, 'holds no saved_model.pb'),
     ({'--saved_model_dir': None, '--inference_graph': '{records}'},
      'is not an exported detector'),
+    ({'--eval_metrics': 'coco_mask_metrics'},
+     'metrics set coco_mask_metrics evaluates masks, but the model has no '
+     'detection_masks output'),
 ])
 def test_bad_input_is_one_line(run, tmp_path, capsys, changes, expected):
   flags = {'--saved_model_dir': run['export'],

@@ -3,7 +3,6 @@ classes checked against the label map, the metrics sets it can run."""
 import numpy as np
 import pytest
 
-from od_estimator import errors
 from od_estimator.core import standard_fields as fields
 from od_estimator.inference import exported_model
 from od_estimator.inference import export_evaluation
@@ -48,5 +47,5 @@ def test_metrics_sets_from_the_flag_or_the_pipeline_config(tmp_path):
       'coco_detection_metrics, oid_V2_detection_metrics', str(config))
   assert list(eval_config.metrics_set) == ['coco_detection_metrics',
                                            'oid_V2_detection_metrics']
-  with pytest.raises(errors.UserInputError, match='evaluates masks'):
-    export_evaluation.eval_config_for('coco_mask_metrics')
+  eval_config = export_evaluation.eval_config_for('coco_mask_metrics')
+  assert list(eval_config.metrics_set) == ['coco_mask_metrics']
