@@ -149,8 +149,8 @@ def create_estimator_and_inputs(
       sample_1_of_n_eval_examples, override_eval_num_epochs, check_configs,
       **kwargs: the configs, their overrides and check (see _run_configs).
     sample_1_of_n_eval_on_train_examples: sampling of the eval-on-train set.
-    model_fn_creator: create_model_fn or a replacement.
-    postprocess_on_cpu: see create_model_fn.
+    model_fn_creator: create_model_fn or a replacement; postprocess_on_cpu
+      and eval_plots (--eval_plots; passed on only when true) go to it.
     use_tpu_estimator, use_tpu, num_shards, params, export_to_tpu: the
       Estimator (see _build_estimator).
     save_final_config: the job trains into model_dir: check the checkpoint
@@ -163,8 +163,6 @@ def create_estimator_and_inputs(
     evaluated_checkpoint: evaluation only: the checkpoint of --checkpoint_dir
       evaluated first, which the evaluation graph is checked against.
     checkpoint_dir: evaluation only: --checkpoint_dir (TF2 ckpt-N too).
-    eval_plots: --eval_plots: model_fn_creator is also given
-      eval_plots=True (see create_model_fn).
 
   Returns:
     A dict with estimator, train_input_fn, eval_input_fns, eval_input_names,

@@ -29,7 +29,7 @@ import argparse
 import sys
 
 from od_estimator.inference import command_runs
-from od_estimator.inference import evaluation_report
+from od_estimator.metrics import evaluation_report
 from od_estimator.inference import exported_model
 from od_estimator.inference import export_evaluation
 from od_estimator.inference import labeled_records

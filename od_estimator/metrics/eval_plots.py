@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from od_estimator.core import standard_fields as fields
-from od_estimator.inference import evaluation_report
+from od_estimator.metrics import evaluation_report
 from od_estimator.metrics import eval_visualization
 
 _IN = fields.InputDataFields

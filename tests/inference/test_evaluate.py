@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from od_estimator import __main__ as cli
 from od_estimator.core import standard_fields as fields
-from od_estimator.inference import evaluation_report
+from od_estimator.metrics import evaluation_report
 from tests import event_tags
 
 _TF = fields.TfExampleFields

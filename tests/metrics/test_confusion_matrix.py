@@ -2,7 +2,7 @@
 detections and misses counted where they belong."""
 import numpy as np
 
-from od_estimator.inference import confusion_matrix
+from od_estimator.metrics import confusion_matrix
 
 CAT, DOG = 1, 2
 _BOX_A = [0, 0, 10, 10]

@@ -29,8 +29,8 @@ import os
 import numpy as np
 
 from od_estimator.core import standard_fields as fields
-from od_estimator.inference import confusion_matrix
-from od_estimator.inference import report_drawings
+from od_estimator.metrics import confusion_matrix
+from od_estimator.metrics import report_drawings
 from od_estimator.metrics import pascal_evaluation
 from od_estimator.utils import file_safety
 from od_estimator.utils import label_map_util
