@@ -27,6 +27,7 @@ from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder
 from od_estimator.core import standard_fields as fields
+from od_estimator.utils import graph_functions
 
 GCS_PREFIX = 'gs://'
 DEFAULT_NUM_SHARDS = 8  # model_tpu_main's --num_shards default.
@@ -405,8 +406,7 @@ def _xla_error(step, step_ops):
 
   The step's GraphDef, cut down to the ops computing its output, is imported
   into a function whose variables are captured (XLA cannot create them) and
-  whose feeds are its arguments: the nodes standing for both are left out
-  and their outputs mapped.
+  whose feeds are its arguments (utils/graph_functions).
   """
   graph_def = tf.compat.v1.graph_util.extract_sub_graph(
       step.graph.as_graph_def(), [step.output.op.name])
@@ -416,28 +416,10 @@ def _xla_error(step, step_ops):
                                            op.get_attr('dtype')),
                                   trainable=False)
       for op in step_ops if op.type == 'VarHandleOp'}
-  feeds = [tensor.name for tensor in step.feeds]
-  mapped = {name.split(':')[0] for name in list(variables) + feeds}
-  kept = [node for node in graph_def.node if node.name not in mapped]
-  needed = {name.split(':')[0].lstrip('^') for node in kept
-            for name in node.input}
-  for node in kept:  # No colocation with a node left out.
-    if '_class' in node.attr:
-      del node.attr['_class']
-  del graph_def.node[:]
-  graph_def.node.extend(kept)
-
-  def import_step(*args):
-    input_map = {name: arg for name, arg in zip(feeds, args)
-                 if name.split(':')[0] in needed}  # (the others unused)
-    input_map.update({name: tf.identity(variable.handle)
-                      for name, variable in variables.items()})
-    return tf.compat.v1.import_graph_def(
-        graph_def, name=_IMPORT_SCOPE, input_map=input_map,
-        return_elements=[step.output.name])[0]
-
   specs = [tf.TensorSpec(t.shape, t.dtype) for t in step.feeds]
-  step_fn = tf.compat.v1.wrap_function(import_step, signature=specs)
+  step_fn = graph_functions.function_of_graph_def(
+      graph_def, [t.name for t in step.feeds], specs, step.output.name,
+      captured=variables, scope=_IMPORT_SCOPE)
   compiled = tf.function(lambda *args: step_fn(*args), jit_compile=True)
   try:
     compiled.experimental_get_compiler_ir(*specs)(stage='hlo')

@@ -37,6 +37,7 @@ from od_estimator.export import original_object_paths
 from od_estimator.protos import pipeline_pb2
 from od_estimator.utils import file_safety
 from od_estimator.utils import graph_building
+from od_estimator.utils import graph_functions
 from od_estimator.utils import object_checkpoint_writer
 
 EXPORT_ENTRIES = ('saved_model', 'checkpoint', 'pipeline.config')
@@ -92,8 +93,7 @@ def frozen_graph_function(frozen_graph_def, inputs, outputs):
   """A TF2 function running a frozen GraphDef.
 
   The GraphDef is imported once, into the function itself, its input
-  placeholders replaced by the function's arguments (importing it whole
-  and pruning it would build the graph twice).
+  placeholders replaced by the function's arguments (utils/graph_functions).
 
   Args:
     frozen_graph_def: GraphDef without variables.
@@ -102,24 +102,13 @@ def frozen_graph_function(frozen_graph_def, inputs, outputs):
     outputs: names of the tensors returned, in any tf.nest structure (the
       function returns that structure).
   """
-  graph_def = tf.compat.v1.GraphDef()
-  graph_def.CopyFrom(frozen_graph_def)
-  names = [name.split(':')[0] for name in inputs]
-  indices = {node.name: index for index, node in enumerate(graph_def.node)
-             if node.name in names}
+  nodes = {node.name: node for node in frozen_graph_def.node}
   specs = [tf.TensorSpec(
-      tf.TensorShape(graph_def.node[indices[name]].attr['shape'].shape),
-      tf.as_dtype(graph_def.node[indices[name]].attr['dtype'].type))
-           for name in names]
-  for index in sorted(indices.values(), reverse=True):
-    del graph_def.node[index]
-
-  def run(*tensors):
-    returned = tf.compat.v1.import_graph_def(
-        graph_def, input_map=dict(zip(inputs, tensors)),
-        return_elements=tf.nest.flatten(outputs), name='')
-    return tf.nest.pack_sequence_as(outputs, returned)
-  return tf.compat.v1.wrap_function(run, specs)
+      tf.TensorShape(nodes[name.split(':')[0]].attr['shape'].shape),
+      tf.as_dtype(nodes[name.split(':')[0]].attr['dtype'].type))
+           for name in inputs]
+  return graph_functions.function_of_graph_def(frozen_graph_def, inputs,
+                                               specs, outputs)
 
 
 class _Detector(tf.Module):

@@ -3,7 +3,8 @@
 A training run used to print about 270 lines of TensorFlow's (C++ startup
 lines, deprecation notices, Estimator chatter) around 30 of ours. By
 default the commands show only what od_estimator logs, TensorFlow's errors
-and its lines saying which checkpoint it restores and the final loss. Two
+and its lines saying which checkpoint it restores, each checkpoint it saves
+and the final loss. Two
 flags bring the rest back:
 
   --verbosity=N  (absl's flag) TensorFlow's Python-side INFO and WARNING
