@@ -19,6 +19,8 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
+from od_estimator.metrics import eval_plots
+from od_estimator.metrics import report_drawings
 from tests.command_modules import import_command
 from tests.command_modules import run_command
 
@@ -230,9 +232,12 @@ def test_random_seed_is_the_run_configs_graph_seed(tmp_path, argv, seed):
     flags.unparse_flags()
 
 
-def test_eval_plots_writes_curves_and_confusion_matrix(
-    one_step_fake_faster_rcnn, tmp_path):
+def test_eval_plots_writes_curves_confusion_matrix_and_worst_images(
+    one_step_fake_faster_rcnn, tmp_path, monkeypatch):
   _, config, model_dir = one_step_fake_faster_rcnn
+  # Fewer than the 4 evaluation images, which the untrained model all
+  # gets wrong: the grid keeps only the 3 worst.
+  monkeypatch.setattr(eval_plots, 'NUM_WORST_IMAGES', 3)
   _evaluate_once(config, tmp_path / 'eval', model_dir, '--eval_plots')
   directory = str(tmp_path / 'eval' / 'eval_validation_data')
   pictures = {}
@@ -245,8 +250,11 @@ def test_eval_plots_writes_curves_and_confusion_matrix(
               tf.io.decode_png(value.image.encoded_image_string).shape)
   assert sorted(pictures) == ['EvalPlots/ConfusionMatrix/0',
                               'EvalPlots/PerClass/0',
-                              'EvalPlots/PrecisionRecall/0']
+                              'EvalPlots/PrecisionRecall/0',
+                              'EvalPlots/WorstImages/0']
   for (height, width), shape in pictures.values():
     assert shape == (height, width, 3) and height >= 40 and width >= 200
+  width, height = report_drawings.grid_size(3)
+  assert pictures['EvalPlots/WorstImages/0'][1] == (height, width, 3)
   # The evaluation images are still written beside them.
   assert set(ONE_STEP_EVAL_IMAGE_TAGS) <= set(_eval_images(directory))

@@ -65,7 +65,7 @@ def build_eval_metric_ops(eval_dict, losses, configs, images=False,
         eval_config, categories, eval_dict))
   if plots:
     metric_ops.update(eval_plots.EvalPlots(
-        categories, eval_config.min_score_threshold)
+        categories, eval_config.min_score_threshold, worst_images=images)
                       .get_estimator_eval_metric_ops(eval_dict))
   return metric_ops
 

@@ -355,8 +355,7 @@ def create_model_fn(detection_model_fn, configs, hparams=None, use_tpu=False,
       TPUEstimator the specs are TPUEstimatorSpecs whether or not on TPU.
     postprocess_on_cpu: run post-processing outside the TPU computation.
     optimizer_wrapper: see training_graph.build_train_op.
-    eval_plots: evaluations also write the precision-recall curves and the
-      confusion matrix as images (metrics/eval_plots).
+    eval_plots: evaluations also write metrics/eval_plots' images.
   """
   options = ModelFnOptions(
       detection_model_fn, configs, use_tpu=use_tpu,

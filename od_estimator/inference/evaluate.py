@@ -75,9 +75,10 @@ def _parser():
                            'confusion matrix and the pictures (default '
                            '0.5).')
   parser.add_argument('--num_worst_images', type=flag_checks.at_least(0),
-                      default=16,
+                      default=evaluation_report.NUM_WORST_IMAGES,
                       help='report: images in the worst images grid '
-                           '(default 16).')
+                           '(default %d).' %
+                      evaluation_report.NUM_WORST_IMAGES)
   return parser
 
 

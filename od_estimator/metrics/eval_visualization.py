@@ -58,6 +58,13 @@ class _Frame:
     array = array[:self.true_height, :self.true_width]
     return _nearest_resize(array, self.height, self.width)
 
+  def picture(self, image):
+    """uint8 [height, width, 3]: a retained [H, W, C] image (grey or with
+    additional channels) as RGB at its original size."""
+    if image.shape[2] == 1:
+      image = np.repeat(image, 3, axis=2)
+    return self.to_original(image[:, :, :3]).astype(np.uint8)
+
   def masks(self, masks):
     """[N, h, w] masks → uint8 [N, height, width], from either frame."""
     masks = np.asarray(masks)
@@ -136,9 +143,7 @@ class SideBySideEvalImages:
         masks, keypoints}, cut to the image's boxes.
       frame: the image's _Frame.
     """
-    if image.shape[2] == 1:
-      image = np.repeat(image, 3, axis=2)
-    picture = frame.to_original(image[:, :, :3]).astype(np.uint8)
+    picture = frame.picture(image)
     left, right = picture.copy(), picture.copy()
     if self._groundtruth_color:
       visualization_utils.visualize_boxes_and_labels_on_image_array(
@@ -242,6 +247,13 @@ class SideBySideEvalImages:
                                      [tf.string] * self._max_examples)
     return {name: (summary, update_op)
             for name, summary in zip(self.names(), summaries)}
+
+
+def original_picture(image, true_shape, original_shape):
+  """uint8 [height, width, 3]: the retained uint8 [H, W, C] image of an
+  eval dict, cut to its true_shape and resized to its original_shape
+  (height, width), the frame of the eval dict's absolute boxes."""
+  return _Frame(image.shape, true_shape, original_shape).picture(image)
 
 
 def image_summary(name, image):

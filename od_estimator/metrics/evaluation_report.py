@@ -48,12 +48,64 @@ _PER_CATEGORY = 'PerformanceByCategory/'
 _GROUNDTRUTH_COLOR = 'LimeGreen'
 
 
+# The images in the worst images grid, unless told otherwise.
+NUM_WORST_IMAGES = 16
+
+
+class WorstImages:
+  """The `size` worst images seen so far, and never more.
+
+  An image's badness is its number of errors (misses, false detections
+  and wrong classes: confusion_matrix's ImageErrors.total); of two images
+  as bad, the earlier stays. A min-heap on (errors, -image_id) holds the
+  kept pictures, so memory does not grow with the number of images, and
+  `keeps` tells beforehand whether an image would be kept, so that only
+  those are drawn.
+  """
+
+  def __init__(self, size):
+    """Keeps at most `size` images (0: none)."""
+    self.size = size
+    self._heap = []  # (errors, -image_id, caption, picture)
+
+  def __len__(self):
+    return len(self._heap)
+
+  def keeps(self, errors, image_id):
+    """Whether an image with `errors` errors would be kept now.
+
+    Args:
+      errors: its badness; an image with none is never kept.
+      image_id: its id, unique among the images offered.
+    """
+    if not errors or not self.size:
+      return False
+    return (len(self._heap) < self.size or
+            (errors, -image_id) > self._heap[0][:2])
+
+  def add(self, errors, image_id, caption, picture):
+    """Keeps the image if `keeps` says so, dropping the least bad kept one
+    when full."""
+    if not self.keeps(errors, image_id):
+      return
+    item = (errors, -image_id, caption, picture)
+    if len(self._heap) < self.size:
+      heapq.heappush(self._heap, item)
+    else:
+      heapq.heapreplace(self._heap, item)
+
+  def worst_first(self):
+    """[(caption, picture)], the most errors first."""
+    return [(caption, picture) for _, _, caption, picture in
+            sorted(self._heap, key=lambda item: item[:2], reverse=True)]
+
+
 class ReportCollector:
   """Collects what the report shows, image by image (export_evaluation's
-  `observe`)."""
+  `observe`, eval_plots' batches)."""
 
   def __init__(self, categories, iou_threshold=0.5, min_score=0.5,
-               num_worst=16):
+               num_worst=NUM_WORST_IMAGES):
     """Prepares the counts.
 
     Args:
@@ -65,31 +117,33 @@ class ReportCollector:
     self.categories = sorted(categories, key=lambda c: c['id'])
     self.iou_threshold = iou_threshold
     self.min_score = min_score
-    self._num_worst = num_worst
     self.confusion = confusion_matrix.ConfusionMatrix(
         [c['id'] for c in self.categories], iou_threshold, min_score)
     self.curves = pascal_evaluation.PascalDetectionEvaluator(
         self.categories, matching_iou_threshold=iou_threshold)
-    self._worst = []  # heap of (errors, -image_id, name, drawn image)
+    self.worst = WorstImages(num_worst)
 
   def __call__(self, image_id, labeled, detections):
+    """Counts one image.
+
+    Args:
+      image_id: unique among the images counted.
+      labeled: has .groundtruth (boxes in the detections' unit, 1-based
+        classes), .name (for its caption) and .image (uint8 [H, W, 3], read
+        only when the image is kept for the worst images grid).
+      detections: boxes, scores and 1-based classes.
+    """
     groundtruth = labeled.groundtruth
     self.curves.add_image(image_id, groundtruth, detections)
     errors = self.confusion.add(
         groundtruth[_IN.groundtruth_boxes],
         groundtruth[_IN.groundtruth_classes], detections[_DET.detection_boxes],
         detections[_DET.detection_scores], detections[_DET.detection_classes])
-    if not errors.total or not self._num_worst:
-      return
-    entry = (errors.total, -image_id)
-    if len(self._worst) == self._num_worst and entry <= self._worst[0][:2]:
-      return
-    drawn = self._drawn(labeled.image, groundtruth, detections)
-    item = entry + ('%s: %s' % (labeled.name, errors), drawn)
-    if len(self._worst) < self._num_worst:
-      heapq.heappush(self._worst, item)
-    else:
-      heapq.heapreplace(self._worst, item)
+    if self.worst.keeps(errors.total, image_id):
+      self.worst.add(errors.total, image_id,
+                     '%s: %s' % (labeled.name, errors),
+                     report_drawings.fit_tile(self._drawn(
+                         labeled.image, groundtruth, detections)))
 
   def _drawn(self, image, groundtruth, detections):
     """A copy of the image with its groundtruth and kept detections."""
@@ -105,11 +159,6 @@ class ReportCollector:
         label_map_util.create_category_index(self.categories),
         max_boxes_to_draw=None, min_score_thresh=self.min_score - 1e-9,
         line_thickness=2)
-
-  def worst_images(self):
-    """[(caption, drawn image)], the most errors first."""
-    return [(caption, image) for _, _, caption, image in
-            sorted(self._worst, reverse=True)]
 
   def per_class_rows(self, metrics):
     """(column titles, rows): a row per class (see the module docstring).
@@ -150,12 +199,10 @@ def write(output_dir, collector, metrics, summary):
     The report.html path.
   """
   os.makedirs(output_dir, exist_ok=True)
-  worst = collector.worst_images()
   pictures = {
       CURVES_FILE: curves_picture(collector),
       CONFUSION_FILE: confusion_picture(collector),
-      WORST_FILE: report_drawings.image_grid(
-          [image for _, image in worst], [caption for caption, _ in worst]),
+      WORST_FILE: worst_picture(collector),
   }
   for name, picture in pictures.items():
     data = io.BytesIO()
@@ -185,6 +232,14 @@ def curves_picture(collector):
       [curves[class_id] for class_id in sorted(curves)],
       ['%s  AP %.3f' % (names[class_id], ap[ap_names[class_id]])
        for class_id in sorted(curves)])
+
+
+def worst_picture(collector):
+  """The grid of the worst images, the most errors first, each captioned
+  with its name and errors (a PIL image)."""
+  worst = collector.worst.worst_first()
+  return report_drawings.image_grid([picture for _, picture in worst],
+                                    [caption for caption, _ in worst])
 
 
 def confusion_picture(collector):

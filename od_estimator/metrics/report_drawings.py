@@ -17,6 +17,9 @@ _CURVE = (31, 119, 180)
 _PLOT = (260, 220)  # One class's curve: width, height.
 _MARGIN = 32  # Room for the axes' labels.
 _CELL = 48  # One cell of the confusion matrix.
+TILE = 256  # The longer side of an image in image_grid.
+GRID_COLUMNS = 4
+_CAPTION_HEIGHT = 16  # Under each image of image_grid.
 
 
 def _font():
@@ -144,36 +147,55 @@ def table(titles, rows):
   return canvas
 
 
-def image_grid(images, captions, tile=256, columns=4):
+def fit_tile(image, tile=TILE):
+  """A PIL image of `image` scaled so that its longer side is `tile` pixels.
+
+  Args:
+    image: uint8 [H, W, 3] array, or a PIL image (returned as it is when it
+      already fits).
+    tile: the longer side, in pixels.
+  """
+  picture = image if isinstance(image, Image.Image) else Image.fromarray(
+      np.asarray(image))
+  if max(picture.size) == tile:
+    return picture
+  scale = tile / max(picture.size)
+  return picture.resize((max(1, round(picture.width * scale)),
+                         max(1, round(picture.height * scale))))
+
+
+def image_grid(images, captions, tile=TILE, columns=GRID_COLUMNS):
   """The images scaled to tiles of `tile` pixels, a caption under each.
 
   Args:
-    images: uint8 [H, W, 3] arrays.
+    images: uint8 [H, W, 3] arrays or PIL images (fit_tile's).
     captions: one line each.
     tile: the longer side of a tile.
     columns: tiles per row.
 
   Returns:
-    An RGB image; a single panel saying so when there is no image.
+    An RGB image of grid_size(len(images), tile, columns); a single panel
+    saying so when there is no image.
   """
   if not images:
     return _message_panel('no image has a missed or false detection')
+  canvas = Image.new('RGB', grid_size(len(images), tile, columns), _WHITE)
   columns = min(columns, len(images))
-  rows = math.ceil(len(images) / columns)
-  caption_height = 16
-  canvas = Image.new('RGB', (columns * tile, rows * (tile + caption_height)),
-                     _WHITE)
   draw = ImageDraw.Draw(canvas)
   font = _font()
   for i, (image, caption) in enumerate(zip(images, captions)):
-    picture = Image.fromarray(image)
-    scale = tile / max(picture.size)
-    picture = picture.resize((max(1, round(picture.width * scale)),
-                              max(1, round(picture.height * scale))))
-    left, top = (i % columns) * tile, (i // columns) * (tile + caption_height)
+    picture = fit_tile(image, tile)
+    left = (i % columns) * tile
+    top = (i // columns) * (tile + _CAPTION_HEIGHT)
     canvas.paste(picture, (left + (tile - picture.width) // 2, top))
     draw.text((left + 2, top + tile + 2), caption, _BLACK, font)
   return canvas
+
+
+def grid_size(count, tile=TILE, columns=GRID_COLUMNS):
+  """(width, height) of image_grid's picture of `count` > 0 images."""
+  rows = math.ceil(count / columns)
+  return min(columns, count) * tile, rows * (tile + _CAPTION_HEIGHT)
 
 
 def _message_panel(text):
