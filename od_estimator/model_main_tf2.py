@@ -119,7 +119,8 @@ flags.DEFINE_string('hparams_overrides', None, 'Hyperparameter overrides, '
                     'hparam_name=value pairs (a flag of the original\'s '
                     'earlier versions).')
 flags.DEFINE_integer('log_every_n_steps', 100,
-                     progress.LOG_EVERY_N_STEPS_HELP)
+                     progress.LOG_EVERY_N_STEPS_HELP + ' With --use_tpu, '
+                     "TPUEstimator's own loss and speed lines instead.")
 flags.DEFINE_boolean('resume_from_last_good', False, 'When the latest '
                      'checkpoint of --model_dir (or --checkpoint_dir) is '
                      'damaged, resume from (or evaluate) the newest intact '
@@ -271,9 +272,10 @@ def _train(job):
             **_checkpointing()),
         launch_check.check, use_tpu_estimator=True, use_tpu=True,
         model_fn_creator=_model_fn_creator)
-  else:
-    parts = training_jobs.build(job, _run_config(), launch_check.check,
-                                model_fn_creator=_model_fn_creator)
+    training_jobs.train_on_tpu(job, parts)
+    return
+  parts = training_jobs.build(job, _run_config(), launch_check.check,
+                              model_fn_creator=_model_fn_creator)
   training_jobs.train(job, parts)
 
 

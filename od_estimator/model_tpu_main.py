@@ -41,7 +41,6 @@ from od_estimator.metrics import eval_plots
 from od_estimator.utils import checkpoint_health
 from od_estimator.config import config_util
 from od_estimator.utils import flag_checks
-from od_estimator.utils import quiet_output
 
 flags.DEFINE_bool('use_tpu', True, 'Use TPUs rather than plain CPUs.')
 flags.DEFINE_string('gcp_project', None, 'Project of the Cloud TPU; detected '
@@ -149,12 +148,9 @@ def main(unused_argv):
       **overrides)
   estimator = parts['estimator']
   if FLAGS.mode == 'train':
-    # TPUEstimator's own lines tell the loss and speed (no ProgressHook:
-    # its hooks run once per --iterations_per_loop steps).
-    quiet_output.keep_tf_lines('loss = ', 'global_step/sec: ')
     try:
-      training_jobs.train(training_jobs.Job(FLAGS.pipeline_config_path,
-                                            log_every_n_steps=0), parts)
+      training_jobs.train_on_tpu(
+          training_jobs.Job(FLAGS.pipeline_config_path), parts)
     except preemption.TrainingPreempted as stop:
       return stop.exit_status
     return

@@ -23,6 +23,7 @@ from od_estimator.estimator import preemption
 from od_estimator.estimator import progress
 from od_estimator.utils import checkpoint_health
 from od_estimator.utils import interrupts
+from od_estimator.utils import quiet_output
 
 
 # An export's entries (the exporters'), never a training's.
@@ -164,6 +165,14 @@ def _training_hooks(job, parts, preemption_hook):
     hooks.insert(0, progress.ProgressHook(job.log_every_n_steps,
                                           parts['train_steps']))
   return hooks
+
+
+def train_on_tpu(job, parts):
+  """train() with TPUEstimator: its own lines tell the loss and speed, no
+  ProgressHook (the hooks run once per --iterations_per_loop steps, where
+  the loss is inside the TPU computation)."""
+  quiet_output.keep_tf_lines('loss = ', 'global_step/sec: ')
+  train(dataclasses.replace(job, log_every_n_steps=0), parts)
 
 
 def train(job, parts):
