@@ -7,7 +7,8 @@ the module writes (tiny_tf2_ssd.write_config). In this process:
 model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 --checkpoint_dir, exporter_main_v2 exports it, `od-estimator detect` runs
 the export, and the export's detections equal Estimator.predict's on one
-image; its checkpoint/ckpt-0 has the original's keys. The config's
+image (and it serves each detection's proposal, detection_anchor_indices);
+its checkpoint/ckpt-0 has the original's keys. The config's
 extractor type builds tests/tiny_resnet.py's Keras ResNet (one block per
 stage at a quarter of the width; the same extractor class, scopes and
 object paths) in this process: the pipeline is what this module checks.
@@ -137,6 +138,16 @@ def test_export_serves_the_estimators_detections(trained, served):
   for key, value in predicted.items():
     np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
                                err_msg=key)
+  # What Estimator.predict leaves out, the original's TF2 exports serve:
+  # the proposal each detection refines (float32, as all their outputs).
+  assert set(served) - set(predicted) == {'detection_anchor_indices'}
+  indices = served['detection_anchor_indices'][0]
+  count = int(served['num_detections'][0])
+  assert indices.dtype == np.float32
+  np.testing.assert_allclose(
+      served['detection_multiclass_scores'][0][:count],
+      served['raw_detection_scores'][0][indices[:count].astype(int)],
+      atol=TOLERANCE, rtol=0)
 
 
 def test_detect_runs_the_export(trained, served, tmp_path):

@@ -14,9 +14,11 @@ The output directory holds:
 The model is built and frozen as exporter.py does for TF1 exports; the
 SavedModel serves the frozen graph. Its outputs are those of the
 original's TF2 exports: every post-processing output, float32, with
-1-based detection_classes (for an SSD: detection_boxes, detection_scores,
-detection_classes, num_detections, detection_multiclass_scores,
-detection_anchor_indices, raw_detection_boxes, raw_detection_scores).
+1-based detection_classes (for an SSD or a Faster R-CNN: detection_boxes,
+detection_scores, detection_classes, num_detections,
+detection_multiclass_scores, detection_anchor_indices (the anchor, or the
+second stage's proposal, of each detection), raw_detection_boxes,
+raw_detection_scores; a Mask R-CNN's detection_masks too).
 
 checkpoint/ckpt-0 keys each value by the original's object path for the
 models of its TF2 names (original_object_paths: the SSD, Faster R-CNN and
