@@ -24,19 +24,6 @@ from tests import tiny_resnet
 from tests import tiny_rfcn
 from tests import tiny_tf2_ssd
 
-# The TF2 C4 sample config made small; its static-shape options kept.
-_TF2_C4_TINY = """
-model { faster_rcnn {
-  num_classes: 3
-  image_resizer { keep_aspect_ratio_resizer {
-    min_dimension: 64 max_dimension: 64 } }
-  first_stage_max_proposals: 8
-  second_stage_batch_size: 4
-  second_stage_post_processing { batch_non_max_suppression {
-    max_detections_per_class: 5 max_total_detections: 5 } }
-} }
-train_config { batch_size: 8 max_number_of_boxes: 4 }
-"""
 STATIC_SHAPES = ' '.join([
     'use_static_shapes: true', 'use_static_balanced_label_sampler: true',
     'use_matmul_gather_in_matcher: true', 'use_matmul_crop_and_resize: true',
@@ -98,7 +85,8 @@ def test_static_shape_tf2_faster_rcnn_resnet_step_compiles(tmp_path, capsys):
   with tiny_resnet.registered(), tiny_resnet.keras_c4_as(extractor):
     config = tiny_tf2_ssd.write_config(
         tmp_path, tmp_path / 'data', config=tf2_faster_rcnn.RESNET50,
-        tiny=_TF2_C4_TINY)
+        tiny=tf2_faster_rcnn.tiny_c4_text(
+            '', 'batch_size: 8 max_number_of_boxes: 4'))
     code = cli.main(['validate', '--pipeline_config_path=%s' % config,
                      '--check_tpu', '--allow_local_paths'])
   out = capsys.readouterr().out
