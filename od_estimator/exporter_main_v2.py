@@ -28,8 +28,9 @@ line) unless --overwrite is given. A training directory is refused.
   float_image_tensor           float32 [batch, height, width, 3]
 The outputs are every post-processing output, float32: detection_boxes,
 detection_scores, detection_classes (1-based label ids), num_detections,
-detection_multiclass_scores, detection_anchor_indices,
-raw_detection_boxes, raw_detection_scores for an SSD.
+detection_multiclass_scores, detection_anchor_indices (an SSD's anchor,
+a Faster R-CNN's proposal each detection comes from), raw_detection_boxes,
+raw_detection_scores; detection_masks for Mask R-CNN.
 
 The weights exported are the moving averages when
 eval_config.use_moving_averages is set, so the export serves what

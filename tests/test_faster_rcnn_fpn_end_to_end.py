@@ -47,3 +47,6 @@ def test_export_detections_equal_estimator_predict(overfit_faster_rcnn_fpn,
                                atol=end_to_end.TOLERANCE, err_msg=key)
   assert (served['num_detections'] > 0).all()
   assert served['detection_classes'][0, 0] == 1.0
+  # As the original's TF1 exports: no detection_anchor_indices (its TF2
+  # exports have them: test_faster_rcnn_keras_end_to_end).
+  assert 'detection_anchor_indices' not in served

@@ -7,7 +7,8 @@ the module writes (tiny_tf2_ssd.write_config). In this process:
 model_main_tf2 trains it TRAIN_STEPS steps and evaluates the folder with
 --checkpoint_dir, exporter_main_v2 exports it, `od-estimator detect` runs
 the export, and the export's detections equal Estimator.predict's on one
-image; its checkpoint/ckpt-0 has the original's keys. The config's
+image (and it serves each detection's proposal, detection_anchor_indices);
+its checkpoint/ckpt-0 has the original's keys. The config's
 extractor type builds tests/tiny_resnet.py's Keras ResNet (one block per
 stage at a quarter of the width; the same extractor class, scopes and
 object paths) in this process: the pipeline is what this module checks.
@@ -49,25 +50,13 @@ EXTRACTOR = 'faster_rcnn_resnet50_keras'
 TRAIN_STEPS = 2
 TOLERANCE = 1e-4
 _VALUE_SUFFIX = '/.ATTRIBUTES/VARIABLE_VALUE'
-TINY = """
-model { faster_rcnn {
-  num_classes: 3
-  image_resizer { keep_aspect_ratio_resizer {
-    min_dimension: 64 max_dimension: 64 } }
-  first_stage_max_proposals: 8
-  second_stage_batch_size: 4
+TINY = tf2_faster_rcnn.tiny_c4_text("""
   second_stage_box_predictor { mask_rcnn_box_predictor { fc_hyperparams {
-    initializer { truncated_normal_initializer { stddev: 0.001 } } } } }
-  second_stage_post_processing { batch_non_max_suppression {
-    max_detections_per_class: 5 max_total_detections: 5 } }
-} }
-train_config {
+    initializer { truncated_normal_initializer { stddev: 0.001 } } } } }""", """
   batch_size: 1 max_number_of_boxes: 4 fine_tune_checkpoint: "%s"
   optimizer { momentum_optimizer { learning_rate {
     cosine_decay_learning_rate {
-      learning_rate_base: 0.0001 warmup_learning_rate: 0.0001 } } } }
-}
-"""
+      learning_rate_base: 0.0001 warmup_learning_rate: 0.0001 } } } }""")
 
 
 @pytest.fixture(scope='module')
@@ -137,6 +126,16 @@ def test_export_serves_the_estimators_detections(trained, served):
   for key, value in predicted.items():
     np.testing.assert_allclose(served[key], value, atol=TOLERANCE, rtol=0,
                                err_msg=key)
+  # What Estimator.predict leaves out, the original's TF2 exports serve:
+  # the proposal each detection refines (float32, as all their outputs).
+  assert set(served) - set(predicted) == {'detection_anchor_indices'}
+  indices = served['detection_anchor_indices'][0]
+  count = int(served['num_detections'][0])
+  assert indices.dtype == np.float32
+  np.testing.assert_allclose(
+      served['detection_multiclass_scores'][0][:count],
+      served['raw_detection_scores'][0][indices[:count].astype(int)],
+      atol=TOLERANCE, rtol=0)
 
 
 def test_detect_runs_the_export(trained, served, tmp_path):
@@ -170,14 +169,26 @@ def test_exported_checkpoint_has_the_originals_keys(trained):
                       for name in trained_names}
 
 
-def test_object_paths_of_the_sample_configs_model_are_the_originals():
+@pytest.mark.parametrize('name', [
+    tf2_faster_rcnn.RESNET50, tf2_faster_rcnn.RESNET50 + tf2_faster_rcnn.MASKS])
+def test_object_paths_of_the_sample_configs_model_are_the_originals(name):
   """The paths of the sample config's model (ResNet-50's blocks: the
-  tiny model's numbering over one block per stage, at full length) are
-  the original's keys of its values (its recorded facts). Our names are
-  the facts' (tests/test_upstream_tf2_configs.py)."""
-  facts = tf2_checkpoints.model_lines(tf2_checkpoints.facts(
-      tf2_faster_rcnn.RESNET50))
-  paths = original_object_paths.original_paths(
-      _as_built([fact.keras_name for fact in facts]))
+  tiny model's numbering over one block per stage, at full length), and
+  of its Mask R-CNN form (the mask head's), are the original's keys of
+  its values (its recorded facts). Our names are the facts'
+  (tests/test_upstream_tf2_configs.py)."""
+  facts = tf2_checkpoints.model_lines(tf2_checkpoints.facts(name))
+  names = _as_built([fact.keras_name for fact in facts])
+  paths = original_object_paths.original_paths(names)
   assert {fact.keras_name: fact.key for fact in facts} == {
       name: path + _VALUE_SUFFIX for name, path in paths.items()}
+  # With use_dropout, the original's box and class heads have a dropout
+  # layer between their flatten and dense layers.
+  dropout = original_object_paths.original_paths(
+      names, second_stage_dropout=True)
+  moved = {name: path for name, path in dropout.items()
+           if path != paths[name]}
+  assert len(moved) == 4 and all(
+      path.startswith('model/_mask_rcnn_box_predictor/_') and
+      path.replace('_layers/2/', '_layers/1/') == paths[name]
+      for name, path in moved.items())

@@ -7,16 +7,22 @@ them the anchor pruning and the first stage's non-max suppression are
 named with the fields to set. The same holds for its R-FCN form
 (tests/tiny_rfcn.py), whose position-sensitive crops then take the
 matrix-product form, and for a feature pyramid (tests/tiny_faster_rcnn_fpn.py
-with the fake pyramid extractor): the multi-level RPN and ROI crop.
+with the fake pyramid extractor): the multi-level RPN and ROI crop. The
+original's TF2 Faster R-CNN ResNet-50 (C4) sample config, whose own
+static-shape options are set, compiles as it is (tests/tiny_resnet.py's
+Keras ResNet for its faster_rcnn_resnet50_keras, at 64x64).
 """
 import pytest
 
 from od_estimator import __main__ as cli
 from od_estimator.models import faster_rcnn_feature_extractor_registry
 from tests import fakes
+from tests import tf2_faster_rcnn
 from tests import tiny_faster_rcnn
 from tests import tiny_faster_rcnn_fpn
+from tests import tiny_resnet
 from tests import tiny_rfcn
+from tests import tiny_tf2_ssd
 
 STATIC_SHAPES = ' '.join([
     'use_static_shapes: true', 'use_static_balanced_label_sampler: true',
@@ -72,6 +78,23 @@ def test_static_shape_feature_pyramid_step_compiles(tmp_path, capsys,
   assert 'XLA compiles the step' in out, out
   with open(tmp_path / 'pipeline.config') as f:
     assert 'multiscale_anchor_generator' in f.read()
+
+
+def test_static_shape_tf2_faster_rcnn_resnet_step_compiles(tmp_path, capsys):
+  extractor = 'faster_rcnn_resnet50_keras'
+  with tiny_resnet.registered(), tiny_resnet.keras_c4_as(extractor):
+    config = tiny_tf2_ssd.write_config(
+        tmp_path, tmp_path / 'data', config=tf2_faster_rcnn.RESNET50,
+        tiny=tf2_faster_rcnn.tiny_c4_text(
+            '', 'batch_size: 8 max_number_of_boxes: 4'))
+    code = cli.main(['validate', '--pipeline_config_path=%s' % config,
+                     '--check_tpu', '--allow_local_paths'])
+  out = capsys.readouterr().out
+  assert code == 0, out
+  assert 'XLA compiles the step' in out, out
+  with open(config) as f:
+    text = f.read()
+  assert extractor in text and 'use_static_shapes: true' in text
 
 
 def test_dynamic_faster_rcnn_step_names_the_static_shapes_field(tmp_path,

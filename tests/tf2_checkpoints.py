@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import object_checkpoint
+from od_estimator.export import exporter_v2
 from od_estimator.protos import train_pb2
 from od_estimator.utils import object_checkpoint_writer
 
@@ -134,3 +135,29 @@ def match(graph, model, prefix, kind):
   with graph.as_default():
     return (fine_tune.match_checkpoint(model, train_config(prefix, kind)),
             object_checkpoint.wanted_variables(model, kind))
+
+
+def write_exported(graph, model, model_config, directory):
+  """exporter_main_v2's checkpoint/ckpt-0 of the model of `graph` (its
+  global variables, in creation order, zeros as values), checked to
+  fine-tune back into `model` with nothing skipped, as `detection` and
+  as `full`.
+
+  Returns:
+    {checkpoint key: the name its object graph records}.
+  """
+  with graph.as_default():
+    variables = [variable for variable in tf.compat.v1.global_variables()
+                 if variable.op.name != 'global_step']
+  values = {variable.op.name: np.zeros(variable.shape.as_list(),
+                                       variable.dtype.as_numpy_dtype)
+            for variable in variables}
+  entries = exporter_v2.checkpoint_entries(list(values), values,
+                                           model_config)
+  prefix = object_checkpoint_writer.save_numbered(directory, entries, 0)
+  for kind in ('detection', 'full'):
+    matched, wanted = match(graph, model, prefix, kind)
+    assert (matched.missing, matched.mismatched, matched.left_out) == (
+        [], [], []), kind
+    assert len(matched.available) == len(wanted), kind
+  return {entry.path + _VALUE_SUFFIX: entry.name for entry in entries}

@@ -30,6 +30,25 @@ MASKS = '.mask'
 Built = collections.namedtuple('Built', ['graph', 'model', 'variables'])
 
 
+def tiny_c4_text(faster_rcnn_fields, train_config):
+  """Pipeline text over the RESNET50 sample config making its model tiny
+  (64x64, 3 classes, 8 proposals, 5 detections; its static-shape options
+  kept), with more of its faster_rcnn fields and its train_config's."""
+  return """
+model { faster_rcnn {
+  num_classes: 3
+  image_resizer { keep_aspect_ratio_resizer {
+    min_dimension: 64 max_dimension: 64 } }
+  first_stage_max_proposals: 8
+  second_stage_batch_size: 4
+  second_stage_post_processing { batch_non_max_suppression {
+    max_detections_per_class: 5 max_total_detections: 5 } }
+""" + faster_rcnn_fields + """
+} }
+train_config { """ + train_config + """ }
+"""
+
+
 def facts_name(name):
   """The recorded facts of config `name` (1024x1024 ones are 640x640's)."""
   return name.replace('_1024x1024_', '_640x640_')

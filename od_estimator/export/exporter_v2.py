@@ -14,15 +14,18 @@ The output directory holds:
 The model is built and frozen as exporter.py does for TF1 exports; the
 SavedModel serves the frozen graph. Its outputs are those of the
 original's TF2 exports: every post-processing output, float32, with
-1-based detection_classes (for an SSD: detection_boxes, detection_scores,
-detection_classes, num_detections, detection_multiclass_scores,
-detection_anchor_indices, raw_detection_boxes, raw_detection_scores).
+1-based detection_classes (for an SSD or a Faster R-CNN: detection_boxes,
+detection_scores, detection_classes, num_detections,
+detection_multiclass_scores, detection_anchor_indices (the anchor, or the
+second stage's proposal, of each detection), raw_detection_boxes,
+raw_detection_scores; a Mask R-CNN's detection_masks too).
 
 checkpoint/ckpt-0 keys each value by the original's object path for the
-SSD models of its TF2 names (original_object_paths), so its TF2 code, and
-our fine-tuning, restore it. Other models' values are keyed
-`model/<variable name>`, which our evaluation, export and fine-tuning
-read; the original cannot, as it has no TF2 form of those models.
+models of its TF2 names (original_object_paths: the SSD, Faster R-CNN and
+Mask R-CNN ones), so its TF2 code, and our fine-tuning, restore it. Other
+models' values are keyed `model/<variable name>`, which our evaluation,
+export and fine-tuning read; the original cannot, as it has no TF2 form of
+those models.
 """
 import os
 
@@ -77,10 +80,29 @@ def _check_input_type(input_type, use_side_inputs):
         'original), got --input_type=%s.' % input_type)
 
 
-def checkpoint_entries(names, values):
+def _second_stage_dropout(model_config):
+  """Whether a two-stage model's second-stage predictor has dropout."""
+  if model_config is None or model_config.WhichOneof('model') != (
+      'faster_rcnn'):
+    return False
+  predictor = model_config.faster_rcnn.second_stage_box_predictor
+  return (predictor.WhichOneof('box_predictor_oneof') ==
+          'mask_rcnn_box_predictor' and
+          predictor.mask_rcnn_box_predictor.use_dropout)
+
+
+def checkpoint_entries(names, values, model_config=None):
   """object_checkpoint_writer.Entry of each model variable's value, keyed
-  by the original's object path (else `model/<name>`)."""
-  paths = original_object_paths.original_paths(names)
+  by the original's object path (else `model/<name>`).
+
+  Args:
+    names: the model's variable names in creation order.
+    values: {name: value}.
+    model_config: the DetectionModel config, for what the names do not
+      tell (a two-stage predictor's dropout); None for an SSD.
+  """
+  paths = original_object_paths.original_paths(
+      names, second_stage_dropout=_second_stage_dropout(model_config))
   if paths is None:
     logging.info('No TF2 layout of the original for this model: '
                  'checkpoint/ckpt-0 keys its values by variable name.')
@@ -205,7 +227,7 @@ def export_inference_graph(input_type, pipeline_config,
     # Written eagerly, outside the inference graph.
     object_checkpoint_writer.save_numbered(
         os.path.join(staging, 'checkpoint'),
-        checkpoint_entries(names, values), 0)
+        checkpoint_entries(names, values, pipeline_config.model), 0)
     ordered = [placeholders['inputs']] + [
         placeholders[name] for name in side_input_names or []]
     _write_saved_model(os.path.join(staging, 'saved_model'),

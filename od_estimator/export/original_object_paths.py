@@ -9,11 +9,7 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
   <layer>/<w> (the Keras backbone at the graph's root)
       model/_feature_extractor/classification_backbone/
       layer_with_weights-N/<w>, N counting the backbone's layers that have
-      weights in the Keras application's order: the order they are built,
-      except that a ResNet block's shortcut conv and batch norm follow its
-      third conv and batch norm respectively (the functional model's
-      topological order: 1_conv, 1_bn, 2_conv, 2_bn, 0_conv, 3_conv, 0_bn,
-      3_bn);
+      weights in the Keras application's order (object_path_parts);
   E/FeatureMaps/layer_19_<k>_Conv2d_<i>_<size>_<depth>_<type>/<w>
       (type conv or batchnorm)
       model/_feature_extractor/feature_map_generator/convolutions/<i>/<j>/<w>,
@@ -21,15 +17,10 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
   BoxPredictor/Convolutional<Box|Class>Head_<i>/<predictor>/<w>
       model/_box_predictor/_prediction_heads/<box_encodings|
       class_predictions_with_background>/<i>/<layers>/0/<w>;
-  E/FeatureMaps/top_down/projection_<k>/<w> (k = 1..n)
-      model/_feature_extractor/_fpn_features_generator/top_layers/0/<w>
-      for k = n (the coarsest level), residual_blocks/<n-1-k>/0/<w> else;
-  E/FeatureMaps/top_down/smoothing_<k>_<conv|depthwise_conv|batchnorm>/<w>
-      model/_feature_extractor/_fpn_features_generator/conv_layers/
-      <n-1-k>/<0|1>/<w>;
-  E/bottom_up_<block|Conv2d_><l>_<conv|depthwise_conv|batchnorm>/<w>
-      model/_feature_extractor/_coarse_feature_layers/<l-l0>/<0|1>/<w>, l0
-      the first bottom-up layer's l;
+  E/FeatureMaps/top_down/..., E/bottom_up_... (a feature pyramid)
+      model/_feature_extractor/_fpn_features_generator/...,
+      model/_feature_extractor/_coarse_feature_layers/...
+      (object_path_parts);
   WeightSharedConvolutionalBoxPredictor/<Box|Class|>PredictionTower/
   conv2d_<i>/<w>, .../conv2d_<i>/BatchNorm/feature_<f>/<w>
       model/_box_predictor/_head_scope_conv_layers/<tower>/<i>/<w>,
@@ -44,7 +35,8 @@ ssd_mobile_net_v2_fpn_keras_feature_extractor; <w>: the weight's name):
       model/_box_predictor/_prediction_heads/
       class_predictions_with_background/_class_predictor_layers/0/<w>.
 
-Faster R-CNN ResNet Keras (C4) models have their own layout
+The two-stage models of its TF2 names (Faster R-CNN ResNet C4 and FPN,
+Mask R-CNN Inception-ResNet v2) have their own layout
 (faster_rcnn_object_paths). Models whose Keras names do not identify their
 layers (the Keras Inception-ResNet v2) tell their paths themselves
 (models/keras_object_paths).
@@ -55,6 +47,7 @@ value outside these layouts (e.g. of the TF1 names) gets None.
 import re
 
 from od_estimator.export import faster_rcnn_object_paths
+from od_estimator.export import object_path_parts
 from od_estimator.models import keras_object_paths
 
 _EXTRACTOR = 'model/_feature_extractor'
@@ -68,14 +61,6 @@ _LAYERS_PER_CONV = 3
 _HEADS = re.compile(
     r'^BoxPredictor/Convolutional(Box|Class)Head_(\d+)/'
     r'(?:BoxEncodingPredictor|ClassPredictor)/(kernel|bias)$')
-_RESNET_LAYER = re.compile(r'^conv(\d)_block(\d+)_(\d)_(conv|bn)$')
-# Place of each layer of a ResNet block in the Keras model's layer list.
-_RESNET_BLOCK_ORDER = ('1_conv', '1_bn', '2_conv', '2_bn', '0_conv', '3_conv',
-                       '0_bn', '3_bn')
-_FPN = re.compile(
-    r'^[^/]+/(?:FeatureMaps/top_down/(projection|smoothing)_(\d+)|'
-    r'bottom_up_(?:block|Conv2d_)(\d+))'
-    r'(?:_(conv|depthwise_conv|batchnorm))?/(\w+)$')
 _WEIGHT_SHARED = re.compile(
     r'^WeightSharedConvolutionalBoxPredictor/(?:(Box|Class|)PredictionTower/'
     r'conv2d_(\d+)/(?:BatchNorm/feature_(\d+)/)?|WeightSharedConvolutional'
@@ -95,27 +80,6 @@ _HEAD_PATHS = {
 }
 
 
-def _fpn_path(match, top, first_coarse):
-  """The path of an FPN value.
-
-  Args:
-    match: the value's _FPN match.
-    top: the highest projection index.
-    first_coarse: the lowest bottom-up layer number.
-  """
-  kind, index, coarse, layer, weight = match.groups()
-  sublayer = int(layer == 'batchnorm')
-  if coarse:
-    return '%s/_coarse_feature_layers/%d/%d/%s' % (
-        _EXTRACTOR, int(coarse) - first_coarse, sublayer, weight)
-  index = int(index)
-  if kind == 'projection' and index == top:
-    return '%s/_fpn_features_generator/top_layers/0/%s' % (_EXTRACTOR, weight)
-  group = 'residual_blocks' if kind == 'projection' else 'conv_layers'
-  return '%s/_fpn_features_generator/%s/%d/%d/%s' % (
-      _EXTRACTOR, group, top - 1 - index, sublayer, weight)
-
-
 def _weight_shared_path(match):
   """The path of a weight-shared predictor value."""
   tower, conv, feature, head, weight = match.groups()
@@ -129,11 +93,8 @@ def _weight_shared_path(match):
       int(conv) * _LAYERS_PER_CONV + 1, weight)
 
 
-def _added_layer_path(name, fpn_numbers):
+def _added_layer_path(name):
   """The path of a feature map or predictor value, or None."""
-  match = _FPN.match(name)
-  if match:
-    return _fpn_path(match, *fpn_numbers)
   match = _WEIGHT_SHARED.match(name)
   if match:
     return _weight_shared_path(match)
@@ -151,55 +112,30 @@ def _added_layer_path(name, fpn_numbers):
   return None
 
 
-def _fpn_numbers(names):
-  """(highest projection index, lowest bottom-up layer number) of names."""
-  matches = [match for match in map(_FPN.match, names) if match]
-  projections = [int(match.group(2)) for match in matches
-                 if match.group(1) == 'projection']
-  coarse = [int(match.group(3)) for match in matches if match.group(3)]
-  return max(projections or [0]), min(coarse or [0])
-
-
-def _keras_layer_order(layer):
-  """Sort key of a backbone layer: ResNet block layers in Keras order."""
-  match = _RESNET_LAYER.match(layer)
-  if not match:
-    return (0, 0, 0)  # Stays where it was built (a stable sort).
-  stage, block, conv, kind = match.groups()
-  return (int(stage), int(block),
-          _RESNET_BLOCK_ORDER.index('%s_%s' % (conv, kind)))
-
-
-def original_paths(names):
+def original_paths(names, second_stage_dropout=False):
   """{name: object path} of a model's variables, or None.
 
   Args:
     names: the model's variable names (global_step excluded) in the order
       the variables were created.
+    second_stage_dropout: a two-stage model's second-stage box predictor
+      has dropout (`use_dropout`), which shifts its layers.
 
   Returns:
     The original's object path of each name, or None when some name has
     no path in the layouts above.
   """
   if faster_rcnn_object_paths.is_faster_rcnn(names):
-    return faster_rcnn_object_paths.original_paths(names, _keras_layer_order)
-  paths = {}
-  backbone_layers = sorted(
-      dict.fromkeys(name.split('/')[0] for name in names
-                    if name.count('/') == 1), key=_keras_layer_order)
-  backbone_layers = {layer: i for i, layer in enumerate(backbone_layers)}
-  fpn_numbers = _fpn_numbers(names)
+    return faster_rcnn_object_paths.original_paths(names,
+                                                   second_stage_dropout)
+  paths = object_path_parts.backbone_paths(names, _BACKBONE)
+  paths.update(object_path_parts.fpn_paths(names, _EXTRACTOR, '_'))
   known = keras_object_paths.known_paths(names)
   for name in names:
     if name in known:
       paths[name] = known[name][0]
-      continue
-    if name.count('/') == 1:
-      layer, weight = name.split('/')
-      paths[name] = '%s/layer_with_weights-%d/%s' % (
-          _BACKBONE, backbone_layers[layer], weight)
-      continue
-    paths[name] = _added_layer_path(name, fpn_numbers)
-    if paths[name] is None:
-      return None
+    elif name not in paths:
+      paths[name] = _added_layer_path(name)
+      if paths[name] is None:
+        return None
   return paths

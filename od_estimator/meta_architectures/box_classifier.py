@@ -436,7 +436,9 @@ class BoxClassifier:
 
     Returns:
       The DetectionModel detections dict: detection_boxes, _scores,
-      _classes (0-based), _multiclass_scores, num_detections,
+      _classes (0-based), _multiclass_scores, detection_anchor_indices
+      [batch, max_detections] int32 (the index, among the image's
+      proposals, of the proposal each detection refines), num_detections,
       raw_detection_boxes [batch, max_proposals, 4] normalized and clipped,
       raw_detection_scores [batch, max_proposals, num_classes + 1]. (Mask
       R-CNN predicts masks on these detections: mask_branch.)
@@ -454,12 +456,16 @@ class BoxClassifier:
     decoded_boxes = rpn.batch_decode(self._box_coder, box_encodings,
                                      proposal_boxes)
     scores_with_background = self._params.score_conversion_fn(class_logits)
+    # Additional fields go through NMS as float32.
+    proposal_indices = tf.cast(tf.tile(
+        tf.range(max_num_proposals)[tf.newaxis], [batch_size, 1]), tf.float32)
     (boxes, scores, classes, _, nmsed_fields,
      num_detections) = self._params.nms_fn(
          decoded_boxes, scores_with_background[:, :, 1:],
          clip_window=rpn.absolute_windows(image_shapes),
          change_coordinate_frame=True, num_valid_boxes=num_proposals,
-         additional_fields={'multiclass_scores': scores_with_background})
+         additional_fields={'multiclass_scores': scores_with_background,
+                            'anchor_indices': proposal_indices})
     if num_box_codes > 1:
       best_class = tf.argmax(class_logits[:, :, 1:], axis=2,
                              output_type=tf.int32)
@@ -475,6 +481,8 @@ class BoxClassifier:
         result.detection_scores: scores,
         result.detection_classes: classes,
         result.detection_multiclass_scores: nmsed_fields['multiclass_scores'],
+        result.detection_anchor_indices: tf.cast(
+            nmsed_fields['anchor_indices'], tf.int32),
         result.num_detections: tf.cast(num_detections, tf.float32),
         result.raw_detection_boxes: raw_boxes,
         result.raw_detection_scores: scores_with_background,

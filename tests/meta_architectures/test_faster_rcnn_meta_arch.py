@@ -263,6 +263,15 @@ def test_postprocess_contract():
                 (detections['raw_detection_boxes'] <= 1))
   np.testing.assert_allclose(
       detections['raw_detection_scores'].sum(axis=-1), 1.0, rtol=1e-5)
+  # Each detection's proposal (as the original's detection_anchor_indices):
+  # the one whose scores it carries.
+  indices = detections['detection_anchor_indices']
+  assert indices.dtype == np.int32 and indices.shape == (BATCH, 5)
+  for image, count in enumerate(detections['num_detections'].astype(int)):
+    assert count > 0
+    np.testing.assert_array_equal(
+        detections['detection_multiclass_scores'][image, :count],
+        detections['raw_detection_scores'][image, indices[image, :count]])
 
 
 def test_hard_example_miner_sends_every_proposal(execute):

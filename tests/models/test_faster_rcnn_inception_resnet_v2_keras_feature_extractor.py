@@ -12,7 +12,8 @@ had built it before (Keras numbered its layers on: `conv2d_363` where a
 first build says `conv2d_160`), so nothing but the object path tells the
 layers apart. Loaded from the original's layout with the values of
 tests/seeded_values, the backbone computes the original's features
-(tests/data/tf2_detections/). The heads' TF2 names are not this module's.
+(tests/data/tf2_detections/). exporter_main_v2's checkpoint/ckpt-0 of it
+has the original's keys. The heads' TF2 names are not this module's.
 """
 import os
 
@@ -214,6 +215,21 @@ def test_names_shapes_and_object_paths_are_the_originals(built):
   assert (inception_resnet_v2_keras.LAYERS[341].name,
           inception_resnet_v2_keras.LAYERS[342].name) == (
               'block17_20_conv', 'conv2d_160')
+
+
+def test_exported_checkpoint_has_the_originals_keys(built, tmp_path):
+  """exporter_main_v2's checkpoint/ckpt-0: every value at the original's
+  object path (its recorded keys), the heads' under their TF2 names, and
+  our fine-tuning reads it back."""
+  keys = tf2_checkpoints.write_exported(built.graph, built.model,
+                                        _model_config(), str(tmp_path))
+  facts = {fact.key: fact.keras_name for fact in tf2_checkpoints.model_lines(
+      tf2_checkpoints.facts(CONFIG))}
+  assert sorted(keys) == sorted(facts)
+  heads = {key: name for key, name in keys.items()
+           if not name.startswith(_SCOPES)}
+  assert len(heads) == len(facts) - 896
+  assert heads == {key: facts[key] for key in heads}
 
 
 @pytest.mark.parametrize('kind, name, root', [

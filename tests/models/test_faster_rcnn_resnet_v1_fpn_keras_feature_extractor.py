@@ -5,8 +5,9 @@ size) with the original's TF2 names and shapes of every variable: backbone,
 pyramid, box head (tests/data/tf2_checkpoint_keys/faster_rcnn_resnet50_v1_
 fpn_640x640_coco17_tpu-8.model.txt) and the RPN and box predictors (the
 shared heads' names); its prediction shapes are the original's
-there, and it fine-tunes from the original's TF2 ResNet-50 classification
-checkpoint layout.
+there, it fine-tunes from the original's TF2 ResNet-50 classification
+checkpoint layout, and exporter_main_v2's checkpoint/ckpt-0 of it has the
+original's keys.
 """
 import numpy as np
 import pytest
@@ -76,6 +77,17 @@ def test_backbone_pyramid_and_box_head_have_the_original_names(built):
   assert 'private__resnet_fpn/bottom_up_block5_conv/kernel' in ours
   # A detection checkpoint restores the extractor: all of it, by name.
   assert sorted(restore) == sorted(ours)
+
+
+def test_exported_checkpoint_has_the_originals_keys(built, tmp_path):
+  """exporter_main_v2's checkpoint/ckpt-0 keys each value as the original
+  saves it (its recorded keys), so its TF2 code restores it, and our
+  fine-tuning reads it back."""
+  _, _, _, model, graph = built
+  # The sample config's second stage has no dropout (model_config None).
+  assert tf2_checkpoints.write_exported(graph, model, None, str(tmp_path)) == {
+      fact.key: fact.keras_name
+      for fact in tf2_checkpoints.facts(CONFIG + '.model')}
 
 
 def test_predictions_have_the_original_shapes(built):
