@@ -4,6 +4,9 @@ import sys
 
 # Command name -> (module with main(argv) -> exit code, one-line summary).
 COMMANDS = {
+    'convert_automl': ('od_estimator.compat.convert_automl',
+                       'a Google automl EfficientDet checkpoint and hparams '
+                       'as our pipeline.config and checkpoint'),
     'detect': ('od_estimator.detect',
                'run an exported model on images; COCO json + drawings'),
     'evaluate': ('od_estimator.inference.evaluate',
