@@ -18,6 +18,7 @@ import shutil
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from od_estimator import __main__ as cli
 from od_estimator.export import tflite_conversion
@@ -62,15 +63,8 @@ def exported(trained, image, tmp_path_factory):
 
 
 def test_model_main_trains_evaluates_and_overfits(trained):
-  assert trained['checkpoint'].endswith('-%d' % STEPS)
-  with open(trained['config']) as f:
-    assert tiny_efficientdet.EXTRACTOR in f.read()
-  train_tags = event_tags.scalar_tags(trained['model_dir'])
-  for tag in TRAIN_LOSS_TAGS:
-    assert tag in train_tags, (tag, sorted(train_tags))
-  metrics = event_tags.last_scalars(
-      os.path.join(trained['model_dir'], 'eval_0'))
-  assert metrics['DetectionBoxes_Precision/mAP@.50IOU'] > 0.5, metrics
+  end_to_end.check_trains_evaluates_and_overfits(
+      trained, STEPS, tiny_efficientdet.EXTRACTOR, TRAIN_LOSS_TAGS)
 
 
 def test_export_detections_equal_estimator_predict(trained, image,
@@ -102,7 +96,6 @@ def test_exporter_main_v2_exports_the_same_detections(trained, image,
 
 def test_the_tflite_route_detects_the_same_shape(trained, image, exported,
                                                  tmp_path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   output = str(tmp_path / 'tflite')
   result = run_command('compat.export_tflite_graph_tf2', [
       '--pipeline_config_path=' + trained['config'],
