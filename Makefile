@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3.11
 
-.PHONY: install protos test durations demo demo_faster_rcnn demo_mask_rcnn bench clean
+.PHONY: install protos test durations demo demo_faster_rcnn demo_mask_rcnn demo_efficientdet bench clean
 PROTOS := $(wildcard protos/*.proto)
 PROTOS_BUILT := od_estimator/protos/.built
 
@@ -70,9 +70,13 @@ FRCNN_DIR := $(DEMO_DIR)/faster_rcnn
 # averages that evaluation uses have not settled (see the config).
 # demo_mask_rcnn: the same with Mask R-CNN (box and mask metrics), under
 # $(DEMO_DIR)/mask_rcnn.
+# demo_efficientdet: the same with a small EfficientDet (D0's model from
+# scratch), under $(DEMO_DIR)/efficientdet.
 demo_mask_rcnn: FRCNN_CONFIG := samples/configs/mask_rcnn_resnet50_shapes.config
 demo_mask_rcnn: FRCNN_DIR := $(DEMO_DIR)/mask_rcnn
-demo_faster_rcnn demo_mask_rcnn: install
+demo_efficientdet: FRCNN_CONFIG := samples/configs/ssd_efficientdet_d0_shapes.config
+demo_efficientdet: FRCNN_DIR := $(DEMO_DIR)/efficientdet
+demo_faster_rcnn demo_mask_rcnn demo_efficientdet: install
 	$(PY) -m od_estimator.dataset_tools.create_synthetic_tf_record \
 	  --output_dir=$(DEMO_DIR)/data --num_sample_images=1
 	$(PY) -m od_estimator.validate --pipeline_config_path=$(FRCNN_CONFIG)

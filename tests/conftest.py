@@ -40,6 +40,7 @@ overfit_mask_rcnn = trained_models.overfit_mask_rcnn
 overfit_rfcn = trained_models.overfit_rfcn
 overfit_context_rcnn = trained_models.overfit_context_rcnn
 overfit_faster_rcnn_fpn = trained_models.overfit_faster_rcnn_fpn
+overfit_efficientdet = trained_models.overfit_efficientdet
 averaged_tiny_ssd = trained_models.averaged_tiny_ssd
 one_step_fake_faster_rcnn = trained_models.one_step_fake_faster_rcnn
 

@@ -281,12 +281,22 @@ def test_non_ssd_model_is_rejected(tmp_path):
     _export(pipeline_config, tmp_path)
 
 
-def test_other_resizer_is_rejected(tmp_path):
+def test_a_resizer_of_no_fixed_size_is_rejected(tmp_path):
   pipeline_config = _pipeline_config()
   resizer = pipeline_config.model.ssd.image_resizer
   resizer.keep_aspect_ratio_resizer.min_dimension = 64
   with pytest.raises(ValueError, match='keep_aspect_ratio_resizer'):
     _export(pipeline_config, tmp_path)
+
+
+def test_a_resizer_padding_to_a_square_gives_that_input():
+  # EfficientDet's resizer (exported in tests/test_efficientdet_end_to_end.py).
+  pipeline_config = _pipeline_config()
+  resizer = pipeline_config.model.ssd.image_resizer.keep_aspect_ratio_resizer
+  resizer.min_dimension, resizer.max_dimension = 48, 80
+  resizer.pad_to_max_dimension = True
+  assert export_tflite_ssd_graph_lib.check_config(pipeline_config) == [
+      1, 80, 80, 3]
 
 
 def test_other_box_coder_is_rejected(tmp_path):

@@ -140,14 +140,16 @@ def overfit_image(trained, index=0):
                           ).numpy()[np.newaxis]
 
 
-def check_trains_evaluates_and_overfits(trained, num_steps, config_text):
+def check_trains_evaluates_and_overfits(trained, num_steps, config_text,
+                                        loss_tags=TRAIN_LOSS_TAGS):
   """A family's overfitting run: num_steps steps of a config holding
-  config_text, the losses summarized, evaluation's mAP@.5 above 0.5."""
+  config_text, the losses (loss_tags: a two-stage model's by default)
+  summarized, evaluation's mAP@.5 above 0.5."""
   assert trained['checkpoint'].endswith('-%d' % num_steps)
   with open(trained['config']) as f:
     assert config_text in f.read()
   train_tags = event_tags.scalar_tags(trained['model_dir'])
-  for tag in TRAIN_LOSS_TAGS:
+  for tag in loss_tags:
     assert tag in train_tags, (tag, sorted(train_tags))
   metrics = event_tags.last_scalars(
       os.path.join(trained['model_dir'], 'eval_0'))

@@ -114,6 +114,50 @@ eval_input_reader {
 """
 
 
+def batch_norm_layer(op, layers):
+  """The variable path (one of `layers`) of a batch norm op's layer."""
+  # Its offset (beta), read from the layer's variable.
+  offset = op.inputs[2].op
+  while offset.type in ('Identity', 'ReadVariableOp') and offset.inputs:
+    offset = offset.inputs[0].op
+  if offset.name.endswith('/beta') and offset.name[:-5] in layers:
+    return offset.name[:-5]
+  # Name scopes may repeat the backbone's name (resnet_v1_50/
+  # resnet_v1_50/...): the layer is the longest variable path the op's
+  # path ends with, within the same stage (Keras-named extractors'
+  # variables have no stage: conv1_bn/...).
+  path = op.name.rsplit('/', 1)[0]
+  stage = path.split('/', 1)[0]
+  return max((name for name in layers
+              if name.startswith(stage + '/') and
+              path.endswith(name[len(stage):]) or
+              path.endswith('/' + name)), key=len)
+
+
+def calibrating_assignments(graph):
+  """Ops setting each batch norm's moving mean and variance of the graph to
+  the statistics of the batch it normalizes (the graph's batch norms built
+  in training mode, on the batch to calibrate on)."""
+  return [assignment for op, variables in batch_norms(graph)
+          for assignment in (variables[0].assign(op.outputs[1]),
+                             variables[1].assign(op.outputs[2]))]
+
+
+def batch_norms(graph):
+  """[(batch norm op, (its moving mean, its moving variance))] of the
+  graph."""
+  variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
+  layers = [name[:-len('/moving_mean')] for name in variables
+            if name.endswith('/moving_mean')]
+  found = []
+  for op in graph.get_operations():
+    if op.type in _BATCH_NORMS:
+      layer = batch_norm_layer(op, layers)
+      found.append((op, (variables[layer + '/moving_mean'],
+                         variables[layer + '/moving_variance'])))
+  return found
+
+
 def write_calibrated_checkpoint(directory,
                                 extractor='faster_rcnn_resnet50', size=64,
                                 images=None, crop_size=14):
@@ -150,25 +194,7 @@ def write_calibrated_checkpoint(directory,
     feature_extractor.extract_box_classifier_features(
         tf.nn.max_pool2d(tf.image.resize(features, [crop_size, crop_size]),
                          2, 2, 'VALID'), scope=base.SECOND_STAGE_SCOPE)
-    variables = {v.op.name: v for v in tf.compat.v1.global_variables()}
-    layers = [name[:-len('/moving_mean')] for name in variables
-              if name.endswith('/moving_mean')]
-    assignments = []
-    for op in graph.get_operations():
-      if op.type in _BATCH_NORMS:
-        # Name scopes may repeat the backbone's name (resnet_v1_50/
-        # resnet_v1_50/...): the layer is the longest variable path the op's
-        # path ends with, within the same stage (Keras-named extractors'
-        # variables have no stage: conv1_bn/...).
-        path = op.name.rsplit('/', 1)[0]
-        stage = path.split('/', 1)[0]
-        layer = max((name for name in layers
-                     if name.startswith(stage + '/') and
-                     path.endswith(name[len(stage):]) or
-                     path.endswith('/' + name)), key=len)
-        assignments += [
-            variables[layer + '/moving_mean'].assign(op.outputs[1]),
-            variables[layer + '/moving_variance'].assign(op.outputs[2])]
+    assignments = calibrating_assignments(graph)
     saver = tf.compat.v1.train.Saver(
         feature_extractor.restore_from_classification_checkpoint_fn(
             base.FIRST_STAGE_SCOPE, base.SECOND_STAGE_SCOPE))

@@ -30,6 +30,7 @@ from tests import command_modules
 from tests import fakes
 from tests import plain_session
 from tests import tiny_context_rcnn
+from tests import tiny_efficientdet
 from tests import tiny_faster_rcnn
 from tests import tiny_faster_rcnn_fpn
 from tests import tiny_mask_rcnn
@@ -53,6 +54,8 @@ CONTEXT_RCNN_STEPS = 120
 # 40 steps, 0.17 and 0.5 at 24 on ResNet-50; 1.0 and 0.67 at 40 on the tiny
 # ResNet (tests/test_faster_rcnn_fpn_end_to_end.py).
 FPN_STEPS = 40
+# The tiny EfficientDet D0's run (tests/test_efficientdet_end_to_end.py).
+EFFICIENTDET_STEPS = 80
 
 
 def _run_folder(tmp_path_factory):
@@ -220,6 +223,15 @@ def overfit_faster_rcnn_fpn(tmp_path_factory):
       functools.partial(tiny_faster_rcnn_fpn.write_overfit_config,
                         extractor=tiny_resnet.FPN_TYPE),
       FPN_STEPS, calibrated_backbone=False)
+
+
+@pytest.fixture(scope='session')
+def overfit_efficientdet(tmp_path_factory):
+  """tiny_efficientdet's D0 on the set of overfit_faster_rcnn, overfitted
+  by model_main in EFFICIENTDET_STEPS steps; as above."""
+  return _overfit_run(tmp_path_factory, 'overfit_efficientdet',
+                      tiny_efficientdet.write_overfit_config,
+                      EFFICIENTDET_STEPS, calibrated_backbone=False)
 
 
 @pytest.fixture(scope='session')

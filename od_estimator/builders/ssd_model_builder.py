@@ -77,8 +77,9 @@ def _build_ssd_feature_extractor(feature_extractor_config, is_training,
   Args:
     feature_extractor_config: ssd_pb2.SsdFeatureExtractor.
     is_training: whether the model is built for training.
-    freeze_batchnorm: unused by tf-slim extractors (the meta-architecture
-      sets batch norm mode); kept for the original's signature.
+    freeze_batchnorm: of a Keras (`_keras`) type, the batch norm of the
+      layers built from conv_hyperparams is frozen too (see
+      _batch_norm_trains); the meta-architecture sets the mode of the rest.
     reuse_weights: variable reuse of the extractor's scope.
 
   Returns:
@@ -88,7 +89,6 @@ def _build_ssd_feature_extractor(feature_extractor_config, is_training,
     UserInputError: for an unknown type (listing the known ones).
     ValueError: for a set field the extractor's constructor does not take.
   """
-  del freeze_batchnorm
   feature_type = feature_extractor_config.type
   extractors = ssd_feature_extractor_registry.SSD_FEATURE_EXTRACTORS
   if feature_type not in extractors:
@@ -102,7 +102,8 @@ def _build_ssd_feature_extractor(feature_extractor_config, is_training,
       'min_depth': feature_extractor_config.min_depth,
       'pad_to_multiple': feature_extractor_config.pad_to_multiple,
       'conv_hyperparams_fn': hyperparams_builder.build(
-          feature_extractor_config.conv_hyperparams, is_training,
+          feature_extractor_config.conv_hyperparams,
+          _batch_norm_trains(is_training, feature_type, freeze_batchnorm),
           allow_force_use_bias=getattr(extractor_class,
                                        'honours_force_use_bias', False)),
       'reuse_weights': reuse_weights,
@@ -118,6 +119,18 @@ def _build_ssd_feature_extractor(feature_extractor_config, is_training,
                        (_FE, field, feature_type))
     kwargs.update(field_kwargs)
   return extractor_class(**kwargs)
+
+
+def _batch_norm_trains(is_training, feature_type, freeze_batchnorm):
+  """Whether the batch norm of conv_hyperparams' layers trains.
+
+  freeze_batchnorm freezes every batch norm of the original's Keras (TF2)
+  models (`_keras` types), the BiFPN's or FPN's and the box predictor's
+  too; in its slim (TF1) models only those without hyperparams of their
+  own (the backbone's), whose mode the meta-architecture sets.
+  """
+  return is_training and not (freeze_batchnorm and
+                              feature_type.endswith('_keras'))
 
 
 def _check_ssd_config(ssd_config):
@@ -171,8 +184,13 @@ def build(ssd_config, is_training, add_summaries):
       ssd_config, negative_class_weight=ssd_config.negative_class_weight)
   # The original's '*_keras' types are TF2 models; their predictors' variable
   # names differ from the slim ones.
+  batch_norm_trains = _batch_norm_trains(
+      is_training, ssd_config.feature_extractor.type,
+      ssd_config.freeze_batchnorm)
   box_predictor = box_predictor_builder.build(
-      hyperparams_builder.build, ssd_config.box_predictor, is_training,
+      lambda config, training, **kwargs: hyperparams_builder.build(
+          config, training and batch_norm_trains, **kwargs),
+      ssd_config.box_predictor, is_training,
       ssd_config.num_classes, ssd_config.add_background_class,
       keras_layer_names=ssd_config.feature_extractor.type.endswith('_keras'))
   non_max_suppression_fn, score_conversion_fn = post_processing_builder.build(

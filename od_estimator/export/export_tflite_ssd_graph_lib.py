@@ -177,13 +177,21 @@ def check_config(pipeline_config):
         'decodes faster_rcnn_box_coder codes only, found %s.' %
         box_coder)
   resizer = ssd.image_resizer.WhichOneof('image_resizer_oneof')
-  if resizer != 'fixed_shape_resizer':
-    raise errors.UserInputError(
-        'model.ssd.image_resizer: only fixed_shape_resizer is '
-        'supported with tflite, found %s.' % resizer)
-  fixed = ssd.image_resizer.fixed_shape_resizer
-  channels = 1 if fixed.convert_to_grayscale else 3
-  return [1, fixed.height, fixed.width, channels]
+  if resizer == 'fixed_shape_resizer':
+    fixed = ssd.image_resizer.fixed_shape_resizer
+    channels = 1 if fixed.convert_to_grayscale else 3
+    return [1, fixed.height, fixed.width, channels]
+  # Beyond the original (fixed_shape_resizer only): a resizer padding every
+  # image to max_dimension square (EfficientDet's) has a fixed input too;
+  # the app resizes and pads its images as that resizer does.
+  keep = ssd.image_resizer.keep_aspect_ratio_resizer
+  if resizer == 'keep_aspect_ratio_resizer' and keep.pad_to_max_dimension:
+    channels = 1 if keep.convert_to_grayscale else 3
+    return [1, keep.max_dimension, keep.max_dimension, channels]
+  raise errors.UserInputError(
+      'model.ssd.image_resizer: tflite needs a fixed input size: '
+      'fixed_shape_resizer, or keep_aspect_ratio_resizer with '
+      'pad_to_max_dimension: true; found %s.' % resizer)
 
 
 @graph_building.identity_equality()

@@ -74,8 +74,10 @@ def _combine(inputs, combine_method):
   """Sum of the inputs, weighted as combine_method says."""
   if combine_method == 'sum':
     return tf.add_n(inputs)
+  # In the inputs' type (a TPU's bfloat16 scope keeps a float32 variable).
   weights = tf.compat.v1.get_variable(
       'bifpn_combine_weights', shape=[len(inputs), 1],
+      dtype=inputs[0].dtype.base_dtype,
       initializer=tf.compat.v1.ones_initializer())
   if combine_method == 'attention':
     weights = tf.nn.softmax(weights, axis=0)

@@ -103,6 +103,8 @@ def fake_extractors(monkeypatch):
   monkeypatch.setitem(registry, 'fake_ssd', fakes.FakeSSDFeatureExtractor)
   monkeypatch.setitem(registry, 'recording_ssd', _RecordingExtractor)
   monkeypatch.setitem(registry, 'fake_ssd_fpn', fakes.FakeFpnFeatureExtractor)
+  # A Keras (TF2) model's type, as the builder tells them apart.
+  monkeypatch.setitem(registry, 'fake_ssd_keras', fakes.FakeSSDFeatureExtractor)
 
 
 def test_builds_a_working_ssd(execute):
@@ -262,6 +264,27 @@ def test_backbone_batch_norm_follows_training_mode_with_override():
                if op.type.startswith('FusedBatchNorm') and
                '/MobilenetV2/' in op.name}
       assert modes == {training}
+
+
+@pytest.mark.parametrize('extractor_type', ['fake_ssd', 'fake_ssd_keras'])
+def test_freeze_batchnorm_freezes_the_predictor_of_keras_types_only(
+    extractor_type):
+  """As the original: its Keras (TF2) models freeze every batch norm, its
+  slim (TF1) ones leave the box predictor's (hyperparams of its own)
+  training."""
+  config = _config('freeze_batchnorm: true')
+  config.ssd.feature_extractor.type = extractor_type
+  # A layer of the predictor's own, batch-normalized, before its heads.
+  predictor = config.ssd.box_predictor.convolutional_box_predictor
+  predictor.num_layers_before_predictor = 1
+  predictor.min_depth = predictor.max_depth = 8
+  with tf.Graph().as_default() as graph:
+    model = model_builder.build(config, is_training=True)
+    model.predict(*model.preprocess(tf.zeros([1, 32, 32, 3])))
+  modes = {op.get_attr('is_training') for op in graph.get_operations()
+           if op.type.startswith('FusedBatchNorm') and
+           'BoxPredictor' in op.name}
+  assert modes == {extractor_type == 'fake_ssd'}
 
 
 def test_registry_names_supported_families_and_refuses_others():
