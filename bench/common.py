@@ -11,6 +11,7 @@ import time
 
 import tensorflow as tf
 
+import efficientdet  # pylint: disable=g-bad-import-order  (bench/)
 from od_estimator.dataset_tools import create_synthetic_tf_record
 
 # The shapes data's inputs and COCO evaluation, shared by every config below.
@@ -299,7 +300,8 @@ train_config {
 """ + _SHAPES_INPUTS
 ARCHS = {'ssd_mobilenet_v2': SSD_CONFIG, 'retinanet': RETINANET_CONFIG,
          'faster_rcnn': FASTER_RCNN_CONFIG, 'mask_rcnn': MASK_RCNN_CONFIG,
-         'rfcn': RFCN_CONFIG, 'faster_rcnn_keras': FASTER_RCNN_KERAS_CONFIG}
+         'rfcn': RFCN_CONFIG, 'faster_rcnn_keras': FASTER_RCNN_KERAS_CONFIG,
+         'efficientdet_d0': efficientdet.EFFICIENTDET_D0_CONFIG + _SHAPES_INPUTS}
 
 
 def add_model_args(parser, size=300, depth=1.0, batch=8):

@@ -79,18 +79,21 @@ def build_step(configs):
   return step, iter(dataset)
 
 
+def build_step_from_file(pipeline_config_path):
+  """build_step on a pipeline config file: (step, iterator, batch size)."""
+  configs = config_util.get_configs_from_pipeline_file(pipeline_config_path)
+  # As its train_loop off TPU: use_bfloat16 applies on TPU only.
+  configs['train_config'].use_bfloat16 = False
+  return build_step(configs) + (configs['train_config'].batch_size,)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--pipeline_config_path', required=True)
   parser.add_argument('--warmup', type=int, default=2)
   parser.add_argument('--steps', type=int, default=10)
   args = parser.parse_args(argv)
-  configs = config_util.get_configs_from_pipeline_file(
-      args.pipeline_config_path)
-  # As its train_loop off TPU: use_bfloat16 applies on TPU only.
-  configs['train_config'].use_bfloat16 = False
-  batch = configs['train_config'].batch_size
-  step, iterator = build_step(configs)
+  step, iterator, batch = build_step_from_file(args.pipeline_config_path)
   loss, result = peer_env.time_steps(lambda: step(*next(iterator)),
                                      args.warmup, args.steps, batch)
   print('RESULT ' + json.dumps(dict(result, loss=float(loss),

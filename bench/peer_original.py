@@ -26,6 +26,9 @@ batch and classes it times, alternating --rounds times:
                        config on both sides, unchanged but for classes,
                        size, batch and inputs (common.FASTER_RCNN_KERAS_
                        CONFIG); skipped while ours lacks the extractor.
+  efficientdet_d0      the original's TF2 ssd_efficientdet_d0_512x512
+                       config on both sides, unchanged but for size, batch
+                       and inputs (bench/efficientdet.py).
 
   .venv/bin/python bench/peer_original.py --row=ssd_mobilenet_v2 \
       --data_dir=bench/out/data300 --size=300 --batch=8 --rounds=3
@@ -75,6 +78,9 @@ ROWS = {
     'faster_rcnn_keras': ('faster_rcnn_keras', {},
                           'the TF2 Faster R-CNN ResNet-50 Keras config '
                           'unchanged on both sides'),
+    'efficientdet_d0': ('efficientdet_d0', {},
+                        'the TF2 EfficientDet-D0 config unchanged on both '
+                        'sides (bench/efficientdet.py)'),
 }
 # Feature extractor types our side must build for --arch.
 _OURS_NEEDS = {'faster_rcnn_keras': 'faster_rcnn_resnet50_keras'}

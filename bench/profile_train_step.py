@@ -3,7 +3,9 @@ r"""Where a training step spends its time, by top-level name scope.
 Runs model_fn's train op on one fixed batch (as bench/input_pipeline.py
 does) with full tracing for a few steps, and sums the ops' compute times by
 the first component of their names (FeatureExtractor, BoxPredictor, Loss,
-gradients/FeatureExtractor, ...): the profiles behind RESULTS.md's notes.
+gradients/FeatureExtractor, ...), or with --by_type by op type (as
+bench/profile_orig_step.py reports the original's): the profiles behind
+RESULTS.md's notes.
 
   .venv/bin/python bench/profile_train_step.py --data_dir=bench/out/data300
 """
@@ -53,6 +55,10 @@ def profile(args, directory):
                            configs['model']).take(1).cache().repeat()
     ).get_next()
     spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN)
+    op_types = {op.name: op.type
+                for op in tf.compat.v1.get_default_graph().get_operations()}
+    key = ((lambda name: op_types.get(name, name)) if args.by_type else
+           _scope)
     totals = collections.Counter()
     with tf.compat.v1.Session() as sess:
       sess.run([tf.compat.v1.global_variables_initializer(),
@@ -66,7 +72,7 @@ def profile(args, directory):
         sess.run(spec.train_op, options=options, run_metadata=metadata)
         for device in metadata.step_stats.dev_stats:
           for node in device.node_stats:
-            totals[_scope(node.node_name)] += (
+            totals[key(node.node_name)] += (
                 node.op_end_rel_micros - node.op_start_rel_micros)
   return totals
 
@@ -76,14 +82,17 @@ def main(argv=None):
   parser.add_argument('--warmup', type=int, default=2)
   parser.add_argument('--steps', type=int, default=3)
   parser.add_argument('--top', type=int, default=12)
+  parser.add_argument('--by_type', action='store_true',
+                      help='Sum by op type instead of name scope.')
   common.add_model_args(parser)
   args = parser.parse_args(argv)
   common.quiet()
   with tempfile.TemporaryDirectory() as directory:
     totals = profile(args, directory)
   everything = sum(totals.values())
-  print('op time by scope, %s depth %g, %dx%d, batch %d (%d traced steps, '
-        'summed over threads):' % (args.arch, args.depth, args.size,
+  print('op time by %s, %s depth %g, %dx%d, batch %d (%d traced steps, '
+        'summed over threads):' % ('op type' if args.by_type else 'scope',
+                                   args.arch, args.depth, args.size,
                                    args.size, args.batch, args.steps))
   for scope, micros in totals.most_common(args.top):
     print('  %-40s %6.1f%%' % (scope, 100.0 * micros / everything))

@@ -100,6 +100,9 @@ def measure(args):
   rfcn = [arg.replace('=faster_rcnn', '=rfcn') for arg in frcnn]
   r['train_rfcn'] = run('train_step.py', '--mode=estimator', *rfcn)
   r['ceiling_rfcn'] = run('train_step.py', '--mode=ceiling', *rfcn)
+  # Item 1e: EfficientDet-D0 (the original's TF2 config, 512x512, batch 4)
+  # and EfficientNet-B0 alone, in one process.
+  r['train_d0'] = run('efficientdet_step.py', *EFFICIENTDET_D0)
   r['input'] = run('input_pipeline.py', '--batch=8', '--repeats=2',
                    '--num_images=200')
   r['coco'] = run('coco_eval.py')
@@ -139,6 +142,11 @@ def measure(args):
   return r
 
 
+# Item 1e's and 10e's records, size and batch (bench/efficientdet.py).
+EFFICIENTDET_D0 = ['--data_dir=' + os.path.join(OUT, 'data512'), '--size=512',
+                   '--batch=4', '--warmup=2', '--steps=4']
+
+
 def measure_original(args, r, large, frcnn):
   """Item 10: the original's TF2 trainer against ours.
 
@@ -153,7 +161,8 @@ def measure_original(args, r, large, frcnn):
   flags = ['--rounds=%d' % args.original_rounds] + (
       ['--orig_python=' + args.orig_python] if args.orig_python else [])
   ours = {'ssd_mobilenet_v2': r['train'], 'faster_rcnn': r['train_frcnn'],
-          'faster_rcnn_matched': r['train_frcnn']}
+          'faster_rcnn_matched': r['train_frcnn'],
+          'efficientdet_d0': r['train_d0']}
   return {'orig_' + row: run(
       'peer_original.py', '--row=' + row, *flags, *shape,
       *(_measured('--ours', ours[row])
@@ -161,7 +170,8 @@ def measure_original(args, r, large, frcnn):
           for row, shape in (
               ('ssd_mobilenet_v2', large + ['--warmup=3', '--steps=10']),
               ('faster_rcnn', frcnn), ('faster_rcnn_matched', frcnn),
-              ('faster_rcnn_keras', frcnn))}
+              ('faster_rcnn_keras', frcnn),
+              ('efficientdet_d0', EFFICIENTDET_D0))}
 
 
 # Item 10's rows: the original's TF2 trainer against ours, with a goal
@@ -181,6 +191,9 @@ ORIGINAL_ROWS = {
     'faster_rcnn_keras': ('10d. Original\'s TF2 trainer: the TF2 Faster '
                           'R-CNN ResNet-50 Keras config on both sides, '
                           'nothing changed (320x320, batch 1)', 1.2),
+    'efficientdet_d0': ('10e. Original\'s TF2 trainer: the TF2 '
+                        'EfficientDet-D0 config on both sides, nothing '
+                        'changed (512x512, batch 4; float32 both)', 1.2),
 }
 
 
@@ -269,6 +282,11 @@ def write_results(r, seconds, command):
       _ceiling_row('1d. R-FCN ResNet-50 training step / ResNet-50 body '
                    'ceiling (block3 and block4 on the image; 320x320, '
                    'batch 1)', r, '_rfcn', 0.8),
+      ('1e. EfficientDet-D0 training step (the original\'s TF2 config, '
+       '512x512, batch 4) / EfficientNet-B0 ceiling (stem to stack_6, '
+       'same input, same process)', r['train_d0'].get(
+           'summary', json.dumps(r['train_d0'])), '>= 0.9 per CPU second',
+       _verdict(r['train_d0'].get('cpu_ratio'), 0.9)),
       ('2. Input pipeline (train_input_fn, SSD augmentations, 300x300, '
        'batch 8) / training consumption', '%s / %s images/s = %s' % (
            _fmt(r['input'].get('images_per_s'), 1),

@@ -11,7 +11,9 @@ r"""Detector training (and evaluation) against the backbone's ceiling.
                   --arch=faster_rcnn: ResNet-50 as Faster R-CNN runs it,
                   to block3 on the images and block4 on 64 crops an image;
                   --arch=rfcn: ResNet-50 as R-FCN runs it, block4 once on
-                  the whole block3 map.
+                  the whole block3 map; --arch=efficientdet_d0:
+                  EfficientNet-B0 to its level-5 block (bench/
+                  efficientdet.py).
 --mode=eval       Estimator.evaluate with COCO metrics: images/s and peak
                   memory.
 --bfloat16        estimator and eval modes: as model_main --bfloat16 (the
@@ -31,6 +33,7 @@ import tf_slim as slim
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
+import efficientdet  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from od_estimator.estimator import model_lib
 from od_estimator.models import faster_rcnn_resnet_v1_feature_extractor as frcnn_resnet  # pylint: disable=g-import-not-at-top
@@ -124,7 +127,8 @@ def _rfcn_body_loss(args, images):
 
 CEILING_BODIES = {'ssd_mobilenet_v2': _mobilenet_v2_body_loss,
                   'faster_rcnn': _faster_rcnn_body_loss,
-                  'rfcn': _rfcn_body_loss}
+                  'rfcn': _rfcn_body_loss,
+                  'efficientdet_d0': efficientdet.efficientnet_body_loss}
 
 
 def ceiling_rate(args):

@@ -110,6 +110,12 @@ class DetectionModel(abc.ABC):
     """Names of the side inputs predict() takes (get_side_inputs); none."""
     return ()
 
+  def ignores_groundtruth_padding(self):
+    """Whether loss() is bit for bit the same when each image's
+    groundtruth lists end with padding rows (zero boxes, weight 0); by
+    default not known, so False."""
+    return False
+
   def get_side_inputs(self, features):
     """Tensors of the input features predict() takes besides the images.
 

@@ -40,6 +40,14 @@ class TargetAssigner:
   def box_coder(self):
     return self._box_coder
 
+  @property
+  def similarity_calc(self):
+    return self._similarity_calc
+
+  @property
+  def matcher(self):
+    return self._matcher
+
   def assign(self, anchors, groundtruth_boxes, groundtruth_labels=None,
              unmatched_class_label=None, groundtruth_weights=None):
     """Assigns targets to one image's anchors.

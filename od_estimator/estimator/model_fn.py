@@ -182,10 +182,19 @@ def _build_model(options, is_training):
                                     add_summaries=not options.use_tpu)
 
 
-def _give_groundtruth(options, model, labels):
-  """Gives `model` the batch's groundtruth; returns the per-image labels."""
+def _give_groundtruth(options, model, labels, training=False):
+  """Gives `model` the batch's groundtruth; returns the per-image labels.
+
+  Off TPU the padding rows are sliced off as unpad_groundtruth_tensors
+  says, and in training also when the model's losses ignore them
+  (model.ignores_groundtruth_padding(): the same losses and gradients, bit
+  for bit, without target assignment over max_number_of_boxes rows an
+  image; EfficientDet-D0's config pads to 100 against 49,104 anchors).
+  """
   labels = unstack_batch(labels, unpad_groundtruth_tensors=(
-      options.train_config.unpad_groundtruth_tensors and not options.use_tpu))
+      not options.use_tpu and (
+          options.train_config.unpad_groundtruth_tensors or
+          (training and model.ignores_groundtruth_padding()))))
   provide_groundtruth(model, labels)
   return labels
 
@@ -255,7 +264,7 @@ def build_train_spec(options, features, labels, tpu_spec):
   """
   train_config = options.train_config
   model = _build_model(options, is_training=True)
-  _give_groundtruth(options, model, labels)
+  _give_groundtruth(options, model, labels, training=True)
   prediction_dict = _predict(options, model, features)
   losses, total_loss = training_graph.build_losses(
       model, prediction_dict, features[_IN.true_image_shape], train_config)

@@ -68,6 +68,20 @@ class ArgMaxMatcher(matcher.Matcher):
     self._negatives_lower_than_unmatched = negatives_lower_than_unmatched
     self._force_match_for_each_row = force_match_for_each_row
 
+  def ignores_appended_zero_rows(self):
+    """Whether rows of similarity 0 appended after the others, and not
+    valid, change no match when every similarity is >= 0.
+
+    True with thresholds whose unmatched one is above 0 and negatives below
+    it: such a row is the argmax of a column only when every row before it
+    ties at 0 (the argmax keeps the lowest row), and 0 is then below the
+    unmatched threshold: unmatched, as when the rows are absent (also with
+    no row at all); not valid, it is never force matched.
+    """
+    return (self._matched_threshold is not None and
+            self._unmatched_threshold > 0 and
+            self._negatives_lower_than_unmatched)
+
   def _match(self, similarity_matrix, valid_rows):
     """Matches each column of the [N, M] similarity matrix to a row.
 

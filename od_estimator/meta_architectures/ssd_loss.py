@@ -14,9 +14,11 @@ import tensorflow as tf
 
 from od_estimator.core import box_list
 from od_estimator.core import matcher
+from od_estimator.core import region_similarity_calculator
 from od_estimator.core import shape_utils
 from od_estimator.core import standard_fields as fields
 from od_estimator.core import target_assigner as target_assigner_lib
+from od_estimator.matchers import argmax_matcher
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +125,24 @@ class SSDLoss:
   @property
   def params(self):
     return self._params
+
+  def ignores_groundtruth_padding(self):
+    """Whether padding rows (zero box, weight 0, after the real ones) of
+    the groundtruth lists leave the losses and their gradients bit for bit
+    unchanged.
+
+    True when target assignment is IoU (0 for a zero box, >= 0 otherwise)
+    with an argmax matcher that ignores such rows
+    (ArgMaxMatcher.ignores_appended_zero_rows) and the targets are the
+    classes (not confidences): no anchor then matches a padding row, and
+    what is gathered for the anchors is the same.
+    """
+    assigner = self._params.target_assigner
+    return (not self._params.use_confidences_as_targets and
+            type(assigner.similarity_calc) is  # pylint: disable=unidiomatic-typecheck
+            region_similarity_calculator.IouSimilarity and
+            isinstance(assigner.matcher, argmax_matcher.ArgMaxMatcher) and
+            assigner.matcher.ignores_appended_zero_rows())
 
   def _unmatched_class_label(self):
     return tf.constant(self._unmatched_class_label_values, tf.float32)

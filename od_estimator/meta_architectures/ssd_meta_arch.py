@@ -165,6 +165,10 @@ class SSDMetaArch(model.DetectionModel):
     """The SSDLoss part."""
     return self._loss
 
+  def ignores_groundtruth_padding(self):
+    """See SSDLoss.ignores_groundtruth_padding."""
+    return self._loss.ignores_groundtruth_padding()
+
   @property
   def feature_extractor(self):
     return self._feature_extractor

@@ -183,3 +183,86 @@ def test_decoding_inverts_the_box_coder(execute):
         anchors)[0]
   np.testing.assert_allclose(execute(graph, [codes, anchors]),
                              anchors + 0.1 * codes, rtol=1e-5, atol=1e-6)
+
+
+def _padding_part(**matcher_args):
+  """EfficientDet-D0's target assignment and losses (IoU, argmax 0.5 with
+  force matching and matmul gathers, focal loss); matcher_args override."""
+  matcher_args = dict(dict(matched_threshold=0.5, unmatched_threshold=0.5,
+                           force_match_for_each_row=True,
+                           use_matmul_gather=True), **matcher_args)
+  return ssd_loss.SSDLoss(
+      ssd_loss.SSDLossParams(
+          target_assigner=target_assigner.TargetAssigner(
+              region_similarity_calculator.IouSimilarity(),
+              argmax_matcher.ArgMaxMatcher(**matcher_args),
+              mean_stddev_box_coder.MeanStddevBoxCoder(stddev=0.1)),
+          classification_loss=losses.SigmoidFocalClassificationLoss(
+              gamma=1.5, alpha=0.25),
+          localization_loss=losses.WeightedSmoothL1LocalizationLoss(),
+          normalize_loss_by_num_matches=True,
+          normalize_loc_loss_by_codesize=True),
+      NUM_CLASSES, is_training=True, add_background_class=False)
+
+
+def test_groundtruth_padding_changes_no_loss_or_gradient_bit(execute):
+  """model_fn slices the padding off in training when the loss says it is
+  ignored: the losses and their gradients are then bit for bit those of the
+  padded lists (image 1 has no box at all)."""
+  rng = np.random.RandomState(7)
+  num_anchors, padded = 300, 20
+  centers = rng.uniform(0, 1, [num_anchors, 2])
+  sizes = rng.uniform(0.05, 0.5, [num_anchors, 2])
+  anchors = np.clip(np.concatenate([centers - sizes / 2, centers + sizes / 2],
+                                   axis=1), 0, 1).astype(np.float32)
+  # Real boxes: anchors slightly moved (matches above 0.5 and forced ones).
+  real = [np.clip(anchors[rng.choice(num_anchors, 5, replace=False)] +
+                  rng.uniform(-0.05, 0.05, [5, 4]), 0, 1).astype(np.float32),
+          np.zeros([0, 4], np.float32)]
+  codes = rng.uniform(-1, 1, [BATCH, num_anchors, 4]).astype(np.float32)
+  logits = rng.uniform(-5, 2, [BATCH, num_anchors, NUM_CLASSES]).astype(
+      np.float32)
+  real_classes = [np.eye(NUM_CLASSES, dtype=np.float32)[
+      rng.randint(NUM_CLASSES, size=len(image))] for image in real]
+
+  def losses_and_gradients(pad):
+    boxes, classes, weights = [], [], []
+    for image, one_hot in zip(real, real_classes):
+      count = len(image)
+      rows = padded if pad else count
+      boxes.append(np.pad(image, [[0, rows - count], [0, 0]]))
+      classes.append(np.pad(one_hot, [[0, rows - count], [0, 0]]))
+      weights.append(np.pad(np.ones([count], np.float32), [[0, rows - count]]))
+
+    def graph(codes, logits, *groundtruth):
+      # Rows unknown until run time, as model_fn's sliced lists.
+      groundtruth = [tf.compat.v1.placeholder_with_default(
+          tensor, [None] + tensor.shape.as_list()[1:])
+                     for tensor in groundtruth]
+      loss_dict = _padding_part().loss(
+          codes, logits, box_list.BoxList(tf.constant(anchors)),
+          list(groundtruth[:BATCH]), list(groundtruth[BATCH:2 * BATCH]),
+          groundtruth_weights_list=list(groundtruth[2 * BATCH:]))
+      total = tf.add_n(list(loss_dict.values()))
+      return loss_dict, tf.gradients(total, [codes, logits])
+    return execute(graph, [codes, logits] + boxes + classes + weights)
+
+  padded_losses, padded_gradients = losses_and_gradients(pad=True)
+  losses_, gradients = losses_and_gradients(pad=False)
+  assert padded_losses['Loss/localization_loss'] > 0
+  for key in LOSS_KEYS:
+    np.testing.assert_array_equal(padded_losses[key], losses_[key])
+  for padded_gradient, gradient in zip(padded_gradients, gradients):
+    np.testing.assert_array_equal(padded_gradient, gradient)
+
+
+@pytest.mark.parametrize('matcher_args,ignored', [
+    ({}, True),
+    ({'matched_threshold': None, 'unmatched_threshold': None}, False),
+    ({'unmatched_threshold': 0.0}, False),
+    ({'unmatched_threshold': 0.4, 'negatives_lower_than_unmatched': False},
+     False),
+])
+def test_which_target_assignments_ignore_groundtruth_padding(matcher_args,
+                                                             ignored):
+  assert _padding_part(**matcher_args).ignores_groundtruth_padding() is ignored
