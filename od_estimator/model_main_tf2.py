@@ -35,8 +35,9 @@ model_tpu_main (--model_dir on gs://). Evaluation runs on CPU/GPU.
 Where the layout differs from the original's TF2 trainer:
   - Checkpoints are model.ckpt-N (name-based, as every Estimator and the
     TF1 API), not ckpt-N (object-based). This command's --checkpoint_dir
-    and the exporters read both; fine_tune_checkpoint_type "full" trains
-    on from a ckpt-N (training does not resume from one).
+    and the exporters read both, and training resumes from the latest
+    ckpt-N of a --model_dir the original trained (its weights, step,
+    averages and optimizer slots), then writes model.ckpt-N beside it.
   - Training summaries go to --model_dir itself, not model_dir/train
     (TensorBoard on --model_dir shows training and evaluation).
     Evaluation summaries go to model_dir/eval, as the original's

@@ -21,6 +21,7 @@ from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import fine_tune
 from od_estimator.estimator import model_fn as model_fn_lib
 from od_estimator.estimator import object_based_evaluation
+from od_estimator.estimator import object_based_resume
 from od_estimator.estimator import resume_check
 from od_estimator.estimator import training_graph
 from od_estimator.input_pipeline import inputs
@@ -287,6 +288,10 @@ def _checked_model_fn(model_fn, run_config, checkpoint, evaluated_checkpoint,
       config_util.save_pipeline_config(
           config_util.create_pipeline_proto_from_configs(saved_configs),
           run_config.model_dir)
+    if checkpoint and checkpoint_contents.is_object_based(checkpoint):
+      # The original TF2 trainer's ckpt-N.
+      return object_based_resume.resuming_model_fn(
+          model_fn, run_config.model_dir, checkpoint, save)
     return resume_check.checked_model_fn(model_fn, run_config.model_dir,
                                          checkpoint, save)
   if evaluated_checkpoint and not checkpoint_contents.is_object_based(

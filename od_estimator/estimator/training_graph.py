@@ -11,6 +11,10 @@ from od_estimator.utils import variables_helper
 
 # In the error of a training step whose loss was NaN or Inf.
 NON_FINITE_LOSS = 'Loss/total_loss is NaN or Inf'
+# Graph collection holding the configured optimizer (before any wrapper) and
+# its learning rate tensor, for resuming from a TF2 checkpoint
+# (object_based_resume maps that checkpoint's optimizer slots onto it).
+OPTIMIZER_COLLECTION = 'od_estimator_configured_optimizer'
 
 
 def replica_id():
@@ -114,6 +118,8 @@ def build_train_op(total_loss, model, train_config, use_tpu,
   global_step = tf.compat.v1.train.get_or_create_global_step()
   optimizer, summary_vars = optimizer_builder.build(train_config.optimizer,
                                                     global_step)
+  tf.compat.v1.add_to_collection(OPTIMIZER_COLLECTION,
+                                 (optimizer, summary_vars[0]))
   # XLA compiles no summary op, so a TPU step writes none (as the original).
   if not use_tpu:
     for variable in summary_vars:
