@@ -8,14 +8,20 @@ inputs.train_input), and times its model_lib_v2.eager_train_step compiled
 with tf.function, as its train_loop runs it on one device (no checkpoints,
 no summary writer). Prints one `RESULT {json}` line: images per second and
 per CPU second over the timed steps, the last total loss, peak memory.
+With --profile=scope|type|node it instead traces the timed steps with
+tf.profiler and prints their op time summed by top-level name scope, by
+kernel type or by node, as bench/profile_train_step.py does for ours.
 
   bench/.orig_venv/bin/python bench/orig_step.py \
       --pipeline_config_path=pipeline.config --warmup=2 --steps=10
 """
 import argparse
+import collections
+import glob
 import json
 import os
 import sys
+import tempfile
 
 # The original's compiled protos predate protobuf 4: they load only with the
 # pure-Python protobuf (used here for config parsing alone).
@@ -87,13 +93,67 @@ def build_step_from_file(pipeline_config_path):
   return build_step(configs) + (configs['train_config'].batch_size,)
 
 
+# Profiler events that wrap the ops (the function call, the executor).
+_WRAPPERS = ('ExecutorState', 'EagerLocalExecute', 'KernelAndDeviceFunc')
+
+
+def _op_key(event_name, by):
+  """'name:Type' -> its key for `by`, or None for events that are no op."""
+  name, _, op_type = event_name.rpartition(':')
+  op_type = op_type.strip()
+  if (not name or name.startswith(_WRAPPERS) or op_type in ('Process', 'Run')
+      or op_type.startswith('__inference')):
+    return None
+  parts = name.split('/')
+  scope = '/'.join(parts[:2 if parts[0].startswith('gradient') else 1])
+  return {'scope': scope, 'type': op_type, 'node': event_name}[by]
+
+
+def profile_steps(run_step, steps, by):
+  """Op time of `steps` calls of run_step(), summed by `by` over threads."""
+  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+  totals = collections.Counter()
+  with tempfile.TemporaryDirectory() as directory:
+    tf.profiler.experimental.start(directory)
+    for _ in range(steps):
+      run_step()
+    tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    for path in glob.glob(os.path.join(directory, '**', '*.xplane.pb'),
+                          recursive=True):
+      with open(path, 'rb') as f:
+        space.ParseFromString(f.read())
+  for plane in space.planes:
+    for line in plane.lines:
+      for event in line.events:
+        key = _op_key(plane.event_metadata[event.metadata_id].name, by)
+        if key:
+          totals[key] += event.duration_ps / 1e6
+  return totals
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--pipeline_config_path', required=True)
   parser.add_argument('--warmup', type=int, default=2)
   parser.add_argument('--steps', type=int, default=10)
+  parser.add_argument('--profile', choices=('scope', 'type', 'node'),
+                      default=None,
+                      help='Trace the timed steps; print op time by this.')
+  parser.add_argument('--top', type=int, default=20)
   args = parser.parse_args(argv)
   step, iterator, batch = build_step_from_file(args.pipeline_config_path)
+  if args.profile:
+    for _ in range(args.warmup):
+      step(*next(iterator))
+    totals = profile_steps(lambda: step(*next(iterator)), args.steps,
+                           args.profile)
+    everything = sum(totals.values())
+    print('op time by %s (%d traced steps, summed over threads): %.1f ms a '
+          'step' % (args.profile, args.steps, everything / 1e3 / args.steps))
+    for key, micros in totals.most_common(args.top):
+      print('  %-40s %6.1f%%' % (key, 100.0 * micros / everything))
+    return 0
   loss, result = peer_env.time_steps(lambda: step(*next(iterator)),
                                      args.warmup, args.steps, batch)
   print('RESULT ' + json.dumps(dict(result, loss=float(loss),

@@ -30,6 +30,8 @@ batch and classes it times, alternating --rounds times:
                        config on both sides, unchanged but for size, batch
                        and inputs (bench/efficientdet.py).
 
+--disable_thread_spinning is passed to our side (bench/train_step.py).
+
   .venv/bin/python bench/peer_original.py --row=ssd_mobilenet_v2 \
       --data_dir=bench/out/data300 --size=300 --batch=8 --rounds=3
 """
@@ -107,7 +109,8 @@ def _round(args, orig_py, shape):
   ours = json.loads(args.ours) if args.ours else peer_env.run_result(
       [sys.executable, os.path.join(BENCH, 'train_step.py'), '--json',
        '--arch=' + args.arch, '--mode=estimator',
-       '--warmup=%d' % args.warmup, '--steps=%d' % args.steps] + shape)
+       '--warmup=%d' % args.warmup, '--steps=%d' % args.steps] + shape +
+      ['--disable_thread_spinning'] * args.disable_thread_spinning)
   return dict(peer_env.paired(peer, ours), peer_loss=peer['loss'])
 
 
@@ -126,6 +129,8 @@ def main(argv=None):
   parser.add_argument('--row', choices=sorted(ROWS), default=None,
                       help='What is compared (ROWS); default: --arch.')
   parser.add_argument('--warmup', type=int, default=2)
+  parser.add_argument('--disable_thread_spinning', action='store_true',
+                      help='Our side\'s session threads do not spin.')
   peer_env.add_round_args(parser, steps=10)
   parser.add_argument('--orig_python',
                       default=os.environ.get('OD_BENCH_ORIG_PYTHON'),

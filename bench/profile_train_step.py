@@ -3,9 +3,9 @@ r"""Where a training step spends its time, by top-level name scope.
 Runs model_fn's train op on one fixed batch (as bench/input_pipeline.py
 does) with full tracing for a few steps, and sums the ops' compute times by
 the first component of their names (FeatureExtractor, BoxPredictor, Loss,
-gradients/FeatureExtractor, ...), or with --by_type by op type (as
-bench/profile_orig_step.py reports the original's): the profiles behind
-RESULTS.md's notes.
+gradients/FeatureExtractor, ...), or with --by=type|node by kernel type or
+node: the profiles behind NOTES.md. bench/orig_step.py --profile does the
+same for the original's TF2 step.
 
   .venv/bin/python bench/profile_train_step.py --data_dir=bench/out/data300
 """
@@ -42,6 +42,17 @@ def _scope(node_name):
   return '/'.join(parts[:depth])
 
 
+def _key(node, by):
+  """A traced node's key: its scope (_scope), its kernel's type or the node
+  itself (its trace label '[memory] name = Type(inputs)', inputs cut)."""
+  if by == 'scope':
+    return _scope(node.node_name)
+  label = node.timeline_label.split('] ', 1)[-1]
+  if by == 'node':
+    return label[:120]
+  return label.split(' = ', 1)[-1].split('(', 1)[0]
+
+
 def profile(args, directory):
   configs = config_util.get_configs_from_pipeline_file(
       common.ssd_config_path(args, directory))
@@ -55,10 +66,6 @@ def profile(args, directory):
                            configs['model']).take(1).cache().repeat()
     ).get_next()
     spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN)
-    op_types = {op.name: op.type
-                for op in tf.compat.v1.get_default_graph().get_operations()}
-    key = ((lambda name: op_types.get(name, name)) if args.by_type else
-           _scope)
     totals = collections.Counter()
     with tf.compat.v1.Session() as sess:
       sess.run([tf.compat.v1.global_variables_initializer(),
@@ -72,7 +79,7 @@ def profile(args, directory):
         sess.run(spec.train_op, options=options, run_metadata=metadata)
         for device in metadata.step_stats.dev_stats:
           for node in device.node_stats:
-            totals[key(node.node_name)] += (
+            totals[_key(node, args.by)] += (
                 node.op_end_rel_micros - node.op_start_rel_micros)
   return totals
 
@@ -82,8 +89,11 @@ def main(argv=None):
   parser.add_argument('--warmup', type=int, default=2)
   parser.add_argument('--steps', type=int, default=3)
   parser.add_argument('--top', type=int, default=12)
-  parser.add_argument('--by_type', action='store_true',
-                      help='Sum by op type instead of name scope.')
+  parser.add_argument('--by', choices=('scope', 'type', 'node'),
+                      default='scope',
+                      help='Sum op time by top-level name scope, by the '
+                           'kernel\'s op type (after grappler\'s and '
+                           'oneDNN\'s rewrites) or by node.')
   common.add_model_args(parser)
   args = parser.parse_args(argv)
   common.quiet()
@@ -91,9 +101,9 @@ def main(argv=None):
     totals = profile(args, directory)
   everything = sum(totals.values())
   print('op time by %s, %s depth %g, %dx%d, batch %d (%d traced steps, '
-        'summed over threads):' % ('op type' if args.by_type else 'scope',
-                                   args.arch, args.depth, args.size,
-                                   args.size, args.batch, args.steps))
+        'summed over threads): %.1f ms a step' % (
+            args.by, args.arch, args.depth, args.size, args.size, args.batch,
+            args.steps, everything / 1000.0 / args.steps))
   for scope, micros in totals.most_common(args.top):
     print('  %-40s %6.1f%%' % (scope, 100.0 * micros / everything))
   return 0

@@ -18,6 +18,10 @@ r"""Detector training (and evaluation) against the backbone's ceiling.
                   memory.
 --bfloat16        estimator and eval modes: as model_main --bfloat16 (the
                   oneDNN bfloat16 rewrite where the CPU has it).
+--disable_thread_spinning  estimator and eval modes: the session's thread
+                  pools sleep at once when idle instead of spinning first
+                  (ConfigProto.experimental; same graph, same numbers), to
+                  compare CPU per step with the default (bench/NOTES.md).
 
   .venv/bin/python bench/train_step.py --mode=estimator --data_dir=/tmp/d
 """
@@ -29,6 +33,7 @@ import time
 
 import numpy as np
 import tensorflow as tf
+from tensorflow_estimator.python.estimator import run_config as rc_lib
 import tf_slim as slim
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,11 +46,14 @@ from od_estimator.nets import mobilenet_v2  # pylint: disable=g-import-not-at-to
 
 
 def _estimator(args, model_dir):
+  session_config = rc_lib.get_default_session_config()
+  session_config.experimental.disable_thread_spinning = (
+      args.disable_thread_spinning)
   return model_lib.create_estimator_and_inputs(
       run_config=tf.estimator.RunConfig(
           model_dir=model_dir, save_checkpoints_steps=None,
           save_checkpoints_secs=None, save_summary_steps=10 ** 9,
-          log_step_count_steps=10 ** 9),
+          log_step_count_steps=10 ** 9, session_config=session_config),
       hparams={'load_pretrained': False},
       pipeline_config_path=common.ssd_config_path(args, model_dir),
       bfloat16=args.bfloat16)
@@ -175,6 +183,7 @@ def main(argv=None):
   parser.add_argument('--warmup', type=int, default=3)
   parser.add_argument('--steps', type=int, default=10)
   parser.add_argument('--bfloat16', action='store_true')
+  parser.add_argument('--disable_thread_spinning', action='store_true')
   parser.add_argument('--eval_images', type=int, default=32,
                       help='--mode=eval: images evaluated (batch 1).')
   common.add_model_args(parser)
