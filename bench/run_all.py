@@ -4,8 +4,9 @@ Each measurement runs in its own process (`bench/<script>.py --json`), one
 after another, so they share the machine in the same conditions and peak
 memory is per process. Ratios are formed from figures of this one run.
 
-  .venv/bin/python bench/run_all.py [--skip_demo] [--skip_peer]
-      [--skip_original] [--original_rounds=N] [--orig_python=PATH]
+  .venv/bin/python bench/run_all.py [--skip_demo] [--skip_bfloat16_demo]
+      [--skip_peer] [--skip_original] [--original_rounds=N]
+      [--orig_python=PATH]
 """
 import argparse
 import datetime
@@ -133,8 +134,10 @@ def measure(args):
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
   # Item 11: the demo's training and evaluation again with --bfloat16.
-  r['demo_bfloat16'] = ({'skipped': '--skip_demo'} if args.skip_demo else
-                        run('demo_time.py', '--bfloat16'))
+  # ~300 s idle: --skip_bfloat16_demo leaves it out.
+  r['demo_bfloat16'] = (
+      {'skipped': '--skip_demo'} if args.skip_demo or
+      args.skip_bfloat16_demo else run('demo_time.py', '--bfloat16'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                run('peer_model_garden.py', '--data_dir=' + data_peer))
   # Item 8's side of ours is item 1c's step (same records, size, batch).
@@ -452,18 +455,21 @@ def write_results(r, seconds, command):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--skip_demo', action='store_true')
+  parser.add_argument('--skip_bfloat16_demo', action='store_true',
+                      help='Item 11: skip training the demo again with '
+                           '--bfloat16 (its mAP@.5 against item 6\'s).')
   parser.add_argument('--skip_peer', action='store_true')
   parser.add_argument('--skip_original', action='store_true',
-                      help='Skip item 10, the original\'s TF2 trainer (its '
-                           'environment, bench/.orig_venv, is installed on '
-                           'first use).')
+                      help='Skip items 10 and 12, the original\'s TF2 '
+                           'trainer and exports (its environment, '
+                           'bench/.orig_venv, is installed on first use).')
   parser.add_argument('--original_rounds', type=int, default=1,
                       help='Item 10: rounds of the original then ours (1: '
                            'ours from items 1 and 1c where the same).')
   parser.add_argument('--orig_python',
                       default=os.environ.get('OD_BENCH_ORIG_PYTHON'),
-                      help='Item 10: the original\'s interpreter instead of '
-                           'bench/.orig_venv.')
+                      help='Items 10 and 12: the original\'s interpreter '
+                           'instead of bench/.orig_venv.')
   args = parser.parse_args(argv)
   os.makedirs(OUT, exist_ok=True)
   start = time.perf_counter()
