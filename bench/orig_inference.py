@@ -262,7 +262,8 @@ def summary(result):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--row', choices=sorted(ROWS),
-                      default='ssd_mobilenet_v2')
+                      default='ssd_mobilenet_v2',
+                      help='What is served (it sets --arch).')
   parser.add_argument('--images', type=int, default=16,
                       help='Timed images (a multiple of --batch), each '
                            'round.')
