@@ -224,7 +224,7 @@ ORIGINAL_INFERENCE_TITLES = {
 }
 ORIG_INFERENCE_FLAGS = {
     'ssd_mobilenet_v2': ['--images=16', '--batch=4', '--rounds=2'],
-    'faster_rcnn_keras': ['--images=4', '--batch=2', '--rounds=1'],
+    'faster_rcnn_keras': ['--images=4', '--batch=2', '--rounds=2'],
 }
 
 
