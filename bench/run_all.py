@@ -4,8 +4,9 @@ Each measurement runs in its own process (`bench/<script>.py --json`), one
 after another, so they share the machine in the same conditions and peak
 memory is per process. Ratios are formed from figures of this one run.
 
-  .venv/bin/python bench/run_all.py [--skip_demo] [--skip_peer]
-      [--skip_original] [--original_rounds=N] [--orig_python=PATH]
+  .venv/bin/python bench/run_all.py [--skip_demo] [--skip_bfloat16_demo]
+      [--skip_peer] [--skip_original] [--original_rounds=N]
+      [--orig_python=PATH]
 """
 import argparse
 import datetime
@@ -86,12 +87,12 @@ def measure(args):
   r['bfloat16'] = run('train_step.py', '--mode=estimator', '--bfloat16',
                       *large)
   r['ceiling'] = run('train_step.py', '--mode=ceiling', *large)
-  # The small step takes ~0.25 s: 40 timed steps, so that one hiccup of the
-  # machine does not swing item 1b (0.62 and 1.35 in two idle runs of 10).
-  r['train_small'] = run('train_step.py', '--mode=estimator', '--steps=40',
-                         *small)
-  r['ceiling_small'] = run('train_step.py', '--mode=ceiling', '--steps=40',
-                           *small)
+  # Item 1b: the small step (~0.25 s) and its ceiling in turns of 10 steps,
+  # 8 turns each (one after the other, 40 steps each, the ceiling swung
+  # item 1b: 1.22 and 0.87 in two idle runs). Items 4c and 5b reuse our side.
+  r['interleaved_small'] = run('interleaved_ceiling.py', *small)
+  r['train_small'] = r['interleaved_small'].get('ours', {})
+  r['ceiling_small'] = r['interleaved_small'].get('ceiling', {})
   r['train_frcnn'] = run('train_step.py', '--mode=estimator', *frcnn)
   r['bfloat16_frcnn'] = run('train_step.py', '--mode=estimator',
                             '--bfloat16', *frcnn)
@@ -109,6 +110,16 @@ def measure(args):
   r['coco_masks'] = run('coco_mask_eval.py')
   r['export'] = run('export_inference.py', '--data_dir=' + data,
                     '--size=300', '--depth=1.0')
+  # Item 12: our exports against the original's TF2 exports (its
+  # environment as item 10's; its exports cached in bench/out).
+  for row, data_dir, size in (('ssd_mobilenet_v2', data, 300),
+                              ('faster_rcnn_keras', data_frcnn, 320)):
+    r['orig_inference_' + row] = (
+        {'skipped': '--skip_original'} if args.skip_original else run(
+            'orig_inference.py', '--row=' + row, '--data_dir=' + data_dir,
+            '--size=%d' % size, *ORIG_INFERENCE_FLAGS[row],
+            *(['--orig_python=' + args.orig_python] if args.orig_python
+              else [])))
   # Goal 5: the small config's step with --xla (item 1b without it); XLA
   # compiling its clusters is most of this item's minutes.
   r['xla_small'] = run('xla_step.py', '--mode=estimator', '--steps=5',
@@ -125,6 +136,11 @@ def measure(args):
                        *_measured('--float_step', r['train_small']))
   r['demo'] = ({'skipped': '--skip_demo'} if args.skip_demo else
                run('demo_time.py'))
+  # Item 11: the demo's training and evaluation again with --bfloat16.
+  # ~300 s idle: --skip_bfloat16_demo leaves it out.
+  r['demo_bfloat16'] = (
+      {'skipped': '--skip_demo'} if args.skip_demo or
+      args.skip_bfloat16_demo else run('demo_time.py', '--bfloat16'))
   r['peer'] = ({'skipped': '--skip_peer'} if args.skip_peer else
                run('peer_model_garden.py', '--data_dir=' + data_peer))
   # Item 8's side of ours is item 1c's step (same records, size, batch).
@@ -211,6 +227,63 @@ def _original_rows(r):
   return rows
 
 
+# Item 12's rows and flags (a Faster R-CNN image takes seconds: fewer).
+ORIGINAL_INFERENCE_TITLES = {
+    'ssd_mobilenet_v2': '12a. Exported SavedModel, ours / the original\'s '
+                        'TF2 export of the same checkpoint (SSD MobileNetV2 '
+                        'Keras, 300x300)',
+    'faster_rcnn_keras': '12b. Same, Faster R-CNN ResNet-50 Keras (the TF2 '
+                         '640x640 config at 320x320)',
+}
+ORIG_INFERENCE_FLAGS = {
+    'ssd_mobilenet_v2': ['--images=16', '--batch=4', '--rounds=2'],
+    'faster_rcnn_keras': ['--images=4', '--batch=2', '--rounds=2'],
+}
+
+
+def _original_inference_rows(r):
+  """Item 12's rows, goals per CPU second: one image at a time and
+  batched, each >= 1.2."""
+  rows = []
+  for row, title in ORIGINAL_INFERENCE_TITLES.items():
+    figures = r['orig_inference_' + row]
+    ratios = [figures.get(prefix + 'ours_cpu_ratio')
+              for prefix in ('', 'batched_')]
+    rows.append((title, figures.get('summary', json.dumps(figures)),
+                 '>= 1.2 per CPU second, one at a time and batched',
+                 'n/a' if None in ratios else _verdict(min(ratios), 1.2)))
+  return rows
+
+
+def _interleaved_row(r):
+  """Item 1b: ours / the ceiling, their turns interleaved."""
+  figures = r['interleaved_small']
+  return ('1b. Same, small config (depth 0.35, 160x160, batch 16), the two '
+          'interleaved (%s turns of %s steps each)' % (
+              figures.get('turns'), figures.get('steps_a_turn')),
+          '%s / %s images/s = %s; median of the turn pairs %s (%s); per CPU '
+          'second %s' % (
+              _fmt(r['train_small'].get('images_per_s')),
+              _fmt(r['ceiling_small'].get('images_per_s')),
+              _fmt(figures.get('ratio')), _fmt(figures.get('median_ratio')),
+              ', '.join('%.2f' % x for x in figures.get('pair_ratios', [])),
+              _fmt(figures.get('cpu_ratio'))),
+          '>= 0.9 (median)', _verdict(figures.get('median_ratio'), 0.9))
+
+
+def _bfloat16_demo_row(r):
+  """Item 11: the demo's mAP@.5 trained with --bfloat16 and without."""
+  float32, bfloat16 = r['demo'].get('mAP@.5'), r['demo_bfloat16'].get(
+      'mAP@.5')
+  gap = None if None in (float32, bfloat16) else abs(bfloat16 - float32)
+  return ('11. `make demo` trained and evaluated with --bfloat16 / float32 '
+          '(item 6): mAP@.5', '%s / %s, difference %s (%s s)' % (
+              _fmt(bfloat16, 3), _fmt(float32, 3), _fmt(gap, 3),
+              _fmt(r['demo_bfloat16'].get('wall_s'), 0)),
+          'within 0.02', 'n/a' if gap is None else (
+              'met' if gap <= 0.02 else 'not met'))
+
+
 # Item 11's rows: (title, float32 key, bfloat16 key, goal per CPU second).
 BFLOAT16_ROWS = (
     ('SSD MobileNetV2 (item 1: 300x300, batch 8)', 'train', 'bfloat16', 1.5),
@@ -274,8 +347,7 @@ def write_results(r, seconds, command):
   rows = [
       _ceiling_row('1. Training step / backbone ceiling (SSD MobileNetV2 '
                    '1.0, 300x300, batch 8)', r, '', 0.9),
-      _ceiling_row('1b. Same, small config (depth 0.35, 160x160, batch 16)',
-                   r, '_small', 0.9),
+      _interleaved_row(r),
       _ceiling_row('1c. Faster R-CNN ResNet-50 training step / ResNet-50 '
                    'body ceiling (block3 on the image, block4 on 64 crops; '
                    '320x320, batch 1)', r, '_frcnn', 0.8),
@@ -370,7 +442,8 @@ def write_results(r, seconds, command):
        'head; 320x320, batch 1, same records with masks)',
        peer_mask.get('summary', json.dumps(peer_mask)),
        '>= 1.2', _verdict(peer_mask.get('ratio'), 1.2)),
-  ] + _original_rows(r) + _bfloat16_rows(r)
+  ] + (_original_rows(r) + _bfloat16_rows(r) + [_bfloat16_demo_row(r)] +
+       _original_inference_rows(r))
   lines = [
       '# Benchmarks', '',
       'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '
@@ -400,18 +473,21 @@ def write_results(r, seconds, command):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--skip_demo', action='store_true')
+  parser.add_argument('--skip_bfloat16_demo', action='store_true',
+                      help='Item 11: skip training the demo again with '
+                           '--bfloat16 (its mAP@.5 against item 6\'s).')
   parser.add_argument('--skip_peer', action='store_true')
   parser.add_argument('--skip_original', action='store_true',
-                      help='Skip item 10, the original\'s TF2 trainer (its '
-                           'environment, bench/.orig_venv, is installed on '
-                           'first use).')
+                      help='Skip items 10 and 12, the original\'s TF2 '
+                           'trainer and exports (its environment, '
+                           'bench/.orig_venv, is installed on first use).')
   parser.add_argument('--original_rounds', type=int, default=1,
                       help='Item 10: rounds of the original then ours (1: '
                            'ours from items 1 and 1c where the same).')
   parser.add_argument('--orig_python',
                       default=os.environ.get('OD_BENCH_ORIG_PYTHON'),
-                      help='Item 10: the original\'s interpreter instead of '
-                           'bench/.orig_venv.')
+                      help='Items 10 and 12: the original\'s interpreter '
+                           'instead of bench/.orig_venv.')
   args = parser.parse_args(argv)
   os.makedirs(OUT, exist_ok=True)
   start = time.perf_counter()
