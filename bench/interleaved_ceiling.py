@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -95,13 +94,7 @@ def _estimator_worker(args, turns):
 
 def _ceiling_worker(args, turns):
   with tf.Graph().as_default():
-    images = np.random.default_rng(0).uniform(
-        -1, 1, [args.batch, args.size, args.size, 3]).astype(np.float32)
-    loss, optimizer = train_step.CEILING_BODIES[args.arch](
-        args, tf.constant(images))
-    with tf.control_dependencies(tf.compat.v1.get_collection(
-        tf.compat.v1.GraphKeys.UPDATE_OPS)):
-      train_op = optimizer.minimize(loss)
+    train_op = train_step.ceiling_train_op(args)
     with tf.compat.v1.Session(config=tf.compat.v1.ConfigProto(
         allow_soft_placement=True)) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())

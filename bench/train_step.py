@@ -139,17 +139,23 @@ CEILING_BODIES = {'ssd_mobilenet_v2': _mobilenet_v2_body_loss,
                   'efficientdet_d0': efficientdet.efficientnet_body_loss}
 
 
-def ceiling_rate(args):
+def ceiling_train_op(args):
+  """The ceiling's training step on a fixed random batch, in the default
+  graph."""
   if args.arch not in CEILING_BODIES:
     raise ValueError('--mode=ceiling measures %s only' %
                      ', '.join(sorted(CEILING_BODIES)))
+  images = np.random.default_rng(0).uniform(
+      -1, 1, [args.batch, args.size, args.size, 3]).astype(np.float32)
+  loss, optimizer = CEILING_BODIES[args.arch](args, tf.constant(images))
+  with tf.control_dependencies(
+      tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
+    return optimizer.minimize(loss)
+
+
+def ceiling_rate(args):
   with tf.Graph().as_default():
-    images = np.random.default_rng(0).uniform(
-        -1, 1, [args.batch, args.size, args.size, 3]).astype(np.float32)
-    loss, optimizer = CEILING_BODIES[args.arch](args, tf.constant(images))
-    with tf.control_dependencies(
-        tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)):
-      train_op = optimizer.minimize(loss)
+    train_op = ceiling_train_op(args)
     with tf.compat.v1.Session(config=tf.compat.v1.ConfigProto(
         allow_soft_placement=True)) as sess:
       sess.run(tf.compat.v1.global_variables_initializer())
