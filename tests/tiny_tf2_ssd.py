@@ -29,7 +29,8 @@ _DEPTH = re.compile(r'(_\d+x\d+(?:_s2)?)_\d+(_(?:conv|batchnorm)/)')
 
 
 def write_config(directory, data_dir=None, num_steps=None,
-                 use_moving_averages=False, config=CONFIG, tiny=TINY):
+                 use_moving_averages=False, config=CONFIG, tiny=TINY,
+                 batch_size=None):
   """Writes the tiny model's pipeline.config into directory; returns its path.
 
   Args:
@@ -42,6 +43,8 @@ def write_config(directory, data_dir=None, num_steps=None,
     config: the original's TF2 sample config the model is made from
       (another family's, e.g. tests/test_faster_rcnn_keras_end_to_end.py).
     tiny: its overrides as pipeline text (TINY: this module's model).
+    batch_size: train_config.batch_size, when given (the sample's is 512,
+      which a test that trains rarely needs).
   """
   pipeline_config = config_util.read_pipeline_config(
       upstream_folder.config_path(config, tf2=True), tiny)
@@ -59,6 +62,8 @@ def write_config(directory, data_dir=None, num_steps=None,
       pipeline_config.train_config.ClearField('fine_tune_checkpoint')
   if num_steps is not None:
     pipeline_config.train_config.num_steps = num_steps
+  if batch_size is not None:
+    pipeline_config.train_config.batch_size = batch_size
   pipeline_config.eval_config.use_moving_averages = use_moving_averages
   config_util.save_pipeline_config(pipeline_config, str(directory))
   return os.path.join(str(directory), 'pipeline.config')

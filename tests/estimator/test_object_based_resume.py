@@ -49,7 +49,7 @@ def resumed(tmp_path_factory):
     before).
   """
   root = tmp_path_factory.mktemp('tf2_resume')
-  config = tiny_tf2_ssd.write_config(root, root / 'data')
+  config = tiny_tf2_ssd.write_config(root, root / 'data', batch_size=2)
   folder = str(root / 'tf2_train')
   last = tiny_tf2_ssd.write_training_folder(folder, config, TF2_STEPS)
   before = _original_files(folder)
