@@ -318,6 +318,10 @@ def add_model_args(parser, size=300, depth=1.0, batch=8):
                       help='Written by write_records if empty.')
   parser.add_argument('--json', action='store_true',
                       help='End with a RESULT line for bench/run_all.py.')
+  parser.add_argument('--disable_thread_spinning', action='store_true',
+                      help='Our side\'s session threads do not spin '
+                           '(ConfigProto.experimental; same graph, same '
+                           'numbers).')
 
 
 def write_records(data_dir, size, num_train=64, num_val=32):

@@ -129,8 +129,6 @@ def main(argv=None):
   parser.add_argument('--row', choices=sorted(ROWS), default=None,
                       help='What is compared (ROWS); default: --arch.')
   parser.add_argument('--warmup', type=int, default=2)
-  parser.add_argument('--disable_thread_spinning', action='store_true',
-                      help='Our side\'s session threads do not spin.')
   peer_env.add_round_args(parser, steps=10)
   parser.add_argument('--orig_python',
                       default=os.environ.get('OD_BENCH_ORIG_PYTHON'),
