@@ -166,6 +166,8 @@ def test_any_positive_pixel_is_the_mask_as_the_original():
   scaled = [dict(image, masks=image['masks'] * np.uint8(255),
                  det_masks=image['det_masks'].astype(np.float32) * 0.7)
             for image in images]
+  # uint8 detections above 1 in one image (binarized in MaskCrops' read).
+  scaled[1]['det_masks'] = images[1]['det_masks'] * np.uint8(7)
   evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
   _fill(evaluator, scaled)
   assert evaluator.evaluate() == expected.evaluate()
