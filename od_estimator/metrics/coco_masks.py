@@ -66,29 +66,23 @@ def _column_counts(masks, indices, tops, bottoms):
 
   The rows are summed in chunks of up to 255, whose counts fit a byte: 8
   bytes at a time when rows allow (uint64 words, whose bytes then count
-  apart).
+  apart); a mask's chunks then add up as int32.
   """
-  width = masks.shape[2]
-  words = width % 8 == 0 and masks.flags.c_contiguous
-  chunks = [(j, i, start, min(start + 255, bottom + 1))
-            for j, (i, top, bottom) in enumerate(zip(
-                indices.tolist(), tops.tolist(), bottoms.tolist()))
-            for start in range(top, bottom + 1, 255)]
-  sums = np.empty([len(chunks), width], np.uint8)
-  for (_, i, start, stop), out in zip(chunks, sums):
-    if words:
-      np.add.reduce(masks[i, start:stop].view(np.uint64), axis=0,
-                    out=out.view(np.uint64))
-    else:
-      np.add.reduce(masks[i, start:stop], axis=0, out=out)
-  # A mask's first chunk gives its counts; its later ones add to them.
-  owners = np.array([j for j, _, _, _ in chunks], np.int64)
-  later = np.zeros(len(chunks), bool)
-  later[1:] = owners[1:] == owners[:-1]
-  counts = sums[~later].astype(np.int32)
-  for j, row in zip(owners[later].tolist(), sums[later]):
-    counts[j] += row
-  return counts
+  count, height, width = masks.shape
+  rows = masks.reshape(count * height, width)
+  if width % 8 == 0 and rows.flags.c_contiguous:
+    rows = rows.view(np.uint64)
+  pieces = (bottoms - tops + 255) // 255
+  first_piece = np.cumsum(pieces) - pieces
+  owners = np.repeat(np.arange(len(indices)), pieces)
+  starts = (indices * height + tops)[owners] + 255 * (
+      np.arange(len(owners)) - first_piece[owners])
+  stops = np.minimum(starts + 255, (indices * height + bottoms + 1)[owners])
+  sums = np.empty([len(owners), width], np.uint8)
+  out_rows = sums.view(rows.dtype)
+  for start, stop, out in zip(starts.tolist(), stops.tolist(), out_rows):
+    np.add.reduce(rows[start:stop], axis=0, out=out)
+  return np.add.reduceat(sums, first_piece, axis=0, dtype=np.int32)
 
 
 def _crops(masks, name, nonzero=False):
