@@ -331,12 +331,13 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
                       image_id)
       return
     name = _IN.groundtruth_instance_masks
+    # uint8 masks are binarized by MaskCrops, in its first read.
     masks = overlaps.nonzero_masks(name, groundtruth_dict.get(name),
-                                   'CocoMaskEvaluator')
+                                   'CocoMaskEvaluator', check_values=False)
     kept = self._known(_classes(groundtruth_dict[_IN.groundtruth_classes]))
     # Read (and checked) before the image is added.
     crops = coco_masks.MaskCrops(
-        masks[kept] if len(kept) < len(masks) else masks, name)
+        masks[kept] if len(kept) < len(masks) else masks, name, nonzero=True)
     super().add_single_ground_truth_image_info(image_id, {
         name: groundtruth_dict[name] for name in (
             _IN.groundtruth_boxes, _IN.groundtruth_classes,
@@ -360,7 +361,7 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
       return
     masks = overlaps.nonzero_masks(
         _DET.detection_masks, detections_dict.get(_DET.detection_masks),
-        'CocoMaskEvaluator')
+        'CocoMaskEvaluator', check_values=False)
     groundtruth = self._groundtruth[self._images[image_id] - 1]
     if masks.shape[1:3] != groundtruth['masks'].shape:
       raise ValueError(
@@ -370,7 +371,7 @@ class CocoMaskEvaluator(CocoDetectionEvaluator):
     kept = self._kept_detections(image_id, detections_dict)
     crops = coco_masks.MaskCrops(
         masks[kept] if len(kept) < len(masks) else masks,
-        _DET.detection_masks)
+        _DET.detection_masks, nonzero=True)
     classes = _classes(detections_dict[_DET.detection_classes])[kept]
     # As pycocotools: masks are compared only within a class, and a
     # detection's area is its mask's (loadRes).

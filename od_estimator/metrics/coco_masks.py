@@ -25,19 +25,25 @@ from od_estimator.metrics import overlaps
 _BLOCK_ROWS = 8
 
 
-def _rows(masks, name):
-  """(indices [M] of the occupied masks, their top and bottom rows [M],
-  inclusive), checking every value is 0 or 1 in the same pass.
+def _rows(masks, name, nonzero):
+  """(the masks, indices [M] of the occupied ones, their top and bottom rows
+  [M], inclusive), checking every value is 0 or 1 in the same pass; with
+  `nonzero`, masks with values above 1 are returned binarized (> 0)
+  instead.
 
   Raises:
-    ValueError: for a value other than 0 and 1 (naming `name`).
+    ValueError: for a value other than 0 and 1 (naming `name`), unless
+      `nonzero`.
   """
   count, height, width = masks.shape
   blocks = np.maximum.reduceat(masks.reshape(count, height * width),
                                np.arange(0, height, _BLOCK_ROWS) * width,
                                axis=1)
   if blocks.max() > 1:
-    raise overlaps.not_binary(name, masks)
+    if not nonzero:
+      raise overlaps.not_binary(name, masks)
+    # The same blocks are occupied; the later reads count pixels.
+    masks = (masks > 0).view(np.uint8)
   occupied = blocks != 0
   indices = np.flatnonzero(occupied.any(axis=1))
   occupied = occupied[indices]
@@ -51,7 +57,7 @@ def _rows(masks, name):
   occupied = masks[indices[:, None, None], rows].max(axis=3) != 0
   tops = np.where(occupied[:, 0], rows[:, 0], height).min(axis=1)
   bottoms = np.where(occupied[:, 1], rows[:, 1], -1).max(axis=1)
-  return indices, tops, bottoms
+  return masks, indices, tops, bottoms
 
 
 def _column_counts(masks, indices, tops, bottoms):
@@ -60,49 +66,49 @@ def _column_counts(masks, indices, tops, bottoms):
 
   The rows are summed in chunks of up to 255, whose counts fit a byte: 8
   bytes at a time when rows allow (uint64 words, whose bytes then count
-  apart).
+  apart); a mask's chunks then add up as int32.
   """
-  width = masks.shape[2]
-  words = width % 8 == 0 and masks.flags.c_contiguous
-  chunks = [(j, i, start, min(start + 255, bottom + 1))
-            for j, (i, top, bottom) in enumerate(zip(
-                indices.tolist(), tops.tolist(), bottoms.tolist()))
-            for start in range(top, bottom + 1, 255)]
-  sums = np.empty([len(chunks), width], np.uint8)
-  for (_, i, start, stop), out in zip(chunks, sums):
-    if words:
-      np.add.reduce(masks[i, start:stop].view(np.uint64), axis=0,
-                    out=out.view(np.uint64))
-    else:
-      np.add.reduce(masks[i, start:stop], axis=0, out=out)
-  # A mask's first chunk gives its counts; its later ones add to them.
-  owners = np.array([j for j, _, _, _ in chunks], np.int64)
-  later = np.zeros(len(chunks), bool)
-  later[1:] = owners[1:] == owners[:-1]
-  counts = sums[~later].astype(np.int32)
-  for j, row in zip(owners[later].tolist(), sums[later]):
-    counts[j] += row
-  return counts
+  count, height, width = masks.shape
+  rows = masks.reshape(count * height, width)
+  if width % 8 == 0 and rows.flags.c_contiguous:
+    rows = rows.view(np.uint64)
+  pieces = (bottoms - tops + 255) // 255
+  first_piece = np.cumsum(pieces) - pieces
+  owners = np.repeat(np.arange(len(indices)), pieces)
+  starts = (indices * height + tops)[owners] + 255 * (
+      np.arange(len(owners)) - first_piece[owners])
+  stops = np.minimum(starts + 255, (indices * height + bottoms + 1)[owners])
+  sums = np.empty([len(owners), width], np.uint8)
+  out_rows = sums.view(rows.dtype)
+  for start, stop, out in zip(starts.tolist(), stops.tolist(), out_rows):
+    np.add.reduce(rows[start:stop], axis=0, out=out)
+  return np.add.reduceat(sums, first_piece, axis=0, dtype=np.int32)
 
 
-def _crops(masks, name):
+def _crops(masks, name, nonzero=False):
   """(extents [N, 4] int64 top, bottom, first, last column, inclusive, -1
   for an empty mask; areas [N] int64 pixel counts; the occupied masks'
-  [h, w] crops, in order), checking every value is 0 or 1.
+  [h, w] crops, in order), checking every value is 0 or 1 (with
+  `nonzero`: masks of any dtype, a value above 0 is the mask).
 
   All values are read once (_rows); then each mask's rows once more, for
   its columns and area (_column_counts).
 
   Raises:
-    ValueError: for a value other than 0 and 1 (naming `name`).
+    ValueError: for a value other than 0 and 1 (naming `name`), unless
+      `nonzero`.
   """
-  masks = overlaps.binary_masks(name, masks, 'COCO mask encoding',
-                                check_values=False)
+  if nonzero:
+    masks = overlaps.nonzero_masks(name, masks, 'COCO mask encoding',
+                                   check_values=False)
+  else:
+    masks = overlaps.binary_masks(name, masks, 'COCO mask encoding',
+                                  check_values=False)
   extents = np.full([len(masks), 4], -1, np.int64)
   areas = np.zeros(len(masks), np.int64)
   if not masks.size:
     return extents, areas, []
-  indices, tops, bottoms = _rows(masks, name)
+  masks, indices, tops, bottoms = _rows(masks, name, nonzero)
   counts = _column_counts(masks, indices, tops, bottoms)
   occupied = counts != 0
   firsts = np.argmax(occupied, axis=1)
@@ -212,16 +218,24 @@ class MaskCrops:
     areas: [N] int64 pixel counts (pycocotools.mask.area).
   """
 
-  def __init__(self, masks, name='masks'):
+  def __init__(self, masks, name='masks', nonzero=False):
     """Reads the masks once. Their crops stay views of `masks` (dense, for
     intersections) until pack().
 
+    Args:
+      masks: [N, H, W] uint8 or bool of 0 and 1; with `nonzero`, of any
+        dtype, a value above 0 being the mask (as the original's COCO
+        mask evaluator reads them).
+      name: the masks' name in errors.
+      nonzero: see masks.
+
     Raises:
-      ValueError: for a value other than 0 and 1 (naming `name`).
+      ValueError: for a value other than 0 and 1 (naming `name`), unless
+        `nonzero`.
     """
     masks = np.asarray(masks)
     self.shape = tuple(masks.shape[1:3])
-    self.extents, self.areas, crops = _crops(masks, name)
+    self.extents, self.areas, crops = _crops(masks, name, nonzero)
     self.crops = crops
     self._packed = None
 

@@ -108,12 +108,14 @@ def binary_masks(name, masks, evaluator='the evaluator', check_values=True):
   return masks.view(np.uint8) if masks.dtype == np.bool_ else masks
 
 
-def nonzero_masks(name, masks, evaluator='the evaluator'):
+def nonzero_masks(name, masks, evaluator='the evaluator', check_values=True):
   """`masks` as uint8 0/1, any positive value counting as the mask.
 
   As the original's COCO mask evaluator, which binarizes masks of any
   dtype (masks > 0) before encoding them. Masks already of 0 and 1 are
-  returned without a copy.
+  returned without a copy. check_values=False returns uint8 masks as they
+  are, for a caller that reads their values anyway and binarizes them
+  itself (coco_masks.MaskCrops).
 
   Raises:
     ValueError: when masks is None.
@@ -123,7 +125,8 @@ def nonzero_masks(name, masks, evaluator='the evaluator'):
   masks = np.asarray(masks)
   if masks.dtype == np.bool_:
     return masks.view(np.uint8)
-  if masks.dtype == np.uint8 and (not masks.size or masks.max() <= 1):
+  if masks.dtype == np.uint8 and (
+      not check_values or not masks.size or masks.max() <= 1):
     return masks
   return (masks > 0).view(np.uint8)
 

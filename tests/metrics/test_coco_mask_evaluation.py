@@ -33,9 +33,16 @@ def _blob(rng, height, width):
   ry, rx = rng.uniform(3, height / 3), rng.uniform(3, width / 3)
   y, x = np.mgrid[:height, :width]
   mask = (((y - cy) / ry) ** 2 + ((x - cx) / rx) ** 2 <= 1).astype(np.uint8)
+  return mask, _box(mask)
+
+
+def _box(mask):
+  """The box (ymin, xmin, ymax, xmax) of a mask's pixels; [0, 0, 1, 1] for
+  an empty mask."""
   rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
-  return mask, np.array([rows[0], cols[0], rows[-1] + 1, cols[-1] + 1],
-                        np.float64)
+  if not len(rows):
+    return np.array([0, 0, 1, 1], np.float64)
+  return np.array([rows[0], cols[0], rows[-1] + 1, cols[-1] + 1], np.float64)
 
 
 def _random_set(seed=0, num_images=10):
@@ -134,6 +141,47 @@ def test_numbers_equal_pycocotools_segm_run_directly(backend):
   assert set(metrics) == set(evaluator.metric_names())
 
 
+def test_edge_cases_equal_pycocotools_segm_run_directly():
+  """Numbers to the bit with: an image without detections, empty
+  detection and groundtruth masks, masks touching every border (full
+  height, so runs cross columns), a crowd, uint8 values above 1, masks
+  taller than 255 rows (summed in two chunks) and 8-byte-wide rows."""
+  rng = np.random.RandomState(5)
+  images = _random_set(seed=7, num_images=6)
+  images[0].update(det_masks=images[0]['det_masks'][:0],
+                   scores=images[0]['scores'][:0],
+                   det_labels=images[0]['det_labels'][:0])
+  image = images[1]
+  image['det_masks'][0] = 0
+  image['masks'][-1] = 0
+  height, width = image['masks'].shape[1:]
+  image['masks'][0] = 0
+  image['masks'][0, :, :width // 3] = 1
+  image['boxes'][0] = [0, 0, height, width // 3]
+  image['det_masks'][1] = 0
+  image['det_masks'][1, :, :width // 2] = 1
+  image['det_labels'][1] = image['labels'][0]
+  image['crowd'][0] = True
+  images[2]['det_masks'] = images[2]['det_masks'] * np.uint8(3)
+  # A tall image whose width is a multiple of 8.
+  tall = _random_set(seed=11, num_images=1)[0]
+  tall['masks'] = np.repeat(tall['masks'], 5, axis=1)[:, :, :48]
+  tall['det_masks'] = np.repeat(tall['det_masks'], 5, axis=1)[:, :, :48]
+  tall['masks'][0] = 0
+  tall['masks'][0, 2:320, 8:30] = 1
+  tall['boxes'] = np.stack([_box(m) for m in tall['masks']])
+  tall['det_masks'][0] = np.roll(tall['masks'][0], rng.randint(1, 9), 0)
+  images.append(tall)
+  evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
+  _fill(evaluator, images)
+  metrics = evaluator.evaluate()
+  binary = [dict(i, det_masks=(i['det_masks'] > 0).astype(np.uint8))
+            for i in images]
+  reference = _pycocotools_direct(binary)
+  assert [metrics['DetectionMasks_' + name] for name in SUMMARY] == [
+      float(v) for v in reference.stats]
+
+
 def test_names_are_the_originals():
   evaluator = coco_evaluation.CocoMaskEvaluator(
       CATEGORIES, include_metrics_per_category=True)
@@ -166,6 +214,8 @@ def test_any_positive_pixel_is_the_mask_as_the_original():
   scaled = [dict(image, masks=image['masks'] * np.uint8(255),
                  det_masks=image['det_masks'].astype(np.float32) * 0.7)
             for image in images]
+  # uint8 detections above 1 in one image (binarized in MaskCrops' read).
+  scaled[1]['det_masks'] = images[1]['det_masks'] * np.uint8(7)
   evaluator = coco_evaluation.CocoMaskEvaluator(CATEGORIES)
   _fill(evaluator, scaled)
   assert evaluator.evaluate() == expected.evaluate()

@@ -117,6 +117,20 @@ def test_values_other_than_0_and_1_are_refused(width):
     coco_masks.encode_masks(masks.astype(np.float32))
 
 
+@pytest.mark.parametrize('width', [16, 17])
+def test_nonzero_reads_any_positive_value_as_the_mask(width):
+  """nonzero=True (the mask evaluator's reading): values above 1, found in
+  the first read, and other dtypes are the masks above 0."""
+  binary = _masks(np.random.RandomState(width), 21, width)
+  expected = coco_masks.MaskCrops(binary)
+  for masks in (binary * np.uint8(200), binary * np.arange(
+      1, 11, dtype=np.uint8)[:, None, None], binary.astype(np.float32) * 0.3):
+    crops = coco_masks.MaskCrops(masks, nonzero=True)
+    np.testing.assert_array_equal(crops.extents, expected.extents)
+    np.testing.assert_array_equal(crops.areas, expected.areas)
+    assert crops.pack().rles() == expected.rles()
+
+
 @pytest.mark.parametrize('height,width', [(30, 40), (31, 37)])
 def test_intersections_give_pycocotools_mask_iou(height, width):
   rng = np.random.RandomState(width)
