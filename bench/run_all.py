@@ -5,6 +5,7 @@ after another, so they share the machine in the same conditions and peak
 memory is per process. Ratios are formed from figures of this one run.
 
   .venv/bin/python bench/run_all.py [--skip_demo] [--skip_bfloat16_demo]
+      [--skip_bfloat16_inference]
       [--skip_peer] [--skip_original] [--original_rounds=N]
       [--orig_python=PATH]
 """
@@ -101,6 +102,16 @@ def measure(args):
   r['bfloat16_frcnn'] = run('train_step.py', '--mode=estimator',
                             '--bfloat16', *frcnn)
   r['ceiling_frcnn'] = run('train_step.py', '--mode=ceiling', *frcnn)
+  # Item 11c: exported SavedModels --bfloat16 / float32, one image a call
+  # (~100 CPU s, the four exports most of it).
+  skipped = {'skipped': '--skip_bfloat16_inference'}
+  r['bfloat16_inference'] = skipped if args.skip_bfloat16_inference else run(
+      'bfloat16_inference.py', '--data_dir=' + data, '--size=300')
+  r['bfloat16_inference_frcnn'] = (
+      skipped if args.skip_bfloat16_inference else run(
+          'bfloat16_inference.py', '--arch=faster_rcnn',
+          '--data_dir=' + data_frcnn, '--size=320', '--images=4',
+          '--warmup=1'))
   # R-FCN: item 1c's records, size, batch and body; its own second stage.
   rfcn = [arg.replace('=faster_rcnn', '=rfcn') for arg in frcnn]
   r['train_rfcn'] = run('train_step.py', '--mode=estimator', *rfcn)
@@ -310,6 +321,31 @@ def _bfloat16_rows(r):
   return rows
 
 
+# Item 11c's rows: (title, key).
+BFLOAT16_INFERENCE_ROWS = (
+    ('SSD MobileNetV2 (300x300)', 'bfloat16_inference'),
+    ('Faster R-CNN ResNet-50 (320x320, 100 proposals)',
+     'bfloat16_inference_frcnn'),
+)
+
+
+def _bfloat16_inference_rows(r):
+  """Item 11c: exported SavedModels --bfloat16 / float32, per CPU s."""
+  rows = []
+  for title, key in BFLOAT16_INFERENCE_ROWS:
+    figures = r[key]
+    rows.append((
+        '11c. Exported SavedModel (exporter_main_v2) --bfloat16 / float32, '
+        'one image at a time, %s' % title,
+        figures.get('skipped') or '%s / %s images per CPU s = %s (per '
+        'second %s)' % (
+            _fmt(figures.get('bfloat16_images_per_cpu_s'), 3),
+            _fmt(figures.get('float32_images_per_cpu_s'), 3),
+            _fmt(figures.get('cpu_ratio')), _fmt(figures.get('ratio'))),
+        'reported', 'reported' if 'cpu_ratio' in figures else 'n/a'))
+  return rows
+
+
 def _tf_version():
   out = subprocess.run([PY, '-c', 'import tensorflow as tf; '
                         'print(tf.__version__)'], capture_output=True,
@@ -449,7 +485,7 @@ def write_results(r, seconds, command):
        'none (another network: FPN, light head)',
        _reported(peer_mask.get('ratio'))),
   ] + (_original_rows(r) + _bfloat16_rows(r) + [_bfloat16_demo_row(r)] +
-       _original_inference_rows(r))
+       _bfloat16_inference_rows(r) + _original_inference_rows(r))
   lines = [
       '# Benchmarks', '',
       'Written by `%s` on %s; %d cores (%s), TensorFlow %s, Python %s; '
@@ -479,6 +515,9 @@ def write_results(r, seconds, command):
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--skip_demo', action='store_true')
+  parser.add_argument('--skip_bfloat16_inference', action='store_true',
+                      help='Item 11c: skip the exported SavedModels '
+                           '--bfloat16 / float32.')
   parser.add_argument('--skip_bfloat16_demo', action='store_true',
                       help='Item 11: skip training the demo again with '
                            '--bfloat16 (its mAP@.5 against item 6\'s).')

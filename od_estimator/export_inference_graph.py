@@ -34,6 +34,12 @@ placeholders of those names in the frozen graph.
 file, e.g. to raise the score threshold of the exported model:
   --config_override="model { ssd { post_processing {
       batch_non_max_suppression { score_threshold: 0.5 } } } }"
+
+--bfloat16 exports a frozen graph and SavedModel that run in bfloat16 on
+CPUs with AVX-512 BF16 or AMX (the oneDNN rewrite model_main --bfloat16
+trains with, baked into the graph), with the float32 export's inputs and
+outputs.
+Float32 is the default whatever train_config.use_bfloat16 says.
 """
 import sys
 
@@ -41,6 +47,7 @@ from absl import flags
 
 from od_estimator import command_line
 from od_estimator import errors
+from od_estimator.export import bfloat16_graph
 from od_estimator.export import export_inputs
 from od_estimator.export import exporter
 
@@ -92,6 +99,7 @@ flags.DEFINE_string('side_input_names', None, 'With use_side_inputs: '
                     'placeholder of that name and a SavedModel signature '
                     'input keyed by it. Context R-CNN: '
                     'context_features,valid_context_size.')
+flags.DEFINE_boolean('bfloat16', False, bfloat16_graph.FLAG_HELP)
 FLAGS = flags.FLAGS
 
 _PROG = 'export_inference_graph'
@@ -122,7 +130,8 @@ def _export(unused_argv):
       additional_output_tensor_names=additional,
       use_side_inputs=FLAGS.use_side_inputs,
       side_input_shapes=side_input_shapes, side_input_names=side_input_names,
-      side_input_types=side_input_types, overwrite=FLAGS.overwrite)
+      side_input_types=side_input_types, overwrite=FLAGS.overwrite,
+      bfloat16=FLAGS.bfloat16)
   print('Exported to %s' % FLAGS.output_directory)
 
 

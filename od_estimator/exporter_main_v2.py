@@ -42,12 +42,18 @@ works).
 
 For the TF1 layout (frozen_inference_graph.pb, a TF1 SavedModel with input
 `inputs`), use export_inference_graph.
+
+--bfloat16 exports a SavedModel that runs in bfloat16 on CPUs with
+AVX-512 BF16 or AMX (the oneDNN rewrite model_main --bfloat16 trains with,
+baked into the graph), with the float32 export's inputs and outputs.
+Float32 is the default whatever train_config.use_bfloat16 says.
 """
 import sys
 
 from absl import flags
 
 from od_estimator import command_line
+from od_estimator.export import bfloat16_graph
 from od_estimator.export import export_inputs
 from od_estimator.export import exporter_v2
 
@@ -81,6 +87,7 @@ flags.DEFINE_string('side_input_names', '',
 flags.DEFINE_boolean('overwrite', False, 'Replace an export already in '
                      'output_directory (saved_model/, checkpoint/, '
                      'pipeline.config), kept until the new one is complete.')
+flags.DEFINE_boolean('bfloat16', False, bfloat16_graph.FLAG_HELP)
 FLAGS = flags.FLAGS
 
 _PROG = 'exporter_main_v2'
@@ -96,7 +103,8 @@ def _export(unused_argv):
       FLAGS.input_type, pipeline_config, FLAGS.trained_checkpoint_dir,
       FLAGS.output_directory, use_side_inputs=FLAGS.use_side_inputs,
       side_input_shapes=side_input_shapes, side_input_names=side_input_names,
-      side_input_types=side_input_types, overwrite=FLAGS.overwrite)
+      side_input_types=side_input_types, overwrite=FLAGS.overwrite,
+      bfloat16=FLAGS.bfloat16)
   print('Exported to %s' % FLAGS.output_directory)
 
 

@@ -11,7 +11,9 @@ checkpoints, optimizer updates, summaries and exports stay float32; the
 losses' sums, exp, log and softmax stay float32 (the rewrite has no
 bfloat16 for them), though per-anchor element-wise terms fed by the
 predictor's convolutions (smooth L1's Abs, Square, Select) may run in
-bfloat16. On TPU, model_fn keeps the TPU's bfloat16 scope instead.
+bfloat16. On TPU, model_fn keeps the TPU's bfloat16 scope instead. The
+exporters' --bfloat16 bakes the same rewrite into an exported graph
+(export/bfloat16_graph.py).
 
 The rewrite was chosen over the TPU path's bfloat16 scope (bench/NOTES.md,
 "bfloat16"): the scope runs the whole prediction in bfloat16, gave a
@@ -62,6 +64,22 @@ def cpu_has_bfloat16():
   return bool(cpu_flags() & set(CPU_FLAGS))
 
 
+def available(asked_by, otherwise):
+  """True when this CPU has bfloat16 instructions; else one log line.
+
+  Args:
+    asked_by: what asked for bfloat16, for the message (e.g. '--bfloat16').
+    otherwise: what runs instead, for the message (e.g. 'running in
+      float32').
+  """
+  if cpu_has_bfloat16():
+    return True
+  logging.warning('bfloat16 asked for (%s), but this CPU has no bfloat16 '
+                  'instructions (%s): %s.', asked_by, ' or '.join(CPU_FLAGS),
+                  otherwise)
+  return False
+
+
 def enabled(requested, use_tpu):
   """Whether this run's sessions get the bfloat16 rewrite.
 
@@ -71,11 +89,8 @@ def enabled(requested, use_tpu):
   """
   if not requested or use_tpu:
     return False
-  if not cpu_has_bfloat16():
-    logging.warning('bfloat16 asked for (--bfloat16 or train_config.'
-                    'use_bfloat16), but this CPU has no bfloat16 '
-                    'instructions (%s): running in float32.',
-                    ' or '.join(CPU_FLAGS))
+  if not available('--bfloat16 or train_config.use_bfloat16',
+                   'running in float32'):
     return False
   logging.info('bfloat16: training and evaluation sessions run the oneDNN '
                'bfloat16 rewrite; variables and summed losses stay '
@@ -83,13 +98,19 @@ def enabled(requested, use_tpu):
   return True
 
 
-def session_config(config=None):
-  """A copy of `config` (else the Estimator's default session config) with
-  the oneDNN bfloat16 rewrite on."""
+def keep_float32_ops():
+  """Takes _FLOAT32_OPS off the rewrite's allow list (its environment
+  variable, read by the rewrite alone; other entries there are kept)."""
   removed = [op for op in os.environ.get(_ALLOWLIST_REMOVE, '').split(',')
              if op]
   os.environ[_ALLOWLIST_REMOVE] = ','.join(
       removed + [op for op in _FLOAT32_OPS if op not in removed])
+
+
+def session_config(config=None):
+  """A copy of `config` (else the Estimator's default session config) with
+  the oneDNN bfloat16 rewrite on."""
+  keep_float32_ops()
   rewritten = tf.compat.v1.ConfigProto()
   rewritten.CopyFrom(config or rc_lib.get_default_session_config())
   rewrite_options = rewritten.graph_options.rewrite_options

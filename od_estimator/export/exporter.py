@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from od_estimator import errors
 from od_estimator.export import as_run_config
+from od_estimator.export import bfloat16_graph
 from od_estimator.export import export_inputs
 from od_estimator.estimator import model_fn
 from od_estimator.estimator import moving_averages
@@ -387,10 +388,13 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
                             output_collection_name='inference_op',
                             graph_hook_fn=None, write_inference_graph=False,
                             use_side_inputs=False, side_input_shapes=None,
-                            side_input_names=None, side_input_types=None):
+                            side_input_names=None, side_input_types=None,
+                            bfloat16=False):
   """Builds the inference graph in the default graph and writes the export.
 
-  output_directory is the (new, empty) staging folder of the export.
+  output_directory is the (new, empty) staging folder of the export;
+  bfloat16: bake the bfloat16 rewrite into the frozen graph
+  (bfloat16_graph.rewrite).
   """
   frozen_graph_path = os.path.join(output_directory,
                                    'frozen_inference_graph.pb')
@@ -415,6 +419,9 @@ def _export_inference_graph(input_type, detection_model, use_moving_averages,
   graph_def, frozen_graph_def = restore_and_freeze(
       graph, use_moving_averages, trained_checkpoint_prefix,
       output_node_names, lambda sess: saver.save(sess, model_path))
+  if bfloat16:
+    frozen_graph_def = bfloat16_graph.rewrite(frozen_graph_def,
+                                              output_node_names)
   if write_inference_graph:
     file_safety.write_file(
         os.path.join(output_directory, 'inference_graph.pbtxt'),
@@ -493,7 +500,8 @@ def export_inference_graph(input_type, pipeline_config,
                            additional_output_tensor_names=None,
                            write_inference_graph=False, use_side_inputs=False,
                            side_input_shapes=None, side_input_names=None,
-                           side_input_types=None, overwrite=False):
+                           side_input_types=None, overwrite=False,
+                           bfloat16=False):
   """Exports the model of a pipeline config with a checkpoint's weights.
 
   The moving averages of the weights are exported when
@@ -501,8 +509,7 @@ def export_inference_graph(input_type, pipeline_config,
   average in the checkpoint then keep their raw values.
 
   Args:
-    input_type: 'image_tensor', 'encoded_image_string_tensor' or
-      'tf_example'.
+    input_type: a key of input_placeholder_fn_map.
     pipeline_config: pipeline_pb2.TrainEvalPipelineConfig (not modified).
     trained_checkpoint_prefix: checkpoint prefix (path/model.ckpt-N), or a
       directory whose latest checkpoint is used.
@@ -514,8 +521,7 @@ def export_inference_graph(input_type, pipeline_config,
     output_collection_name: collection the outputs are added to.
     additional_output_tensor_names: optional list of further tensor names
       kept in the frozen graph.
-    write_inference_graph: also write the unfrozen graph as
-      inference_graph.pbtxt.
+    write_inference_graph: also write inference_graph.pbtxt (unfrozen).
     use_side_inputs: see build_detection_graph; a Context R-CNN is
       exported with side_input_shapes [[1, max_num_context_features,
       context_feature_length], [1]], side_input_names ['context_features',
@@ -526,14 +532,15 @@ def export_inference_graph(input_type, pipeline_config,
     side_input_types: see build_detection_graph.
     overwrite: replace an export already in output_directory (it is kept
       until the new one is complete).
+    bfloat16: the frozen graph and SavedModel in bfloat16 where the CPU
+      has it (bfloat16_graph.wanted); model.ckpt stays float32.
 
   Raises:
     errors.UserInputError: for a missing checkpoint, one that does not
       match the model, an unsupported config, bad input arguments (side
       inputs missing for a Context R-CNN, given to another model, or of
-      other names, types or ranks than the config's), an
-      output_directory that is a file, or one holding an export without
-      `overwrite`.
+      other names, types or ranks than the config's), an output_directory
+      that is a file, or one holding an export without `overwrite`.
 
   A config whose model differs from the as-run pipeline.config beside the
   checkpoint gets one warning naming the fields (as_run_config).
@@ -561,7 +568,8 @@ def export_inference_graph(input_type, pipeline_config,
         graph_hook_fn=graph_rewriter_fn,
         write_inference_graph=write_inference_graph,
         use_side_inputs=use_side_inputs, side_input_shapes=side_input_shapes,
-        side_input_names=side_input_names, side_input_types=side_input_types)
+        side_input_names=side_input_names, side_input_types=side_input_types,
+        bfloat16=bfloat16_graph.wanted(bfloat16))
     save_exported_config(pipeline_config, staging)
   logging.info('Exported %s (%s input) to %s', checkpoint, input_type,
                output_directory)
