@@ -197,10 +197,14 @@ def _read_dataset_internal(file_read_func, input_files, num_readers, config,
     _logging.warning('shuffle is false, but records of the %d files read in '
                      'parallel are interleaved.', num_readers)
   filename_dataset = filename_dataset.repeat(config.num_epochs or None)
+  # Shuffled and unseeded, records come in whichever file answers first;
+  # under a graph-level seed (model_main --random_seed) the shuffles repeat,
+  # so the interleave keeps one order too and the batches repeat run to run.
+  seeded = tf.compat.v1.get_default_graph().seed is not None
   records = filename_dataset.interleave(
       file_read_func, cycle_length=num_readers,
       block_length=config.read_block_length, num_parallel_calls=num_readers,
-      deterministic=not config.shuffle)
+      deterministic=seeded or not config.shuffle)
   if config.shuffle:
     records = records.shuffle(config.shuffle_buffer_size)
   return records
