@@ -41,7 +41,7 @@ _FLOAT32_OPS = {
                   'DepthwiseConv2dNativeBackpropInput'),
     # Batch norms and element-wise arithmetic: memory bound, and TF's
     # bfloat16 element-wise kernels were slower than float32's on an
-    # AVX-512 BF16 CPU (SSD MobileNet v2 step 1.2x instead of 1.03x).
+    # AVX-512 BF16 CPU (SSD MobileNet v2 step 1.16x instead of 1.07x).
     'INFERLIST': ('Add', 'AddN', 'AddV2', 'AvgPool', 'AvgPoolGrad',
                   'BiasAdd', 'BiasAddGrad', 'BiasAddV1', 'Elu', 'EluGrad',
                   'Erf', 'FloorDiv', 'FusedBatchNormV2',
