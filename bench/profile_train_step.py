@@ -4,8 +4,10 @@ Runs model_fn's train op on one fixed batch (as bench/input_pipeline.py
 does) with full tracing for a few steps, and sums the ops' compute times by
 the first component of their names (FeatureExtractor, BoxPredictor, Loss,
 gradients/FeatureExtractor, ...), or with --by=type|node by kernel type or
-node: the profiles behind NOTES.md. bench/orig_step.py --profile does the
-same for the original's TF2 step.
+node: the profiles behind NOTES.md. With --bfloat16 the session runs the
+oneDNN bfloat16 rewrite as model_main --bfloat16 does, and --by=type|node
+marks the kernels it ran in bfloat16 and its Casts to and from bfloat16.
+bench/orig_step.py --profile does the same for the original's TF2 step.
 
   .venv/bin/python bench/profile_train_step.py --data_dir=bench/out/data300
 """
@@ -22,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from od_estimator.input_pipeline import inputs
+from od_estimator.estimator import cpu_bfloat16
 from od_estimator.estimator import model_lib
 from od_estimator.builders import model_builder  # pylint: disable=g-import-not-at-top
 from od_estimator.config import config_util
@@ -42,15 +45,33 @@ def _scope(node_name):
   return '/'.join(parts[:depth])
 
 
-def _key(node, by):
+def _bfloat16_names(metadata):
+  """Names of the nodes the session ran in bfloat16 (their T), and of the
+  Casts to and from it ('name' -> ' bfloat16', ' to bfloat16', ...)."""
+  bfloat16 = tf.bfloat16.as_datatype_enum
+  marks = {}
+  for graph in metadata.partition_graphs:
+    for node in graph.node:
+      if node.attr['T'].type == bfloat16:
+        marks[node.name] = ' bfloat16'
+      elif node.op == 'Cast' and node.attr['DstT'].type == bfloat16:
+        marks[node.name] = ' to bfloat16'
+      elif node.op == 'Cast' and node.attr['SrcT'].type == bfloat16:
+        marks[node.name] = ' from bfloat16'
+  return marks
+
+
+def _key(node, by, marks):
   """A traced node's key: its scope (_scope), its kernel's type or the node
-  itself (its trace label '[memory] name = Type(inputs)', inputs cut)."""
+  itself (its trace label '[memory] name = Type(inputs)', inputs cut); a
+  type or node the session ran in bfloat16 (marks) says so."""
   if by == 'scope':
     return _scope(node.node_name)
   label = node.timeline_label.split('] ', 1)[-1]
+  mark = marks.get(node.node_name, '')
   if by == 'node':
-    return label[:120]
-  return label.split(' = ', 1)[-1].split('(', 1)[0]
+    return label[:120] + mark
+  return label.split(' = ', 1)[-1].split('(', 1)[0] + mark
 
 
 def profile(args, directory):
@@ -67,19 +88,22 @@ def profile(args, directory):
     ).get_next()
     spec = model_fn(features, labels, tf.estimator.ModeKeys.TRAIN)
     totals = collections.Counter()
-    with tf.compat.v1.Session() as sess:
+    with tf.compat.v1.Session(config=cpu_bfloat16.session_config()
+                              if args.bfloat16 else None) as sess:
       sess.run([tf.compat.v1.global_variables_initializer(),
                 tf.compat.v1.tables_initializer()])
       for _ in range(args.warmup):
         sess.run(spec.train_op)
       options = tf.compat.v1.RunOptions(
-          trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+          trace_level=tf.compat.v1.RunOptions.FULL_TRACE,
+          output_partition_graphs=True)
       for _ in range(args.steps):
         metadata = tf.compat.v1.RunMetadata()
         sess.run(spec.train_op, options=options, run_metadata=metadata)
+        marks = _bfloat16_names(metadata)
         for device in metadata.step_stats.dev_stats:
           for node in device.node_stats:
-            totals[_key(node, args.by)] += (
+            totals[_key(node, args.by, marks)] += (
                 node.op_end_rel_micros - node.op_start_rel_micros)
   return totals
 
@@ -94,15 +118,19 @@ def main(argv=None):
                       help='Sum op time by top-level name scope, by the '
                            'kernel\'s op type (after grappler\'s and '
                            'oneDNN\'s rewrites) or by node.')
+  parser.add_argument('--bfloat16', action='store_true',
+                      help='As model_main --bfloat16: the session runs the '
+                           'oneDNN bfloat16 rewrite (Casts show as their own '
+                           'kernels).')
   common.add_model_args(parser)
   args = parser.parse_args(argv)
   common.quiet()
   with tempfile.TemporaryDirectory() as directory:
     totals = profile(args, directory)
   everything = sum(totals.values())
-  print('op time by %s, %s depth %g, %dx%d, batch %d (%d traced steps, '
+  print('op time by %s, %s%s depth %g, %dx%d, batch %d (%d traced steps, '
         'summed over threads): %.1f ms a step' % (
-            args.by, args.arch, args.depth, args.size, args.size, args.batch,
+            args.by, args.arch, ' bfloat16' if args.bfloat16 else '', args.depth, args.size, args.size, args.batch,
             args.steps, everything / 1000.0 / args.steps))
   for scope, micros in totals.most_common(args.top):
     print('  %-40s %6.1f%%' % (scope, 100.0 * micros / everything))

@@ -3,17 +3,16 @@
 On a CPU with bfloat16 instructions (AVX-512 BF16, AMX), TensorFlow's
 oneDNN kernels run convolutions and matrix products faster in bfloat16.
 There the Estimator's sessions (training and evaluation) get grappler's
-oneDNN mixed-precision rewrite (`auto_mixed_precision_onednn_bfloat16`):
-it runs the convolutions, matrix products, batch norms and the
-element-wise ops between them (forward and gradients) in bfloat16, with
-casts inserted around them. The graph as built is unchanged, so variables,
-checkpoints, optimizer updates, summaries and exports stay float32; the
-losses' sums, exp, log and softmax stay float32 (the rewrite has no
-bfloat16 for them), though per-anchor element-wise terms fed by the
-predictor's convolutions (smooth L1's Abs, Square, Select) may run in
-bfloat16. On TPU, model_fn keeps the TPU's bfloat16 scope instead. The
-exporters' --bfloat16 bakes the same rewrite into an exported graph
-(export/bfloat16_graph.py).
+oneDNN mixed-precision rewrite (`auto_mixed_precision_onednn_bfloat16`),
+its lists cut (_FLOAT32_OPS) so that only the dense convolutions and
+matrix products (forward and gradients) and the data moves between them
+(pads, max pools, concatenations, reshapes) run in bfloat16, with casts
+inserted around them; batch norms, activations, element-wise arithmetic
+and depthwise convolutions stay float32. The graph as built is unchanged,
+so variables, checkpoints, optimizer updates, summaries, losses and
+exports stay float32. On TPU, model_fn keeps the TPU's bfloat16 scope
+instead. The exporters' --bfloat16 bakes the same rewrite into an exported
+graph (export/bfloat16_graph.py).
 
 The rewrite was chosen over the TPU path's bfloat16 scope (bench/NOTES.md,
 "bfloat16"): the scope runs the whole prediction in bfloat16, gave a
@@ -31,12 +30,32 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow_estimator.python.estimator import run_config as rc_lib
 
-# Depthwise convolutions stay float32: with them in bfloat16 the tiny SSD
-# (MobileNet v2 x0.25) reached a non-finite loss by its third step (bench/
-# NOTES.md, "bfloat16"). Read by the rewrite, which float32 runs never run.
-_FLOAT32_OPS = ('DepthwiseConv2dNative', 'DepthwiseConv2dNativeBackpropFilter',
-                'DepthwiseConv2dNativeBackpropInput')
-_ALLOWLIST_REMOVE = 'TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_ALLOWLIST_REMOVE'
+# What stays float32, taken off the rewrite's lists (TensorFlow 2.15's
+# oneDNN lists, auto_mixed_precision_lists.h) through its environment
+# variables TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_<LIST>_REMOVE, which only
+# the rewrite reads (float32 runs never run it). bench/NOTES.md, "bfloat16".
+_FLOAT32_OPS = {
+    # Depthwise convolutions: in bfloat16 the tiny SSD (MobileNet v2 x0.25)
+    # reached a non-finite loss by its third step, and they were no faster.
+    'ALLOWLIST': ('DepthwiseConv2dNative',
+                  'DepthwiseConv2dNativeBackpropFilter',
+                  'DepthwiseConv2dNativeBackpropInput'),
+    # Batch norms and element-wise arithmetic: memory bound, and TF's
+    # bfloat16 element-wise kernels were slower than float32's on an
+    # AVX-512 BF16 CPU (SSD MobileNet v2 step 1.16x instead of 1.07x).
+    'INFERLIST': ('Add', 'AddN', 'AddV2', 'AvgPool', 'AvgPoolGrad',
+                  'BiasAdd', 'BiasAddGrad', 'BiasAddV1', 'Elu', 'EluGrad',
+                  'Erf', 'FloorDiv', 'FusedBatchNormV2',
+                  'FusedBatchNormGradV2', 'FusedBatchNormV3',
+                  'FusedBatchNormGradV3', '_FusedBatchNormEx', 'LeakyRelu',
+                  'LeakyReluGrad', 'Log', 'Log1p', 'LogSoftmax', 'Mul', 'Prod',
+                  'RealDiv', 'Reciprocal', 'Rsqrt', 'Selu', 'SeluGrad',
+                  'Sigmoid', 'SigmoidGrad', 'Softmax', 'Softplus',
+                  'SoftplusGrad', 'Softsign', 'SoftsignGrad', 'Sqrt',
+                  'Square', 'SquaredDifference', 'Sub', 'TanhGrad'),
+    'CLEARLIST': ('Relu', 'ReluGrad', 'Relu6', 'Relu6Grad'),
+}
+_REMOVE = 'TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_%s_REMOVE'
 
 # /proc/cpuinfo flags of the instructions oneDNN's bfloat16 kernels use.
 CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
@@ -99,12 +118,13 @@ def enabled(requested, use_tpu):
 
 
 def keep_float32_ops():
-  """Takes _FLOAT32_OPS off the rewrite's allow list (its environment
-  variable, read by the rewrite alone; other entries there are kept)."""
-  removed = [op for op in os.environ.get(_ALLOWLIST_REMOVE, '').split(',')
-             if op]
-  os.environ[_ALLOWLIST_REMOVE] = ','.join(
-      removed + [op for op in _FLOAT32_OPS if op not in removed])
+  """Takes _FLOAT32_OPS off the rewrite's lists (their environment
+  variables, read by the rewrite alone; other entries there are kept)."""
+  for name, ops in _FLOAT32_OPS.items():
+    removed = [op for op in os.environ.get(_REMOVE % name, '').split(',')
+               if op]
+    os.environ[_REMOVE % name] = ','.join(
+        removed + [op for op in ops if op not in removed])
 
 
 def session_config(config=None):

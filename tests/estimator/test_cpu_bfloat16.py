@@ -202,6 +202,16 @@ def test_bfloat16_session_convolves_in_bfloat16(runs):
 
 
 @needs_bfloat16
+def test_bfloat16_session_keeps_element_wise_ops_float32(runs):
+  # The graph's activations and batch norm (the fake backbone's) and the
+  # predictor's bias adds, left float32 by cpu_bfloat16's lists.
+  built = {node.op for node in runs['graph_def'].node}
+  kept = {op for ops in cpu_bfloat16._FLOAT32_OPS.values() for op in ops}  # pylint: disable=protected-access
+  assert {'Relu6', 'BiasAdd'} <= built & kept, sorted(built & kept)
+  assert not kept & set(runs['bfloat16'][1]), runs['bfloat16'][1]
+
+
+@needs_bfloat16
 def test_bfloat16_losses_close_to_float32(runs):
   float32_losses, bfloat16_losses = runs['float32'][0], runs['bfloat16'][0]
   assert np.isfinite(bfloat16_losses).all()
