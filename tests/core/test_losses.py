@@ -169,6 +169,117 @@ def test_sigmoid_focal_without_alpha_and_gamma_is_cross_entropy(execute):
   np.testing.assert_allclose(loss, [[[LN2, LN4]]], rtol=1e-6)
 
 
+def _autograd_focal(logits, targets, weights, gamma, alpha):
+  """The focal loss as plain ops, for autograd to differentiate."""
+  probabilities = tf.sigmoid(logits)
+  loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
+  if gamma:
+    loss *= tf.pow(1.0 - (targets * probabilities +
+                          (1.0 - targets) * (1.0 - probabilities)), gamma)
+  if alpha is not None:
+    loss *= targets * alpha + (1.0 - targets) * (1.0 - alpha)
+  return loss * weights
+
+
+class _AutogradFocalLoss(losses.Loss):
+  """The focal loss through Loss.__call__, gradient by autograd."""
+
+  def __init__(self, gamma, alpha):
+    super().__init__()
+    self._gamma, self._alpha = gamma, alpha
+
+  def _compute_loss(self, prediction_tensor, target_tensor, weights,
+                    class_indices=None):
+    if class_indices is not None:
+      weights = losses._restrict_weights_to_classes(  # pylint: disable=protected-access
+          weights, class_indices, tf.shape(prediction_tensor)[2])
+    return _autograd_focal(prediction_tensor, target_tensor, weights,
+                           self._gamma, self._alpha)
+
+
+def _focal_inputs(rng, classes=7, anchor_weights=False):
+  """Logits over the range sigmoids saturate in (with 0 and +-30), one-hot
+  targets with some soft ones, weights per class or per anchor, upstream."""
+  shape = [2, 5, classes]
+  logits = rng.uniform(-12., 12., shape)
+  logits.flat[:3] = [0., 30., -30.]
+  targets = np.eye(classes)[rng.integers(0, classes, shape[:2])]
+  targets[0, 0] = rng.uniform(0., 1., classes)
+  weights = rng.uniform(0., 2., shape[:2] + [1 if anchor_weights else classes])
+  upstream = rng.uniform(-1., 1., shape)
+  return [a.astype(np.float32) for a in (logits, targets, weights, upstream)]
+
+
+def _loss_and_gradients(loss, inputs, upstream):
+  return [loss] + tf.gradients(loss, inputs, grad_ys=upstream)
+
+
+def _assert_close_to_autograd(ours, autograd, gamma):
+  """Gradients within float rounding; the loss bit for bit, except that
+  ours computes x^1.5 as x * sqrt(x) where autograd's side calls tf.pow."""
+  if gamma % 1 == .5:
+    np.testing.assert_allclose(ours[0], autograd[0], rtol=1e-6)
+  else:
+    np.testing.assert_array_equal(ours[0], autograd[0])
+  for mine, theirs in zip(ours[1:], autograd[1:]):
+    np.testing.assert_allclose(mine, theirs, rtol=2e-5,
+                               atol=1e-6 * np.abs(theirs).max())
+
+
+FOCAL_SETTINGS = [(0., None), (0., .25), (1., .25), (1.5, .25), (2., .25),
+                  (2., None), (3., 0.), (1.5, 1.), (.5, None), (2.5, .25)]
+
+
+def test_sigmoid_focal_gradient_is_autograds(execute):
+  rng = np.random.default_rng(3)
+  cases = [_focal_inputs(rng, anchor_weights=i % 2)
+           for i in range(len(FOCAL_SETTINGS))]
+
+  def graph_fn(*tensors):
+    results = []
+    for (gamma, alpha), index in zip(FOCAL_SETTINGS, range(0, 99, 4)):
+      logits, targets, weights, upstream = tensors[index:index + 4]
+      ours = losses.SigmoidFocalClassificationLoss(gamma=gamma, alpha=alpha)(
+          logits, targets, weights=weights)
+      results.append([_loss_and_gradients(loss, [logits, targets, weights],
+                                          upstream)
+                      for loss in (ours, _autograd_focal(
+                          logits, targets, weights, gamma, alpha))])
+    return results
+
+  results = execute(graph_fn, [a for case in cases for a in case],
+                    dynamic=True)
+  for (gamma, _), (ours, autograd) in zip(FOCAL_SETTINGS, results):
+    _assert_close_to_autograd(ours, autograd, gamma)
+
+
+@pytest.mark.parametrize('gamma,alpha,anchor_weights',
+                         [(1.5, .25, False), (2., None, True)])
+def test_sigmoid_focal_gradient_with_masks_and_nan_targets(
+    execute, gamma, alpha, anchor_weights):
+  # NaN targets are replaced by the logits: the targets' gradient flows
+  # into the logits' one (the focal loss needs the result in [0, 1]).
+  # One image masked out, two classes kept; static shapes (a TPU's).
+  logits, targets, weights, upstream = _focal_inputs(
+      np.random.default_rng(4), anchor_weights=anchor_weights)
+  targets[0, 2, 3], logits[0, 2, 3] = np.nan, .4  # becomes a 0.4 target
+
+  def graph_fn(logits, targets, weights, upstream):
+    outputs = []
+    for loss in (losses.SigmoidFocalClassificationLoss(gamma, alpha),
+                 _AutogradFocalLoss(gamma, alpha)):
+      value = loss(logits, targets, ignore_nan_targets=True,
+                   losses_mask=tf.constant([True, False]), weights=weights,
+                   class_indices=tf.constant([1, 3]))
+      outputs.append(_loss_and_gradients(value, [logits, weights], upstream))
+    return outputs
+
+  ours, autograd = execute(graph_fn, [logits, targets, weights, upstream])
+  _assert_close_to_autograd(ours, autograd, gamma)
+  # The image that counts has gradient, the NaN target's entry too.
+  assert np.abs(ours[1][0]).max() > 0 and ours[1][0, 2, 3] != 0
+
+
 def test_softmax_with_logit_scale(execute):
   logits = np.array([[[1., 2., 3.], [0., 0., 0.], [5., 0., 0.]]], np.float32)
   targets = np.array([[[1., 0., 0.], [0., 1., 0.], [1., 0., 0.]]], np.float32)
