@@ -296,8 +296,8 @@ class SigmoidFocalClassificationLoss(Loss):
         by_targets = (by_targets * alpha_factor +
                       focal * (2.0 * alpha - 1.0))
       return (by_logits * scale,
-              _sum_to_shape(by_targets * scale, targets),
-              _sum_to_shape(unweighted * upstream, weights))
+              shape_utils.sum_to_shape(by_targets * scale, targets),
+              shape_utils.sum_to_shape(unweighted * upstream, weights))
 
     return loss, gradient
 
@@ -309,27 +309,6 @@ def _power(base, exponent, root):
     return base if exponent == 1 else tf.pow(base, exponent)
   whole = exponent - 0.5
   return root if whole == 0 else _power(base, whole, None) * root
-
-
-def _sum_to_shape(gradient, tensor):
-  """`gradient` summed over the axes along which `tensor` was broadcast.
-
-  Static shapes and the losses' (a last axis of 1 or not) avoid
-  BroadcastGradientArgs, whose unknown output shapes a TPU refuses.
-  """
-  shape, full = tensor.shape, gradient.shape
-  if shape.is_fully_defined() and full.is_fully_defined():
-    lead = full.rank - shape.rank
-    axes = list(range(lead)) + [lead + axis for axis, size in enumerate(shape)
-                                if size == 1 and full[lead + axis] != 1]
-    return (tf.reshape(tf.reduce_sum(gradient, axes), shape.as_list())
-            if axes else gradient)
-  if shape.rank and shape.rank == full.rank and shape[-1] is not None:
-    return (tf.reduce_sum(gradient, axis=-1, keepdims=True)
-            if shape[-1] == 1 and full[-1] != 1 else gradient)
-  axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(tensor),
-                                             s1=tf.shape(gradient))
-  return tf.reshape(tf.reduce_sum(gradient, axes), tf.shape(tensor))
 
 
 class WeightedSoftmaxClassificationLoss(Loss):

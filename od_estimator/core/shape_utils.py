@@ -321,3 +321,24 @@ def resize_images_and_return_shapes(inputs, image_resizer_fn):
   resized, true_image_shapes = static_or_dynamic_map_fn(
       image_resizer_fn, elems=inputs, dtype=[tf.float32, tf.int32])
   return resized, true_image_shapes
+
+
+def sum_to_shape(gradient, tensor):
+  """`gradient` summed over the axes along which `tensor` was broadcast.
+
+  Static shapes and the losses' (a last axis of 1 or not) avoid
+  BroadcastGradientArgs, whose unknown output shapes a TPU refuses.
+  """
+  shape, full = tensor.shape, gradient.shape
+  if shape.is_fully_defined() and full.is_fully_defined():
+    lead = full.rank - shape.rank
+    axes = list(range(lead)) + [lead + axis for axis, size in enumerate(shape)
+                                if size == 1 and full[lead + axis] != 1]
+    return (tf.reshape(tf.reduce_sum(gradient, axes), shape.as_list())
+            if axes else gradient)
+  if shape.rank and shape.rank == full.rank and shape[-1] is not None:
+    return (tf.reduce_sum(gradient, axis=-1, keepdims=True)
+            if shape[-1] == 1 and full[-1] != 1 else gradient)
+  axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(tensor),
+                                             s1=tf.shape(gradient))
+  return tf.reshape(tf.reduce_sum(gradient, axes), tf.shape(tensor))
