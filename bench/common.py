@@ -318,6 +318,11 @@ def add_model_args(parser, size=300, depth=1.0, batch=8):
                       help='Written by write_records if empty.')
   parser.add_argument('--json', action='store_true',
                       help='End with a RESULT line for bench/run_all.py.')
+  parser.add_argument('--bfloat16', action='store_true',
+                      help='Our side as model_main --bfloat16: the session '
+                           'runs the oneDNN bfloat16 rewrite where the CPU '
+                           'has it (the ceilings and the original stay '
+                           'float32).')
   parser.add_argument('--disable_thread_spinning', action='store_true',
                       help='Our side\'s session threads do not spin '
                            '(ConfigProto.experimental; same graph, same '

@@ -187,9 +187,6 @@ def main(argv=None):
                       help='Steps a turn.')
   parser.add_argument('--blocks', type=int, default=8,
                       help='Turns each side.')
-  parser.add_argument('--bfloat16', action='store_true',
-                      help='Our side with model_main --bfloat16 (as '
-                           'train_step.py); the ceiling stays float32.')
   common.add_model_args(parser)
   args = parser.parse_args(argv)
   common.quiet()

@@ -92,7 +92,12 @@ def original_exports(args, config_path):
   done = os.path.join(directory, 'result.json')
   if os.path.exists(done):
     with open(done) as f:
-      return dict(json.load(f), orig_export_seconds=0.0)  # (cached)
+      result = json.load(f)
+    return dict(result, orig_export_seconds=0.0,  # (cached)
+                checkpoint_dir=_in_cache(result['checkpoint_dir'], directory),
+                saved_models={
+                    key: _in_cache(path, directory)
+                    for key, path in result['saved_models'].items()})
   orig_py = args.orig_python or peer_env.ensure_venv(
       peer_original.ORIG_VENV, peer_original.ORIG_INSTALLS,
       peer_original.ORIG_CHECK)
@@ -106,6 +111,14 @@ def original_exports(args, config_path):
   with open(done, 'w') as f:
     json.dump(result, f)
   return dict(result, orig_export_seconds=result['orig_export_once_seconds'])
+
+
+def _in_cache(path, directory):
+  """A path a cached result.json names, under `directory` wherever the cache
+  was written (bench/out may have been copied from another checkout)."""
+  head, sep, tail = path.partition(os.sep + os.path.basename(directory) +
+                                   os.sep)
+  return os.path.join(directory, tail) if sep else path
 
 
 def our_exports(pipeline, checkpoint_dir, directory):

@@ -118,10 +118,6 @@ def main(argv=None):
                       help='Sum op time by top-level name scope, by the '
                            'kernel\'s op type (after grappler\'s and '
                            'oneDNN\'s rewrites) or by node.')
-  parser.add_argument('--bfloat16', action='store_true',
-                      help='As model_main --bfloat16: the session runs the '
-                           'oneDNN bfloat16 rewrite (Casts show as their own '
-                           'kernels).')
   common.add_model_args(parser)
   args = parser.parse_args(argv)
   common.quiet()

@@ -195,7 +195,6 @@ def main(argv=None):
   parser.add_argument('--mode', choices=sorted(MODES), required=True)
   parser.add_argument('--warmup', type=int, default=3)
   parser.add_argument('--steps', type=int, default=10)
-  parser.add_argument('--bfloat16', action='store_true')
   parser.add_argument('--eval_images', type=int, default=32,
                       help='--mode=eval: images evaluated (batch 1).')
   common.add_model_args(parser)
