@@ -4,12 +4,12 @@ Training and evaluation get bfloat16 as a session option (grappler's
 `auto_mixed_precision_onednn_bfloat16`, estimator/cpu_bfloat16.py), which
 an exported graph does not carry: TF Serving and `tf.saved_model.load` run
 what the GraphDef says. So the export runs that rewrite once, offline, on
-the frozen inference graph, and writes its result: the convolutions, matrix
-products, batch norms and the element-wise ops between them take bfloat16,
-with casts inserted around them (the weights stay float32 constants, cast
-where they are used, casts that the loading runtime's constant folding may
-fold). Depthwise convolutions stay float32, as in training
-(cpu_bfloat16._FLOAT32_OPS), and so do tf.map_fn's tensor lists
+the frozen inference graph, and writes its result: with training's lists
+(cpu_bfloat16._FLOAT32_OPS) the dense convolutions and matrix products take
+bfloat16, with casts inserted around them (the weights stay float32
+constants, cast where they are used, casts that the loading runtime's
+constant folding may fold); batch norms, activations, element-wise ops and
+depthwise convolutions stay float32, and so do tf.map_fn's tensor lists
 (_FLOAT32_LISTS). The inputs and the fetched outputs are never rewritten,
 so the signature's names, dtypes and shapes are the float32 export's.
 
